@@ -1,0 +1,51 @@
+# tokenmap: every set-up step lives here, so a fresh clone needs only
+# `make demo` or `make test`. A second run with everything in place takes seconds.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.tokenmap-installed
+# The decoding engine: a CTranslate2 fork with a decoder-step API. faster-whisper
+# pulls in stock ctranslate2, which writes the same package, so the fork is
+# re-installed last (see README, "The engine").
+ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
+
+.PHONY: help demo test setup engine models tools bench-data bench clean
+
+help:
+	@echo "make demo        install everything needed, then transcribe a bundled recording"
+	@echo "make test        install everything needed, then run the test suite"
+	@echo "make engine      re-install the CTranslate2 fork (if stock ctranslate2 shadowed it)"
+	@echo "make bench-data  install TTS voices and real speech, build the benchmark test sets"
+	@echo "make clean       remove the virtual environment"
+
+setup: $(STAMP) models
+
+$(STAMP): setup.cfg pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --disable-pip-version-check --upgrade pip
+	$(PIP) install -q --disable-pip-version-check -e '.[engine,models,bench,test]'
+	$(MAKE) --no-print-directory engine
+	touch $@
+
+engine:
+	$(PIP) install -q --disable-pip-version-check --force-reinstall --no-deps $(ENGINE)
+	$(PY) -c "from tokenmap.engine import require_step_api; require_step_api()"
+
+models: $(STAMP)
+	$(BIN)/tokenmap models prepare base tiny.en
+
+# Command-line tools the tests use to make audio variants (sox).
+tools:
+	@command -v sox >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq sox libsox-fmt-base; }
+
+test: setup tools
+	$(PY) -m pytest
+
+demo: setup
+	$(BIN)/tokenmap transcribe --language en tests/data/en-basic-pbx-ivr-main.flac
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""The `tokenmap` command line (import name ``tokenmap_cli``)."""

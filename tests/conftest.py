@@ -1,0 +1,64 @@
+"""Shared fixtures. No test touches the network: the model hub is switched off."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENMAP_TEST", "1")
+
+DATA = Path(__file__).parent / "data"
+
+# Real speech fixtures (asterisk prompts, CC-BY-SA-3.0; see tests/data/README.md)
+# with their reference transcripts.
+SPEECH = {
+    "en-agent-pass.flac": "Please enter your password followed by the pound key.",
+    "en-conf-getpin.flac": "Please enter the conference pin number.",
+    "en-tt-weasels.flac": "Weasels have eaten our phone system",
+    "en-basic-pbx-ivr-main.flac": None,  # long (25 s) IVR menu
+    "es-conf-getpin.flac": "Por favor ingrese la clave de entrada para la conferencia.",
+    "fr-conf-getpin.flac": "Veuillez composer le code d'accès de la conférence.",
+}
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def base_model_dir() -> Path:
+    """The packaged Whisper base model (assembled by `make`)."""
+    from tokenmap.models import resolve_model
+
+    return resolve_model("base", download=False)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir() -> Path:
+    from tokenmap.models import resolve_model
+
+    return resolve_model("tiny.en", download=False)
+
+
+@pytest.fixture(scope="session")
+def fw_model(base_model_dir):
+    """faster-whisper's own WhisperModel on the packaged base model (int8, 2 threads)."""
+    from faster_whisper import WhisperModel
+
+    return WhisperModel(str(base_model_dir), device="cpu", compute_type="int8", cpu_threads=2)
+
+
+@pytest.fixture(scope="session")
+def sox():
+    """Run sox; the tools target of the Makefile installs it."""
+    exe = shutil.which("sox")
+    assert exe, "sox is missing: run `make tools`"
+
+    def run(*args):
+        subprocess.run([exe, *map(str, args)], check=True, capture_output=True)
+
+    return run

@@ -1,0 +1,96 @@
+"""`tokenmap transcribe`: same text as faster-whisper, and bad input never crashes."""
+
+import json
+import wave
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from tokenmap_cli.main import cli
+
+pytestmark = pytest.mark.model
+
+
+def run(*args):
+    return CliRunner().invoke(cli, ["transcribe", "--threads", "2", *map(str, args)])
+
+
+def test_text_equals_faster_whisper(data_dir, fw_model, tmp_path):
+    audio = data_dir / "en-agent-pass.flac"
+    result = run("--language", "en", "--format", "json", "--output-dir", tmp_path, audio)
+    assert result.exit_code == 0, result.output
+    ours = json.loads((tmp_path / "en-agent-pass.json").read_text())
+    segments, _ = fw_model.transcribe(str(audio), language="en", beam_size=1, vad_filter=True)
+    assert ours["text"] == "".join(s.text for s in segments).strip()
+    assert "password" in ours["text"].lower()
+    assert "RTF" in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["txt", "srt", "vtt", "tsv"])
+def test_formats_print_to_stdout(data_dir, fmt):
+    result = run("--language", "en", "--format", fmt, data_dir / "en-conf-getpin.flac")
+    assert result.exit_code == 0, result.output
+    assert "conference" in result.stdout.lower()
+
+
+def test_word_timestamps_and_language_detection(data_dir, tmp_path):
+    result = run("--word-timestamps", "-f", "json", "-o", tmp_path, data_dir / "fr-conf-getpin.flac")
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "fr-conf-getpin.json").read_text())
+    assert data["language"] == "fr"
+    assert data["segments"][0]["words"], "word timestamps requested"
+
+
+def _write_wav(path, samples, rate=16000, channels=1):
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(np.asarray(samples, dtype="<i2").tobytes())
+
+
+def test_bad_inputs_in_one_batch(data_dir, tmp_path, sox):
+    good = data_dir / "en-conf-getpin.flac"
+    flac = good.read_bytes()
+    (tmp_path / "notes.txt").write_text("this is not audio\n" * 50)
+    (tmp_path / "truncated.flac").write_bytes(flac[:3000])
+    (tmp_path / "corrupt.flac").write_bytes(flac[:200] + bytes(np.random.default_rng(0).integers(0, 256, 40000, dtype=np.uint8)))
+    (tmp_path / "empty.wav").write_bytes(b"")
+    _write_wav(tmp_path / "zero-length.wav", [])
+    (tmp_path / "adir").mkdir()
+    sox("-n", "-r", "16000", "-c", "1", tmp_path / "silence.wav", "trim", "0", "5")
+    sox(good, "-r", "8000", tmp_path / "rate8k.wav")
+    sox(good, "-r", "48000", "-c", "2", tmp_path / "stereo48k.wav")
+    names = ["missing.wav", "adir", "notes.txt", "truncated.flac", "corrupt.flac", "empty.wav",
+             "zero-length.wav", "silence.wav", "rate8k.wav", "stereo48k.wav"]
+    out = tmp_path / "out"
+    result = run("--language", "en", "-o", out, *[tmp_path / n for n in names])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    err = result.stderr
+    assert "missing.wav: no such file" in err
+    assert "adir: is a directory" in err
+    assert "notes.txt: cannot decode audio" in err
+    assert "empty.wav: empty file" in err
+    for name in ("rate8k", "stereo48k"):  # resampled and down-mixed: still correct
+        assert "conference" in (out / f"{name}.txt").read_text().lower()
+    assert (out / "silence.txt").read_text().strip() == ""
+    assert (out / "zero-length.txt").exists()
+    # every file ends in an output or in exactly one error line
+    failed = [n for n in names if not (out / f"{n.rsplit('.', 1)[0]}.txt").exists()]
+    assert len(err.strip().splitlines()) >= len(failed)
+    for name in failed:
+        assert name in err
+
+
+@pytest.mark.slow
+def test_one_hour_file(tmp_path, data_dir, sox):
+    """An hour of mostly silence with speech at the end: VAD keeps it quick."""
+    long = tmp_path / "hour.wav"
+    sox("-n", "-r", "16000", "-c", "1", tmp_path / "gap.wav", "trim", "0", "3595")
+    sox(tmp_path / "gap.wav", data_dir / "en-conf-getpin.flac", long)
+    result = run("--language", "en", "-f", "srt", "-o", tmp_path, long)
+    assert result.exit_code == 0, result.output
+    srt = (tmp_path / "hour.srt").read_text()
+    assert "00:59:5" in srt and "conference" in srt.lower()

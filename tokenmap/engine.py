@@ -1,0 +1,142 @@
+"""The decoding engine: the CTranslate2 fork with a decoder-step API.
+
+Stock ``ctranslate2`` offers Whisper only ``encode``/``generate``/``detect_language``/
+``align``. Speculative decoding needs to feed draft tokens and truncate the
+decoder state, which the MIT fork ``ctranslate2-crisperwhisper`` adds
+(``prefill``, ``forward_batch``, ``truncate_to_step``). Both distributions
+install the same ``ctranslate2`` package, so whichever was installed last wins;
+:func:`require_step_api` says so in one line when stock CTranslate2 won.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import subprocess
+import sys
+
+FORK_DIST = "ctranslate2-crisperwhisper"
+FORK_VERSION = "4.7.1.post3"
+FIX_COMMAND = f"pip install --force-reinstall --no-deps {FORK_DIST}=={FORK_VERSION}"
+STEP_API = ("prefill", "forward_step", "forward_batch", "forward_batch_greedy", "generate_speculative")
+
+
+class EngineError(RuntimeError):
+    """The installed CTranslate2 cannot run tokenmap's decoder."""
+
+
+def missing_step_api(ctranslate2_module=None) -> list[str]:
+    """Names of the fork's decoder-step methods that the loaded engine lacks."""
+    ct2 = ctranslate2_module or _import_ctranslate2()
+    missing = [name for name in STEP_API if not hasattr(ct2.models.Whisper, name)]
+    state_cls = getattr(ct2.models, "WhisperDecoderState", None)
+    if state_cls is None or not hasattr(state_cls, "truncate_to_step"):
+        missing.append("truncate_to_step")
+    return missing
+
+
+def require_step_api():
+    """Import ``ctranslate2`` and check it is the fork; return the module.
+
+    Raises :class:`EngineError` naming the command that fixes it.
+    """
+    ct2 = _import_ctranslate2()
+    missing = missing_step_api(ct2)
+    if missing:
+        raise EngineError(
+            f"ctranslate2 {ct2.__version__} has no decoder-step API (missing: {', '.join(missing)}); "
+            f"stock CTranslate2 has shadowed the fork. Fix: {sys.executable} -m {FIX_COMMAND} "
+            "(or run `make engine`)"
+        )
+    return ct2
+
+
+def _import_ctranslate2():
+    try:
+        import ctranslate2
+    except ImportError as exc:
+        raise EngineError(f"ctranslate2 is not installed ({exc}). Fix: {FIX_COMMAND}") from None
+    return ctranslate2
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def cpu_report(model_dir, timeout: float = 120.0) -> dict:
+    """CTranslate2's own CPU report (ISA, GEMM backends), read in a subprocess.
+
+    CTranslate2 prints it when it first loads a model with ``CT2_VERBOSE=1``,
+    so this loads ``model_dir`` once in a child process.
+    """
+    code = (
+        "import ctranslate2; "
+        f"ctranslate2.models.Whisper({str(model_dir)!r}, device='cpu', compute_type='int8')"
+    )
+    env = dict(os.environ, CT2_VERBOSE="1")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": str(exc)}
+    report = {}
+    for line in proc.stderr.splitlines():
+        text = re.sub(r"^\[.*?\]\s*\[ctranslate2\]\s*\[thread \d+\]\s*\[info\]\s*", "", line).strip()
+        if text.startswith("CPU:"):
+            report["cpu"] = text[4:].strip()
+        elif ":" in text and text.startswith("- "):
+            key, _, value = text[2:].partition(":")
+            report[key.strip()] = value.strip()
+    return report
+
+
+def engine_info(model_dir=None) -> dict:
+    """Everything `tokenmap doctor` prints, as a dict.
+
+    ``model_dir`` (optional) is loaded in a subprocess to read CTranslate2's CPU report.
+    """
+    info = {
+        "python": sys.version.split()[0],
+        "ctranslate2 (module)": "not importable",
+        "ctranslate2-crisperwhisper (dist)": _version(FORK_DIST),
+        "ctranslate2 (stock dist)": _version("ctranslate2"),
+        "faster-whisper": _version("faster-whisper"),
+        "numpy": _version("numpy"),
+        "tokenizers": _version("tokenizers"),
+    }
+    try:
+        ct2 = _import_ctranslate2()
+    except EngineError as exc:
+        info["step API"] = str(exc)
+        return info
+    info["ctranslate2 (module)"] = ct2.__version__
+    missing = missing_step_api(ct2)
+    info["step API"] = "present" if not missing else f"MISSING {', '.join(missing)}; fix: {FIX_COMMAND}"
+    info["compute types (cpu)"] = ", ".join(sorted(ct2.get_supported_compute_types("cpu")))
+    info["threads"] = _thread_report()
+    if model_dir is not None:
+        info.update({("cpu" if k == "cpu" else f"cpu {k}"): v for k, v in cpu_report(model_dir).items()})
+    return info
+
+
+def _thread_report() -> str:
+    omp = os.environ.get("OMP_NUM_THREADS")
+    cores = os.cpu_count() or 1
+    return (
+        f"{cores} cores visible; OMP_NUM_THREADS={omp or 'unset'}; "
+        f"tokenmap uses {default_threads()} intra-op threads unless --threads says otherwise"
+    )
+
+
+def default_threads() -> int:
+    """Threads tokenmap gives CTranslate2 by default: every visible core, at most 8."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
