@@ -766,7 +766,7 @@ class _MaintFR(_Maint):
 INCAR = {
     "en": {
         "wake": ["Hey car, ", "OK car, ", "Hey Mercedes, ", "Hello car, "],
-        "polite_pre": ["Please ", "Can you ", "Could you ", "I want to ", "I'd like to "],
+        "polite_pre": ["Please ", "Can you ", "Could you "],
         "contacts": ["Mom", "Dad", "John", "Sarah", "Emily", "Michael", "David", "Anna", "the office", "home",
                      "my wife", "my husband", "Grandma", "Dr. Miller", "Jessica", "Chris", "Alex", "Tom Baker",
                      "Lisa Wong", "customer service", "roadside assistance", "Kevin", "Maria", "the dentist"],
@@ -811,7 +811,7 @@ class _InCarEN:
         """Optionally add wake word, polite prefix/suffix; core is lower-case imperative without period."""
         r = self.r
         k = r.random()
-        if not question and k < 0.15:
+        if not question and k < 0.15 and "," not in core:
             core = r.choice(self.d["polite_pre"]).lower().strip() + " " + core
             if core.startswith(("can you", "could you")):
                 question = True
@@ -913,8 +913,8 @@ class _InCarEN:
                               "navigate to a {p}", "where is the nearest {p}", "is there a {p} nearby"))
                 p = r.choice(d["pois"])
                 c = c.format(p=p)
-                if c.endswith(("Starbucks", "McDonald's")):
-                    c = c.replace("a " + p, p).replace(p + "s nearby", p + " locations nearby")
+                if p in ("Starbucks", "McDonald's"):
+                    c = c.replace(p + "s nearby", p + " locations nearby")
                 if re.search(r"\ba [aeiouAEIO]", c):
                     c = re.sub(r"\ba ([aeiouAEIO])", r"an \1", c)
                 if c.startswith(("where", "is there")):
