@@ -1,0 +1,304 @@
+"""Build a token map from transcripts: load, validate, count, prune, save.
+
+The pipeline (:func:`build_map`) is a fixed sequence:
+
+1. **load** - stream utterances (:mod:`tokenmap.corpus`), bridge them to
+   Whisper's style (:mod:`tokenmap.style`), tokenize them with the target
+   model's tokenizer in batches and spool the ids to a temporary file as one
+   flat ``uint32`` stream ``BOS t1 t2 ... SEP BOS ...``;
+2. **validate** - refuse an empty corpus or an existing output without ``force``;
+3. **count** - level by level (apriori): the m-grams of the stream are
+   counted with ``numpy`` (exact 64-bit keys ``parent_id << 32 | token``),
+   and only m-grams whose count reaches ``min_count`` are extended to
+   length m + 1, up to ``max_order + max_draft_len``;
+4. **prune** - for every frequent context (``n <= max_order`` tokens) walk
+   the trie of its continuations (most frequent child first) and cut the draft
+   at the length ``L`` maximising ``E[accepted(L)] * step - (batch(L+1) - step)``
+   (:class:`tokenmap.cost.CostModel`), where ``E[accepted(L)] = sum_i
+   count(key + prefix_i) / count(key)``; a candidate is kept only if that
+   saving is positive; alternative candidates start at the 2nd, 3rd... most
+   frequent next token (so no two candidates of a key share a prefix);
+5. **save** - :func:`tokenmap.mapfile.write_map`.
+
+Example::
+
+    >>> result = build_map(["maint.txt"], "out.tmap", model="base")   # doctest: +SKIP
+    >>> result.keys, result.candidates, result.size_bytes              # doctest: +SKIP
+    (5120, 4406, 210048)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from tokenmap import mapfile
+from tokenmap.corpus import CorpusStats, check_nonempty, read_corpus
+from tokenmap.cost import DEFAULT, CostModel
+from tokenmap.ngrams import count_levels, select_candidates
+from tokenmap.style import StyleOptions, bridge
+
+log = logging.getLogger("tokenmap")
+
+Progress = Callable[[str, int], None]
+
+
+class BuildError(RuntimeError):
+    """The build cannot proceed (one-line message)."""
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Parameters of a build (all stored in the map's header).
+
+    ``max_order`` is N (the longest context, the paper's optimum is 3);
+    ``max_draft_len`` caps a candidate's length in tokens.
+    """
+
+    max_order: int = 3
+    min_count: int = 2
+    max_candidates: int = 3
+    max_draft_len: int = 16
+    style: StyleOptions = StyleOptions()
+    add_raw: bool = False
+    text_column: str = "text"
+    batch_size: int = 16384
+    jobs: int = 2
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_order <= 8:
+            raise ValueError("max_order must be between 1 and 8")
+        if self.min_count < 1 or self.max_candidates < 1 or not 1 <= self.max_draft_len <= 64:
+            raise ValueError("min_count, max_candidates must be >= 1 and max_draft_len 1..64")
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Summary of a finished build (sizes in bytes, times in seconds)."""
+
+    path: str
+    size_bytes: int
+    utterances: int
+    skipped: dict
+    tokens: int
+    keys: int
+    candidates: int
+    keys_per_order: tuple
+    seconds: float
+    cost_source: str
+    coverage: dict = field(default_factory=dict)
+
+
+# -- 1. load -----------------------------------------------------------------
+def encode_texts(texts: Sequence[str], tokenizer, style: StyleOptions, add_raw: bool) -> bytes:
+    """Bridge and tokenize a batch; returns ``BOS ids... SEP`` per text as uint32 bytes.
+
+    BOS/SEP here are internal ids (``vocab_size`` and ``vocab_size + 1``),
+    which keep the stream dense for counting.
+    """
+    bos, sep = tokenizer.vocab_size, tokenizer.vocab_size + 1
+    batch: list[str] = []
+    for raw in texts:
+        text = bridge(raw, style) if style.any else raw
+        batch.append(text)
+        if add_raw and text != raw:
+            batch.append(raw)
+    ids = tokenizer.encode_batch(batch)
+    lens = np.fromiter((len(x) + 2 for x in ids), dtype=np.int64, count=len(ids))
+    flat = np.empty(int(lens.sum()), dtype=np.uint32)
+    ends = np.cumsum(lens)
+    body = np.ones(len(flat), dtype=bool)
+    body[ends - lens] = False
+    body[ends - 1] = False
+    flat[ends - lens] = bos
+    flat[ends - 1] = sep
+    flat[body] = np.fromiter((t for x in ids for t in x), dtype=np.uint32, count=int(body.sum()))
+    return flat.tobytes()
+
+
+_WORKER: dict = {}
+
+
+def _encode_worker(texts: list[str]) -> bytes:
+    w = _WORKER
+    return encode_texts(texts, w["tokenizer"], w["style"], w["add_raw"])
+
+
+def _batches(utterances: Iterable, size: int):
+    batch: list[str] = []
+    for utt in utterances:
+        batch.append(utt.text)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, progress: Progress | None = None) -> int:
+    """Tokenize utterances in batches (``options.jobs`` processes) and write the uint32 stream to ``out``.
+
+    Returns the number of uint32 written.  Output order is input order, so
+    the stream does not depend on ``jobs``.
+    """
+    total = 0
+    batches = _batches(utterances, options.batch_size)
+    pool = None
+    if options.jobs > 1:
+        import multiprocessing
+
+        _WORKER.update(tokenizer=tokenizer, style=options.style, add_raw=options.add_raw)
+        pool = multiprocessing.get_context("fork").Pool(options.jobs)
+        results = pool.imap(_encode_worker, batches)
+    else:
+        results = (encode_texts(b, tokenizer, options.style, options.add_raw) for b in batches)
+    try:
+        for raw in results:
+            out.write(raw)
+            total += len(raw) // 4
+            if progress:
+                progress("load", options.batch_size)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+            _WORKER.clear()
+    return total
+
+
+# -- the pipeline ------------------------------------------------------------
+def _created() -> str:
+    """ISO time of the build; ``SOURCE_DATE_EPOCH`` makes it reproducible."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    stamp = int(epoch) if epoch and epoch.isdigit() else int(time.time())
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
+
+
+def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats, cost: CostModel,
+                n_tokens: int) -> dict:
+    """The JSON header of a map (everything but the array table)."""
+    params = asdict(options)
+    params.pop("batch_size")
+    params.pop("jobs")
+    return {
+        "format": "tokenmap",
+        "fingerprint": tokenizer.fingerprint,
+        "family": tokenizer.family,
+        "vocab_size": tokenizer.vocab_size,
+        "model": model,
+        "order": options.max_order,
+        "params": params,
+        "cost_model": cost.to_json(),
+        "utterances": stats.utterances,
+        "tokens": n_tokens,
+        "skipped": dict(sorted(stats.skipped.items())),
+        "domains": dict(sorted(stats.domains.items())),
+        "languages": dict(sorted(stats.langs.items())),
+        "corpus_sha256": dict(sorted(stats.files.items())),
+        "created": _created(),
+        "bos": mapfile.TokenMap.BOS,
+    }
+
+
+def simulate(tm: mapfile.TokenMap, utterances: Sequence[Sequence[int]]) -> dict:
+    """Replay greedy drafting over token sequences (as if the model emitted them).
+
+    At each position the decoder asks ``tm.draft([BOS] + emitted)``, accepts
+    the agreeing prefix and gets one token from the model; returns
+    ``{tokens, passes, drafts, drafted, accepted, acceptance, tokens_per_pass}``.
+    """
+    tokens = passes = drafts = drafted = accepted = 0
+    for ids in utterances:
+        ctx = [mapfile.TokenMap.BOS]
+        i = 0
+        while i < len(ids):
+            d = tm.draft(ctx)
+            a = 0
+            while a < len(d) and i + a < len(ids) and d[a] == ids[i + a]:
+                a += 1
+            drafts += bool(d)
+            drafted += len(d)
+            accepted += a
+            step = min(a + 1, len(ids) - i)
+            ctx.extend(ids[i:i + step])
+            i += step
+            passes += 1
+        tokens += len(ids)
+    return {"tokens": tokens, "passes": passes, "drafts": drafts, "drafted": drafted, "accepted": accepted,
+            "acceptance": accepted / drafted if drafted else 0.0,
+            "tokens_per_pass": tokens / passes if passes else 0.0}
+
+
+def _sample(tok: np.ndarray, sep: int, bos: int, limit: int) -> list[list[int]]:
+    """First ``limit`` utterances of the spooled stream (without BOS/SEP)."""
+    ends = np.flatnonzero(tok[: min(len(tok), limit * 200)] == sep)[:limit]
+    out, start = [], 0
+    for e in ends.tolist():
+        out.append(tok[start + 1:e].tolist())
+        start = e + 1
+    return out
+
+
+def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *, model: str = "base",
+              tokenizer=None, options: BuildOptions = BuildOptions(), cost: CostModel | None = None,
+              force: bool = False, progress: Progress | None = None) -> BuildResult:
+    """Build ``output`` from ``corpus`` files/dirs (see module docstring).
+
+    ``tokenizer`` defaults to the model's (:class:`tokenmap.textok.TextTokenizer`);
+    ``cost`` defaults to the calibrated curve for the model, else
+    :data:`tokenmap.cost.DEFAULT`.  Raises :class:`BuildError`,
+    :class:`tokenmap.corpus.CorpusError` or ``TokenizerError``.
+    """
+    t0 = time.perf_counter()
+    output = Path(output)
+    if output.exists() and not force:
+        raise BuildError(f"{output} already exists (use --force to overwrite it)")
+    if not output.parent.is_dir():
+        raise BuildError(f"{output.parent}: no such directory")
+    if tokenizer is None:
+        from tokenmap.textok import TextTokenizer
+        tokenizer = TextTokenizer.from_model(model)
+    if cost is None:
+        from tokenmap.cost import load_cost_model
+        from tokenmap.textok import model_dir_for
+        try:
+            cost = load_cost_model(model_dir_for(model))
+        except Exception:  # no model dir (e.g. tokenizer given explicitly): use the default curve
+            cost = DEFAULT
+    bos, sep = tokenizer.vocab_size, tokenizer.vocab_size + 1
+    stats = CorpusStats()
+    with tempfile.TemporaryDirectory(prefix="tokenmap-") as tmp:
+        spool = Path(tmp) / "tokens.u32"
+        with open(spool, "wb") as out:
+            utts = read_corpus(corpus, text_column=options.text_column, stats=stats)
+            n_tokens = spool_tokens(utts, tokenizer, options, out, progress)
+        check_nonempty(stats)
+        tok = np.memmap(spool, dtype=np.uint32, mode="r") if n_tokens else np.zeros(0, np.uint32)
+        if progress:
+            progress("count", 0)
+        levels = count_levels(np.asarray(tok), sep, options.min_count, options.max_order + options.max_draft_len,
+                              jobs=options.jobs)
+        if progress:
+            progress("prune", 0)
+        arrays = select_candidates(levels, options, cost, bos)
+        header = make_header(tokenizer, model, options, stats, cost, n_tokens - 2 * stats.utterances)
+        sample = _sample(np.asarray(tok), sep, bos, 2000)
+        del tok
+    tm = mapfile.TokenMap(dict(header), arrays)
+    header["self_test"] = {k: round(v, 4) if isinstance(v, float) else v for k, v in simulate(tm, sample).items()}
+    if progress:
+        progress("save", 0)
+    size = mapfile.write_map(output, header, arrays)
+    result = BuildResult(str(output), size, stats.utterances, dict(stats.skipped), int(header["tokens"]),
+                         tm.num_keys, tm.num_candidates, tuple(tm.keys_per_order()),
+                         round(time.perf_counter() - t0, 3), cost.source, header["self_test"])
+    log.info("built %s: %d keys, %d candidates, %d bytes in %.1f s", output, result.keys, result.candidates,
+             size, result.seconds)
+    return result

@@ -1,0 +1,330 @@
+"""The token-map file format and the :class:`TokenMap` lookup.
+
+Layout (all integers little-endian)::
+
+    offset 0   8 bytes   MAGIC  b"\\x93TOKMAP\\x1a"
+    offset 8   uint32    format version (FORMAT_VERSION)
+    offset 12  uint32    header length H in bytes (<= MAX_HEADER)
+    offset 16  H bytes   UTF-8 JSON header (fingerprint, family, order, build
+                         parameters, counts, corpus sha256s, created, and
+                         "arrays": [{name, dtype, shape, offset}, ...])
+    ...        arrays    each starting at a 64-byte aligned offset, C order
+    end - 32   32 bytes  sha256 of every byte before it
+
+Arrays (K keys, C candidates, T candidate tokens, N = max order)::
+
+    key_hash        uint64 [K]     hash of the key tokens, sorted within each order block
+    key_tokens      uint32 [K, N]  the key tokens (left-aligned, padded with PAD)
+    key_count       uint32 [K]     corpus count of the key
+    order_offsets   int64  [N + 1] keys of order n are rows order_offsets[n-1]:order_offsets[n]
+    cand_offsets    int64  [K + 1] candidates of key k are cand_offsets[k]:cand_offsets[k+1], best first
+    cand_tok_offsets int64 [C + 1] tokens of candidate c are cand_tokens[cand_tok_offsets[c]:...[c+1]]
+    cand_tokens     uint32 [T]
+    cand_expected   float32 [C]    expected accepted tokens per verify pass
+    cand_saving     float32 [C]    expected saving in ms per verify pass (cost model)
+
+Example::
+
+    >>> tm = TokenMap.load("maint.tmap")                               # doctest: +SKIP
+    >>> tm.draft([TokenMap.BOS] + tok.encode("Hydraulic pump"))        # doctest: +SKIP
+    [805, 1028, 10729, 11, 3321]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import mmap
+import os
+import struct
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+log = logging.getLogger("tokenmap")
+
+MAGIC = b"\x93TOKMAP\x1a"
+FORMAT_VERSION = 1
+MAX_HEADER = 16 << 20
+ALIGN = 64
+PAD = 0xFFFFFFFE
+_PREFIX = struct.Struct("<8sII")
+_CHECKSUM = 32
+_MASK = (1 << 64) - 1
+HASH_MULT = 0x9E3779B97F4A7C15
+SCHEMA = {
+    "key_hash": ("<u8", 1), "key_tokens": ("<u4", 2), "key_count": ("<u4", 1),
+    "order_offsets": ("<i8", 1), "cand_offsets": ("<i8", 1), "cand_tok_offsets": ("<i8", 1),
+    "cand_tokens": ("<u4", 1), "cand_expected": ("<f4", 1), "cand_saving": ("<f4", 1),
+}
+
+
+class MapFormatError(ValueError):
+    """A file is not a usable token map (one-line message)."""
+
+
+def key_hash(tokens: Sequence[int]) -> int:
+    """64-bit hash of a key: ``h = h * HASH_MULT + t + 1`` (mod 2**64) from ``h = len``."""
+    h = len(tokens)
+    for t in tokens:
+        h = (h * HASH_MULT + t + 1) & _MASK
+    return h
+
+
+def key_hash_rows(rows: np.ndarray) -> np.ndarray:
+    """Vectorised :func:`key_hash` of an ``uint32 [K, n]`` array -> ``uint64 [K]``."""
+    rows = np.asarray(rows, dtype=np.uint64)
+    h = np.full(rows.shape[0], rows.shape[1], dtype=np.uint64)
+    mult = np.uint64(HASH_MULT)
+    with np.errstate(over="ignore"):
+        for j in range(rows.shape[1]):
+            h = h * mult + rows[:, j] + np.uint64(1)
+    return h
+
+
+def _pad(n: int) -> int:
+    return (-n) % ALIGN
+
+
+def write_map(path: str | os.PathLike, header: Mapping, arrays: Mapping[str, np.ndarray]) -> int:
+    """Write a token map atomically (``path.tmp`` then rename); returns its size in bytes."""
+    path = Path(path)
+    arrays = {k: np.ascontiguousarray(v, dtype=np.dtype(SCHEMA[k][0])) for k, v in arrays.items()}
+    specs, offset = [], 0
+    for name in sorted(arrays):
+        arr = arrays[name]
+        specs.append({"name": name, "dtype": SCHEMA[name][0], "shape": list(arr.shape), "offset": offset})
+        offset += arr.nbytes + _pad(arr.nbytes)
+    meta = dict(header)
+    meta["arrays"] = specs
+    # offsets above are relative to the data start, which depends on the header length
+    blob = json.dumps(meta, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    data_start = _PREFIX.size + len(blob)
+    data_start += _pad(data_start)
+    meta["data_start"] = data_start
+    blob = json.dumps(meta, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    while _PREFIX.size + len(blob) > data_start:  # the extra field may cross an alignment boundary
+        data_start += ALIGN
+        meta["data_start"] = data_start
+        blob = json.dumps(meta, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    digest = hashlib.sha256()
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        def put(b: bytes) -> None:
+            f.write(b)
+            digest.update(b)
+        put(_PREFIX.pack(MAGIC, FORMAT_VERSION, len(blob)) + blob)
+        put(b"\x00" * (data_start - _PREFIX.size - len(blob)))
+        for spec in specs:
+            raw = arrays[spec["name"]].tobytes()
+            put(raw + b"\x00" * _pad(len(raw)))
+        f.write(digest.digest())
+    os.replace(tmp, path)
+    return path.stat().st_size
+
+
+def _fail(path: Path, what: str) -> MapFormatError:
+    return MapFormatError(f"{path}: {what}")
+
+
+def read_header(buf, path: Path) -> dict:
+    """Parse and validate the prefix and JSON header of a mapped file."""
+    size = len(buf)
+    if size < _PREFIX.size:
+        if MAGIC.startswith(bytes(buf[:8])[: size]) and size:
+            raise _fail(path, "token map is truncated")
+        raise _fail(path, "not a token map (bad magic)")
+    magic, version, hlen = _PREFIX.unpack_from(buf, 0)
+    if magic != MAGIC:
+        raise _fail(path, "not a token map (bad magic)")
+    if version != FORMAT_VERSION:
+        raise _fail(path, f"unsupported token map format version {version} (this tokenmap reads {FORMAT_VERSION})")
+    if hlen > MAX_HEADER:
+        raise _fail(path, "corrupt token map (header too large)")
+    if _PREFIX.size + hlen + _CHECKSUM > size:
+        raise _fail(path, "token map is truncated")
+    try:
+        header = json.loads(bytes(buf[_PREFIX.size:_PREFIX.size + hlen]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise _fail(path, "corrupt token map (bad header)") from None
+    if not isinstance(header, dict):
+        raise _fail(path, "corrupt token map (bad header)")
+    return header
+
+
+def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
+    """Validated zero-copy views of the arrays listed in the header."""
+    size = len(buf) - _CHECKSUM
+    start = header.get("data_start")
+    specs = header.get("arrays")
+    if not isinstance(start, int) or not isinstance(specs, list) or not 0 < start <= size or start % ALIGN:
+        raise _fail(path, "corrupt token map (bad array table)")
+    views = {}
+    for spec in specs:
+        try:
+            name, dtype, shape, off = spec["name"], spec["dtype"], spec["shape"], spec["offset"]
+        except (KeyError, TypeError):
+            raise _fail(path, "corrupt token map (bad array table)") from None
+        if name not in SCHEMA or SCHEMA[name][0] != dtype or name in views or not isinstance(shape, list) \
+                or len(shape) != SCHEMA[name][1] or not all(isinstance(s, int) and 0 <= s < 1 << 40 for s in shape) \
+                or not isinstance(off, int) or off < 0 or off % ALIGN:
+            raise _fail(path, f"corrupt token map (bad entry for array {name!r})")
+        count = 1
+        for s in shape:
+            count *= s
+        nbytes = count * np.dtype(dtype).itemsize
+        if start + off + nbytes > size:
+            raise _fail(path, "token map is truncated")
+        views[name] = np.frombuffer(buf, dtype=dtype, count=count, offset=start + off).reshape(shape)
+    missing = set(SCHEMA) - set(views)
+    if missing:
+        raise _fail(path, f"corrupt token map (missing arrays: {', '.join(sorted(missing))})")
+    return views
+
+
+def _check_structure(a: dict[str, np.ndarray], order: int, path: Path) -> None:
+    """Cross-array consistency, so that lookups can never index out of range."""
+    k = a["key_hash"].shape[0]
+    c = a["cand_expected"].shape[0]
+    oo, co, to = a["order_offsets"], a["cand_offsets"], a["cand_tok_offsets"]
+    ok = (
+        a["key_tokens"].shape == (k, order) and a["key_count"].shape == (k,)
+        and oo.shape == (order + 1,) and co.shape == (k + 1,) and to.shape == (c + 1,)
+        and a["cand_saving"].shape == (c,)
+        and oo[0] == 0 and oo[-1] == k and bool(np.all(np.diff(oo) >= 0))
+        and co[0] == 0 and co[-1] == c and bool(np.all(np.diff(co) >= 0))
+        and to[0] == 0 and to[-1] == a["cand_tokens"].shape[0] and bool(np.all(np.diff(to) >= 0))
+    )
+    if not ok:
+        raise _fail(path, "corrupt token map (inconsistent arrays)")
+
+
+class TokenMap:
+    """A loaded token map: n-gram contexts -> ranked draft continuations.
+
+    ``BOS`` marks the start of an utterance: ``draft([BOS])`` gives the draft
+    for the first tokens, ``draft([BOS, t1])`` uses the 2-token key.
+    """
+
+    BOS = 0xFFFFFFFF
+
+    def __init__(self, header: dict, arrays: dict[str, np.ndarray], path: Path | None = None, buf=None):
+        self.header = header
+        self.path = path
+        self._buf = buf
+        self.order = int(header["order"])
+        a = arrays
+        self.arrays = a
+        oo = a["order_offsets"].tolist()
+        self._blocks = [(oo[n - 1], a["key_hash"][oo[n - 1]:oo[n]]) for n in range(1, self.order + 1)]
+        self._key_tokens = a["key_tokens"]
+        self._cand_offsets = a["cand_offsets"]
+        self._tok_offsets = a["cand_tok_offsets"]
+        self._tokens = a["cand_tokens"]
+
+    # -- loading ---------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | os.PathLike, fingerprint: str | None = None, *, verify: bool = True,
+             model_hint: str = "") -> "TokenMap":
+        """Memory-map a token map; check magic, version, checksum and tokenizer.
+
+        ``fingerprint`` is the sha256 of the tokenizer's vocabulary that will
+        use this map (see :class:`tokenmap.textok.TextTokenizer`); ``None``
+        skips that check.  Raises :class:`MapFormatError` with a one-line message.
+        """
+        path = Path(path)
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        except OSError as exc:
+            raise MapFormatError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        header = read_header(buf, path)
+        if verify and hashlib.sha256(buf[:len(buf) - _CHECKSUM]).digest() != bytes(buf[len(buf) - _CHECKSUM:]):
+            raise _fail(path, "checksum mismatch (the file is corrupt or truncated)")
+        order = header.get("order")
+        if not isinstance(order, int) or not 1 <= order <= 64 or not isinstance(header.get("fingerprint"), str):
+            raise _fail(path, "corrupt token map (bad header fields)")
+        arrays = _array_views(buf, header, path)
+        _check_structure(arrays, order, path)
+        if fingerprint is not None and header["fingerprint"] != fingerprint:
+            model = model_hint or header.get("model") or "MODEL"
+            raise _fail(path, f"made for another tokenizer (fingerprint {header['fingerprint'][:12]}… ≠ "
+                              f"{fingerprint[:12]}…): rebuild it with `tokenmap build --model {model} …`")
+        return cls(header, arrays, path, buf)
+
+    # -- lookup ----------------------------------------------------------
+    def _find(self, context: Sequence[int], n: int) -> int:
+        """Row of the key ``context[-n:]``, or -1."""
+        start, block = self._blocks[n - 1]
+        if not len(block):
+            return -1
+        key = context[len(context) - n:]
+        h = np.uint64(key_hash(key))
+        i = int(block.searchsorted(h))
+        if i < len(block) and block[i] == h:
+            row = start + i
+            if self._key_tokens[row, :n].tolist() == list(key):
+                return row
+        return -1
+
+    def _candidate(self, c: int) -> list[int]:
+        return self._tokens[self._tok_offsets[c]:self._tok_offsets[c + 1]].tolist()
+
+    def lookup(self, context: Sequence[int]) -> int:
+        """Row of the longest stored suffix of ``context`` (back-off), or -1."""
+        for n in range(min(self.order, len(context)), 0, -1):
+            row = self._find(context, n)
+            if row >= 0:
+                return row
+        return -1
+
+    def draft(self, context_ids: Sequence[int]) -> list[int]:
+        """Best draft after ``context_ids`` (longest-suffix back-off), or ``[]``."""
+        row = self.lookup(context_ids)
+        if row < 0:
+            return []
+        c = int(self._cand_offsets[row])
+        return self._candidate(c) if c < int(self._cand_offsets[row + 1]) else []
+
+    def candidates(self, context_ids: Sequence[int]) -> list[tuple[list[int], float, float]]:
+        """All ranked candidates ``(tokens, expected_accepted, saving_ms)`` for the longest key."""
+        row = self.lookup(context_ids)
+        if row < 0:
+            return []
+        lo, hi = int(self._cand_offsets[row]), int(self._cand_offsets[row + 1])
+        exp, sav = self.arrays["cand_expected"], self.arrays["cand_saving"]
+        return [(self._candidate(c), float(exp[c]), float(sav[c])) for c in range(lo, hi)]
+
+    # -- summary ---------------------------------------------------------
+    @property
+    def num_keys(self) -> int:
+        """Number of keys (all orders)."""
+        return int(self.arrays["key_hash"].shape[0])
+
+    @property
+    def num_candidates(self) -> int:
+        """Number of stored candidates."""
+        return int(self.arrays["cand_expected"].shape[0])
+
+    def keys_per_order(self) -> list[int]:
+        """Number of keys of each order 1..N."""
+        return np.diff(self.arrays["order_offsets"]).astype(int).tolist()
+
+    def candidates_per_key(self) -> dict[int, int]:
+        """Histogram {number of candidates: number of keys}."""
+        counts = np.diff(self.arrays["cand_offsets"])
+        values, freq = np.unique(counts, return_counts=True)
+        return {int(v): int(f) for v, f in zip(values, freq)}
+
+    def close(self) -> None:
+        """Release the memory map (views become invalid)."""
+        self.arrays = {}
+        self._blocks = []
+        if isinstance(self._buf, mmap.mmap):
+            try:
+                self._buf.close()
+            except BufferError:  # numpy views still alive: the GC will close it
+                pass
