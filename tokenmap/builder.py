@@ -126,9 +126,9 @@ def encode_texts(texts: Sequence[str], tokenizer, style: StyleOptions, add_raw: 
 _WORKER: dict = {}
 
 
-def _encode_worker(texts: list[str]) -> bytes:
+def _encode_worker(texts: list[str]) -> tuple[int, bytes]:
     w = _WORKER
-    return encode_texts(texts, w["tokenizer"], w["style"], w["add_raw"])
+    return len(texts), encode_texts(texts, w["tokenizer"], w["style"], w["add_raw"])
 
 
 def _batches(utterances: Iterable, size: int):
@@ -158,13 +158,13 @@ def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, pr
         pool = multiprocessing.get_context("fork").Pool(options.jobs)
         results = pool.imap(_encode_worker, batches)
     else:
-        results = (encode_texts(b, tokenizer, options.style, options.add_raw) for b in batches)
+        results = ((len(b), encode_texts(b, tokenizer, options.style, options.add_raw)) for b in batches)
     try:
-        for raw in results:
+        for count, raw in results:
             out.write(raw)
             total += len(raw) // 4
             if progress:
-                progress("load", options.batch_size)
+                progress("load", count)
     finally:
         if pool is not None:
             pool.terminate()

@@ -41,7 +41,11 @@ log = logging.getLogger("tokenmap")
 MAX_CHARS = 10_000
 _MAX_BYTES = 4 * MAX_CHARS + 16  # a UTF-8 char is at most 4 bytes
 KINDS = {".txt": "txt", ".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv"}
-_LANG_RE = re.compile(r"^[a-z]{2,3}(?:[-_][A-Za-z]{2,4})?$")
+#: Whisper's language codes (a folder with one of these names is a language)
+WHISPER_LANGS = frozenset("""
+en zh de es ru ko fr ja pt tr pl ca nl ar sv it id hi fi vi he uk el ms cs ro da hu ta no th ur hr bg lt la
+mi ml cy sk te fa lv bn sr az sl kn et mk br eu is hy ne mn bs kk sq sw gl mr pa si km sn yo so af oc ka be
+tg sd gu am yi lo uz fo ht ps tk nn mt sa lb my bo tl mg as tt haw ln ha ba jw su yue""".split())
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 
 
@@ -111,7 +115,7 @@ def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
 def default_domain_lang(path: Path) -> tuple[str, str]:
     """Domain and language guessed from the folders above ``path``."""
     parent = path.resolve().parent
-    if _LANG_RE.match(parent.name) and parent.parent.name:
+    if parent.name.lower() in WHISPER_LANGS and parent.parent.name:
         return parent.parent.name, parent.name
     return parent.name, ""
 

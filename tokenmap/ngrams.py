@@ -54,7 +54,7 @@ def count_levels(tok: np.ndarray, sep: int, min_count: int, max_len: int, jobs: 
     lut[uni_tokens] = np.arange(len(uni_tokens))
     levels = [Level(np.full(len(uni_tokens), -1, dtype=np.int64), uni_tokens, counts[uni_tokens].astype(np.int64))]
     jobs = max(1, min(jobs, len(uni_tokens)))
-    if jobs == 1 or len(tok) < 1_000_000:
+    if jobs == 1 or len(tok) < PARALLEL_MIN_TOKENS:
         parts = [count_partition(tok, lut, np.ones(len(uni_tokens), dtype=bool), sep, min_count, max_len)]
     else:
         parts = _count_parallel(tok, lut, levels[0].count, sep, min_count, max_len, jobs)
@@ -92,6 +92,7 @@ def count_partition(tok: np.ndarray, lut: np.ndarray, member: np.ndarray, sep: i
 
 
 _SHARED: dict = {}
+PARALLEL_MIN_TOKENS = 1_000_000
 
 
 def _partition_worker(k: int) -> list[Level]:

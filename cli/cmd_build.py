@@ -1,0 +1,150 @@
+"""`tokenmap build` and `tokenmap inspect`: make and look into token maps.
+
+Examples::
+
+    tokenmap build corpora/maintenance/en/train.txt --model base -o maint.tmap
+    tokenmap inspect maint.tmap --prefix "Hydraulic pump 3"
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+
+def _fail(message: str) -> None:
+    """One line on stderr, exit code 1, no traceback."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+class _Bar:
+    """tqdm progress on stderr (only on a terminal) fed by the builder's callback."""
+
+    def __init__(self) -> None:
+        from tqdm import tqdm
+
+        self.stage = "load"
+        self.bar = tqdm(unit=" utt", file=sys.stderr, disable=not sys.stderr.isatty(), desc=self.stage)
+
+    def __call__(self, stage: str, n: int) -> None:
+        if self.stage != stage:
+            self.stage = stage
+            self.bar.set_description(stage)
+        if n:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+@click.command()
+@click.argument("corpus", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Map file to write (.tmap).")
+@click.option("--model", default="base", show_default=True, help="Whisper model name or CTranslate2 directory.")
+@click.option("--max-order", default=3, show_default=True, type=click.IntRange(1, 8), help="Longest context N.")
+@click.option("--min-count", default=2, show_default=True, type=click.IntRange(1), help="Drop rarer n-grams.")
+@click.option("--max-candidates", default=3, show_default=True, type=click.IntRange(1, 16),
+              help="Candidates kept per key.")
+@click.option("--max-draft-len", default=16, show_default=True, type=click.IntRange(1, 64),
+              help="Longest draft in tokens.")
+@click.option("--text-column", default="text", show_default=True, help="Text column of .csv/.tsv inputs.")
+@click.option("--style-bridge/--no-style-bridge", default=True, show_default=True,
+              help="Rewrite lines in Whisper's style (capital, final period, digits).")
+@click.option("--capitalize/--no-capitalize", default=True, help="Bridge: capital first letter.")
+@click.option("--final-period/--no-final-period", default=True, help="Bridge: add a final period.")
+@click.option("--digits/--no-digits", default=True, help="Bridge: number words to digits.")
+@click.option("--add-raw", is_flag=True, help="Also add each original line when the bridge changed it.")
+@click.option("--jobs", default=2, show_default=True, type=click.IntRange(1, 64), help="Worker processes.")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+def build(corpus, output, model, max_order, min_count, max_candidates, max_draft_len, text_column,
+          style_bridge, capitalize, final_period, digits, add_raw, jobs, force):
+    """Build a token map from domain transcripts (.txt, .jsonl, .csv, .tsv, dirs, .gz)."""
+    from tokenmap.builder import BuildError, BuildOptions, build_map
+    from tokenmap.corpus import CorpusError
+    from tokenmap.mapfile import MapFormatError
+    from tokenmap.style import NO_BRIDGE, StyleOptions
+    from tokenmap.textok import TokenizerError
+
+    style = StyleOptions(capitalize, final_period, digits) if style_bridge else NO_BRIDGE
+    options = BuildOptions(max_order=max_order, min_count=min_count, max_candidates=max_candidates,
+                           max_draft_len=max_draft_len, style=style, add_raw=add_raw, text_column=text_column,
+                           jobs=jobs)
+    bar = _Bar()
+    try:
+        result = build_map(corpus, output, model=model, options=options, force=force, progress=bar)
+    except (BuildError, CorpusError, TokenizerError, MapFormatError, OSError) as exc:
+        bar.close()
+        _fail(str(exc))
+    bar.close()
+    skipped = sum(v for k, v in result.skipped.items() if k != "empty")
+    click.echo(f"wrote {result.path}: {result.size_bytes / 1e6:.2f} MB, {result.keys} keys "
+               f"(per order {', '.join(map(str, result.keys_per_order))}), {result.candidates} candidates")
+    click.echo(f"corpus: {result.utterances} utterances, {result.tokens} tokens"
+               + (f", {skipped} lines skipped" if skipped else "") + f"; built in {result.seconds:.1f} s")
+    cov = result.coverage
+    if cov:
+        click.echo(f"self-test on {min(result.utterances, 2000)} training utterances: "
+                   f"{cov['tokens_per_pass']:.2f} tokens per pass, acceptance {cov['acceptance']:.0%}")
+    click.echo(f"cost model: {result.cost_source}")
+
+
+def _summary(tm) -> dict:
+    h = tm.header
+    return {
+        "path": str(tm.path), "size_bytes": tm.path.stat().st_size if tm.path else None,
+        "fingerprint": h.get("fingerprint"), "family": h.get("family"), "model": h.get("model"),
+        "order": tm.order, "created": h.get("created"), "params": h.get("params"),
+        "utterances": h.get("utterances"), "tokens": h.get("tokens"), "domains": h.get("domains"),
+        "languages": h.get("languages"), "corpus_sha256": h.get("corpus_sha256"),
+        "keys": tm.num_keys, "keys_per_order": tm.keys_per_order(), "candidates": tm.num_candidates,
+        "candidates_per_key": tm.candidates_per_key(), "coverage": h.get("self_test"),
+        "cost_model": h.get("cost_model"),
+    }
+
+
+@click.command("inspect")
+@click.argument("map_path", metavar="MAP", type=click.Path())
+@click.option("--prefix", default=None, help="Show the drafts proposed after this text.")
+@click.option("--model", default=None, help="Tokenizer for --prefix (default: the map's model).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def inspect_map(map_path, prefix, model, as_json):
+    """Show a token map's header, sizes, keys per order, candidates per key and coverage."""
+    from tokenmap.mapfile import MapFormatError, TokenMap
+    from tokenmap.textok import TextTokenizer, TokenizerError
+
+    try:
+        tm = TokenMap.load(map_path)
+        info = _summary(tm)
+        if prefix is not None:
+            tok = TextTokenizer.from_model(model or tm.header.get("model") or "base")
+            if tok.fingerprint != tm.header["fingerprint"]:
+                _fail(f"{map_path}: made for another tokenizer than {model or tm.header.get('model')}'s")
+            ids = [TokenMap.BOS] + tok.encode_prefix(prefix)
+            info["prefix"] = {"text": prefix, "ids": ids[1:], "candidates": [
+                {"tokens": c, "text": tok.decode(c), "expected_accepted": round(e, 3), "saving_ms": round(s, 3)}
+                for c, e, s in tm.candidates(ids)]}
+    except (MapFormatError, TokenizerError, OSError) as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(info, indent=2, ensure_ascii=False))
+        return
+    click.echo(f"{info['path']}: {info['size_bytes'] / 1e6:.2f} MB, {info['family']} "
+               f"(model {info['model']}, tokenizer {str(info['fingerprint'])[:12]}…), created {info['created']}")
+    click.echo(f"order N={info['order']}, params {json.dumps(info['params'], sort_keys=True)}")
+    click.echo(f"corpus: {info['utterances']} utterances, {info['tokens']} tokens; "
+               f"domains {info['domains']}, languages {info['languages']}")
+    click.echo(f"keys: {info['keys']} (per order: {', '.join(map(str, info['keys_per_order']))}); "
+               f"candidates: {info['candidates']}; candidates per key: {info['candidates_per_key']}")
+    if info["coverage"]:
+        cov = info["coverage"]
+        click.echo(f"coverage (self-test): {cov['drafts']} drafts over {cov['tokens']} tokens, "
+                   f"{cov['tokens_per_pass']:.2f} tokens per pass, acceptance {cov['acceptance']:.0%}")
+    if prefix is not None:
+        cands = info["prefix"]["candidates"]
+        click.echo(f"after {prefix!r}: " + ("no draft" if not cands else f"{len(cands)} candidate(s)"))
+        for i, c in enumerate(cands, 1):
+            click.echo(f"  {i}. {c['text']!r}  tokens {c['tokens']}  "
+                       f"E[accepted] {c['expected_accepted']:.2f}  saving {c['saving_ms']:.1f} ms")

@@ -1,0 +1,48 @@
+"""`tokenmap calibrate`: measure what a verify pass costs on this machine.
+
+Example::
+
+    tokenmap calibrate --model base --compute-type int8 --threads 2
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command()
+@click.option("--model", default="base", show_default=True, help="Whisper model name or CTranslate2 directory.")
+@click.option("--compute-type", default="int8", show_default=True, help="CTranslate2 compute type.")
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256), help="intra_threads.")
+@click.option("--max-tokens", default=32, show_default=True, type=click.IntRange(1, 64),
+              help="Measure batches of 1..N tokens.")
+@click.option("--reps", default=5, show_default=True, type=click.IntRange(1, 100), help="Repetitions (median).")
+def calibrate(model, compute_type, threads, max_tokens, reps):
+    """Time forward_step against forward_batch of 1..N tokens and save the curve."""
+    from tqdm import tqdm
+
+    from tokenmap.cost import calibrate as measure, calibration_path, save_cost_model
+    from tokenmap.textok import TokenizerError, model_dir_for
+
+    try:
+        model_dir = model_dir_for(model)
+    except TokenizerError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    bar = tqdm(total=max_tokens, unit=" len", file=sys.stderr, disable=not sys.stderr.isatty(), desc="calibrate")
+    try:
+        cost = measure(model_dir, compute_type, threads, max_tokens, reps, progress=lambda n: bar.update(1))
+    except Exception as exc:  # engine errors: one line, no traceback
+        bar.close()
+        click.echo(f"error: calibration failed: {exc}", err=True)
+        sys.exit(1)
+    bar.close()
+    click.echo(f"forward_step: {cost.step_ms:.2f} ms")
+    click.echo("forward_batch (tokens: ms, in steps):")
+    for n, ms in enumerate(cost.batch_ms, 1):
+        click.echo(f"  {n:2d}: {ms:7.2f} ms  {ms / cost.step_ms:5.2f}")
+    path = save_cost_model(cost, calibration_path(model_dir, compute_type, threads),
+                           {"model": str(model_dir), "compute_type": compute_type, "threads": threads})
+    click.echo(f"saved {path}")

@@ -1,0 +1,168 @@
+"""Builder: determinism, pruning, counting, style bridge, tokenizer wrapper."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tokenmap import ngrams
+from tokenmap.builder import BuildError, BuildOptions, build_map, simulate
+from tokenmap.corpus import synthetic_corpus
+from tokenmap.cost import CostModel
+from tokenmap.mapfile import TokenMap
+from tokenmap.style import NO_BRIDGE, StyleOptions, bridge
+
+MODEL = Path("/tmp/models/base")
+needs_model = pytest.mark.skipif(not (MODEL / "tokenizer.json").is_file(), reason="no Whisper base tokenizer")
+
+
+@pytest.fixture(scope="module")
+def tok():
+    if not (MODEL / "tokenizer.json").is_file():
+        pytest.skip("no Whisper base tokenizer")
+    from tokenmap.textok import TextTokenizer
+    return TextTokenizer.from_file(MODEL / "tokenizer.json")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "maint.txt"
+    path.write_text("\n".join(synthetic_corpus(3000, seed=3)) + "\n", encoding="utf-8")
+    return path
+
+
+def _build(corpus, out, tok, **kw):
+    return build_map([corpus], out, tokenizer=tok, model=str(MODEL), options=BuildOptions(jobs=1, **kw))
+
+
+def test_build_and_draft(tmp_path, corpus, tok):
+    result = _build(corpus, tmp_path / "m.tmap", tok)
+    assert result.utterances == 3000 and result.keys > 100 and result.candidates > 100
+    tm = TokenMap.load(result.path, tok.fingerprint)
+    assert tm.header["family"] == "whisper-multilingual" and tm.header["order"] == 3
+    assert tm.header["corpus_sha256"][str(corpus)]
+    ids = tok.encode("Seal shows wear, order a spare.")
+    assert tm.draft([TokenMap.BOS] + ids[:3]) == ids[3:3 + len(tm.draft([TokenMap.BOS] + ids[:3]))]
+    assert len(tm.draft([TokenMap.BOS] + ids[:3])) >= 3
+    assert result.coverage["tokens_per_pass"] > 1.5
+
+
+def test_determinism_byte_identical(tmp_path, corpus, tok, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    a = _build(corpus, tmp_path / "a.tmap", tok)
+    b = _build(corpus, tmp_path / "b.tmap", tok)
+    assert Path(a.path).read_bytes() == Path(b.path).read_bytes()
+    assert TokenMap.load(a.path).header["created"] == "2023-11-14T22:13:20Z"
+
+
+def test_parallel_equals_serial(tmp_path, corpus, tok, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    monkeypatch.setattr(ngrams, "PARALLEL_MIN_TOKENS", 0)
+    a = _build(corpus, tmp_path / "a.tmap", tok)
+    b = build_map([corpus], tmp_path / "b.tmap", tokenizer=tok, model=str(MODEL), options=BuildOptions(jobs=2))
+    assert Path(a.path).read_bytes() == Path(b.path).read_bytes()
+
+
+def test_refuses_to_overwrite(tmp_path, corpus, tok):
+    out = tmp_path / "m.tmap"
+    out.write_bytes(b"keep me")
+    with pytest.raises(BuildError, match="already exists.*--force"):
+        _build(corpus, out, tok)
+    assert out.read_bytes() == b"keep me"
+    build_map([corpus], out, tokenizer=tok, options=BuildOptions(jobs=1), force=True)
+    assert TokenMap.load(out).num_keys > 0
+
+
+def test_pruning_min_count_and_cost(tmp_path, corpus, tok):
+    loose = TokenMap.load(_build(corpus, tmp_path / "a.tmap", tok, min_count=2).path)
+    strict = TokenMap.load(_build(corpus, tmp_path / "b.tmap", tok, min_count=50).path)
+    assert strict.num_keys < loose.num_keys
+    assert int(strict.arrays["key_count"].min()) >= 50
+    # verifying is free -> drafts grow to max length; verifying is dear -> nothing pays
+    cheap = CostModel(10.0, tuple([1.0] * 32))
+    dear = CostModel(10.0, tuple([1000.0] * 32))
+    opts = BuildOptions(jobs=1, max_draft_len=6, max_candidates=2)
+    m1 = TokenMap.load(build_map([corpus], tmp_path / "c.tmap", tokenizer=tok, options=opts, cost=cheap).path)
+    m2 = TokenMap.load(build_map([corpus], tmp_path / "d.tmap", tokenizer=tok, options=opts, cost=dear).path)
+    lengths = np.diff(m1.arrays["cand_tok_offsets"])
+    assert lengths.max() == 6 and m1.candidates_per_key().get(3) is None
+    assert m2.num_candidates == 0 and m2.draft([TokenMap.BOS]) == []
+    assert (m1.arrays["cand_saving"] > 0).all()
+
+
+def test_candidates_ranked_and_distinct(tmp_path, corpus, tok):
+    tm = TokenMap.load(_build(corpus, tmp_path / "m.tmap", tok, max_candidates=3).path)
+    cands = tm.candidates([TokenMap.BOS])
+    assert 1 <= len(cands) <= 3
+    savings = [c[2] for c in cands]
+    assert savings == sorted(savings, reverse=True)
+    assert len({c[0][0] for c in cands}) == len(cands)  # branches at distinct first tokens
+
+
+def test_count_levels_small():
+    t = np.array([9, 1, 2, 3, 10, 9, 1, 2, 4, 10, 9, 1, 2, 3, 10], dtype=np.uint32)
+    levels = ngrams.count_levels(t, sep=10, min_count=2, max_len=5)
+    grams = []
+    prev = None
+    for j, lv in enumerate(levels):
+        toks = [(int(x),) for x in lv.token] if j == 0 else [prev[p] + (int(x),) for p, x in zip(lv.parent, lv.token)]
+        grams.append(dict(zip(toks, lv.count.tolist())))
+        prev = toks
+    assert grams[0] == {(1,): 3, (2,): 3, (3,): 2, (9,): 3}
+    assert grams[2][(9, 1, 2)] == 3 and grams[3] == {(9, 1, 2, 3): 2}
+    assert len(levels) == 4  # no 5-gram (SEP ends every utterance)
+
+
+def test_empty_corpus_is_an_error(tmp_path, tok):
+    from tokenmap.corpus import CorpusError
+    empty = tmp_path / "e.txt"
+    empty.write_text("\n\n")
+    with pytest.raises(CorpusError, match="no usable utterances"):
+        build_map([empty], tmp_path / "m.tmap", tokenizer=tok, options=BuildOptions(jobs=1))
+    assert not (tmp_path / "m.tmap").exists()
+
+
+def test_simulate_counts():
+    class Fake:
+        def draft(self, ctx):
+            return [1, 2, 3] if len(ctx) == 1 else []
+    out = simulate(Fake(), [[1, 2, 9, 4]])
+    assert out["passes"] == 2 and out["accepted"] == 2 and out["drafted"] == 3
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("pressure twenty two point five bar", "Pressure 22.5 bar."),
+    ("replace valve three", "Replace valve 3."),
+    ("one of the pumps is loud", "One of the pumps is loud."),
+    ("two hundred and five units", "205 units."),
+    ("seventy-three degrees", "73 degrees."),
+    ("code two three", "Code two three."),
+    ("is it ok?", "Is it ok?"),
+    ("  spaced   out  ", "Spaced out."),
+    ("three thousand four hundred twelve rpm", "3412 rpm."),
+    ("temperature one hundred point zero five", "Temperature 100.05."),
+    ("ending with comma,", "Ending with comma."),
+])
+def test_style_bridge_table(raw, expected):
+    assert bridge(raw) == expected
+
+
+def test_style_bridge_switches():
+    assert bridge("valve three", StyleOptions(numbers=False)) == "Valve three."
+    assert bridge("valve three", StyleOptions(capitalize=False, final_period=False)) == "valve 3"
+    assert bridge("valve three", NO_BRIDGE) == "valve three"
+
+
+def test_encode_batch_equals_encode(tok):
+    texts = list(synthetic_corpus(200, seed=5)) + ["it's   odd", "naïve café 's", "日本語 テスト", "x\ty", ""]
+    assert tok.encode_batch(texts) == [tok.encode(t) for t in texts]
+    assert tok.family == "whisper-multilingual" and len(tok.fingerprint) == 64
+
+
+def test_tokenizer_fingerprints_differ():
+    en = Path("/tmp/models/tiny.en/tokenizer.json")
+    if not en.is_file() or not (MODEL / "tokenizer.json").is_file():
+        pytest.skip("needs both tokenizers")
+    from tokenmap.textok import TextTokenizer
+    a, b = TextTokenizer.from_file(MODEL / "tokenizer.json"), TextTokenizer.from_file(en)
+    assert a.fingerprint != b.fingerprint and b.family == "whisper-en"
