@@ -1,0 +1,72 @@
+"""`tokenmap build` / `tokenmap inspect` through click's CliRunner."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tokenmap.corpus import synthetic_corpus
+from tokenmap_cli.main import cli
+
+MODEL = Path("/tmp/models/base")
+pytestmark = pytest.mark.skipif(not (MODEL / "tokenizer.json").is_file(), reason="no Whisper base tokenizer")
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    path = tmp_path / "maint.txt"
+    path.write_text("\n".join(synthetic_corpus(1500, seed=11)) + "\n", encoding="utf-8")
+    return path
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def test_build_inspect_force(tmp_path, corpus):
+    out = tmp_path / "m.tmap"
+    res = run("build", corpus, "--model", MODEL, "-o", out, "--jobs", 1)
+    assert res.exit_code == 0, res.output
+    assert "wrote" in res.output and "keys" in res.output and "candidates" in res.output
+    again = run("build", corpus, "--model", MODEL, "-o", out, "--jobs", 1)
+    assert again.exit_code == 1
+    assert "already exists (use --force" in again.stderr and "Traceback" not in again.output
+    assert run("build", corpus, "--model", MODEL, "-o", out, "--force", "--max-order", 2, "--jobs", 1).exit_code == 0
+    res = run("inspect", out, "--json", "--prefix", "Seal shows", "--model", MODEL)
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.output)
+    assert info["order"] == 2 and info["keys"] == sum(info["keys_per_order"])
+    assert info["params"]["max_order"] == 2
+    assert info["prefix"]["candidates"][0]["text"].startswith(" wear")
+    text = run("inspect", out, "--prefix", "Seal shows", "--model", MODEL)
+    assert "keys:" in text.output and "' wear" in text.output
+
+
+def test_build_errors_are_one_line(tmp_path):
+    res = run("build", tmp_path / "missing.txt", "--model", MODEL, "-o", tmp_path / "m.tmap")
+    assert res.exit_code == 1 and res.stderr.count("\n") == 1 and "no such file" in res.stderr
+    (tmp_path / "empty.txt").write_text("")
+    res = run("build", tmp_path / "empty.txt", "--model", MODEL, "-o", tmp_path / "m.tmap")
+    assert res.exit_code == 1 and "no usable utterances" in res.stderr
+    res = run("build", tmp_path / "empty.txt", "--model", tmp_path / "nomodel", "-o", tmp_path / "m.tmap")
+    assert res.exit_code == 1 and "error:" in res.stderr
+
+
+def test_inspect_bad_file(tmp_path):
+    bad = tmp_path / "x.tmap"
+    bad.write_bytes(b"hello world, not a map")
+    res = run("inspect", bad)
+    assert res.exit_code == 1 and "not a token map (bad magic)" in res.stderr
+
+
+def test_style_flags_change_the_map(tmp_path):
+    corpus = tmp_path / "written.txt"
+    corpus.write_text("\n".join(["pressure twenty two point five bar"] * 20) + "\n", encoding="utf-8")
+    bridged, raw = tmp_path / "a.tmap", tmp_path / "b.tmap"
+    assert run("build", corpus, "--model", MODEL, "-o", bridged, "--jobs", 1).exit_code == 0
+    assert run("build", corpus, "--model", MODEL, "-o", raw, "--no-style-bridge", "--jobs", 1).exit_code == 0
+    a = json.loads(run("inspect", bridged, "--json", "--prefix", "", "--model", MODEL).output)
+    b = json.loads(run("inspect", raw, "--json", "--prefix", "", "--model", MODEL).output)
+    assert a["prefix"]["candidates"][0]["text"] == " Pressure 22.5 bar."
+    assert b["prefix"]["candidates"][0]["text"] == " pressure twenty two point five bar"

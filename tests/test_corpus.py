@@ -1,0 +1,76 @@
+"""Corpus readers: formats, domains, bad inputs."""
+
+import gzip
+import json
+
+import pytest
+
+from tokenmap.corpus import MAX_CHARS, CorpusError, CorpusStats, check_nonempty, read_corpus
+
+
+def _read(paths, **kw):
+    stats = CorpusStats()
+    return list(read_corpus(paths, stats=stats, **kw)), stats
+
+
+def test_txt_domain_and_lang_from_folders(tmp_path):
+    d = tmp_path / "maintenance" / "en"
+    d.mkdir(parents=True)
+    (d / "train.txt").write_text("Pump 3 inspected.\n\n  Valve   ok \n", encoding="utf-8")
+    utts, stats = _read([tmp_path])
+    assert [u.text for u in utts] == ["Pump 3 inspected.", "Valve ok"]
+    assert {(u.domain, u.lang) for u in utts} == {("maintenance", "en")}
+    assert stats.utterances == 2 and stats.domains["maintenance"] == 2
+    assert len(stats.files[str(d / "train.txt")]) == 64
+
+
+def test_jsonl_csv_tsv_gz(tmp_path):
+    (tmp_path / "a.jsonl").write_text(json.dumps({"text": "Hello.", "domain": "ivr", "lang": "fr"}) + "\n"
+                                      + "not json\n" + json.dumps({"nope": 1}) + "\n", encoding="utf-8")
+    (tmp_path / "b.csv").write_text("id,sentence\n1,\"Pump, 3.\"\n", encoding="utf-8")
+    (tmp_path / "c.tsv").write_text("sentence\tdomain\nValve ok.\tplant\n", encoding="utf-8")
+    with gzip.open(tmp_path / "d.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("Zipped line.\n")
+    utts, stats = _read([tmp_path / "a.jsonl", tmp_path / "d.txt.gz"])
+    assert [(u.text, u.domain, u.lang) for u in utts] == [("Hello.", "ivr", "fr"), ("Zipped line.", tmp_path.name, "")]
+    assert stats.skipped["bad JSON line"] == 2
+    utts, _ = _read([tmp_path / "b.csv", tmp_path / "c.tsv"], text_column="sentence")
+    assert [(u.text, u.domain) for u in utts] == [("Pump, 3.", tmp_path.name), ("Valve ok.", "plant")]
+    with pytest.raises(CorpusError, match="no column 'text'.*--text-column"):
+        _read([tmp_path / "b.csv"])
+
+
+def test_bad_lines_are_skipped_and_counted(tmp_path, caplog):
+    p = tmp_path / "bad.txt"
+    p.write_bytes(b"good one\n" + b"caf\xe9 latin-1\n" + b"x" * (10 << 20) + b"\n" + b"ctrl\x07char\n"
+                  + ("y" * (MAX_CHARS + 1)).encode() + b"\ngood two\n")
+    utts, stats = _read([p])
+    assert [u.text for u in utts] == ["good one", "good two"]
+    assert stats.skipped == {"not UTF-8": 1, "too long": 2, "binary": 1}
+    assert "skipped 4 corpus lines" in caplog.text
+
+
+def test_binary_file_is_an_error(tmp_path):
+    p = tmp_path / "model.bin"
+    p.write_bytes(b"\x00\x01\x02garbage" * 100)
+    with pytest.raises(CorpusError, match="looks binary"):
+        _read([p])
+
+
+def test_missing_and_empty(tmp_path):
+    with pytest.raises(CorpusError, match="no such file"):
+        _read([tmp_path / "missing.txt"])
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(CorpusError, match="no .txt"):
+        _read([tmp_path / "sub"])
+    (tmp_path / "empty.txt").write_text("")
+    _, stats = _read([tmp_path / "empty.txt"])
+    with pytest.raises(CorpusError, match="no usable utterances"):
+        check_nonempty(stats)
+
+
+def test_bad_gzip(tmp_path):
+    p = tmp_path / "x.txt.gz"
+    p.write_bytes(b"not gzip at all\n")
+    with pytest.raises(CorpusError, match="cannot read"):
+        _read([p])
