@@ -1,0 +1,173 @@
+"""The key golden test: speculative output equals step-wise greedy output.
+
+At float32 the fork's batched logits equal its step logits to ~1e-5, so any
+draft, however wrong, must leave tokens, score and no_speech_prob unchanged.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tokenmap.drafters import FixedDrafter
+from tokenmap.reference import greedy_decode
+from tokenmap.rules import SpecialTokens
+from tokenmap.speculative import AcceptanceController, decode_window
+
+pytestmark = pytest.mark.model
+
+KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,
+          suppress_blank=True, suppress_tokens=[-1], max_initial_timestamp_index=50)
+
+
+@pytest.fixture(scope="module")
+def engine(base_model_dir):
+    import ctranslate2
+
+    return ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="float32", intra_threads=2)
+
+
+@pytest.fixture(scope="module")
+def special(base_model_dir):
+    return SpecialTokens.from_model_dir(str(base_model_dir))
+
+
+def encode(engine, path):
+    import ctranslate2
+    from faster_whisper.audio import decode_audio
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    feats = FeatureExtractor()(decode_audio(str(path)))[:, :3000]
+    feats = np.pad(feats, ((0, 0), (0, 3000 - feats.shape[1])))[None]
+    return engine.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats)))
+
+
+@pytest.fixture(scope="module")
+def windows(engine, special, data_dir, tokenizer_ids):
+    """(encoder output, prompt) pairs: with and without timestamps, with previous text."""
+    en, transcribe = tokenizer_ids["<|en|>"], tokenizer_ids["<|transcribe|>"]
+    prev = [tokenizer_ids["<|startofprev|>"], 2555, 291, 337]  # "<|startofprev|> Thank you for"
+    out = []
+    for name in ("en-agent-pass.flac", "en-basic-pbx-ivr-main.flac"):
+        enc = encode(engine, data_dir / name)
+        out.append((enc, [special.sot, en, transcribe, special.no_timestamps]))
+        out.append((enc, [special.sot, en, transcribe]))
+    out.append((out[0][0], prev + [special.sot, en, transcribe]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def tokenizer_ids(base_model_dir):
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(base_model_dir / "tokenizer.json")).get_vocab(with_added_tokens=True)
+
+
+@pytest.fixture(scope="module")
+def references(engine, special, windows):
+    return [greedy_decode(engine, enc, prompt, special, **KW) for enc, prompt in windows]
+
+
+def assert_same(result, ref):
+    assert result.tokens == ref.tokens
+    assert result.score == pytest.approx(ref.score, abs=2e-4)
+    assert result.no_speech_prob == pytest.approx(ref.no_speech_prob, abs=1e-5)
+
+
+def test_reference_is_long_enough(references):
+    assert min(len(r.tokens) for r in references) >= 10
+    assert max(len(r.tokens) for r in references) >= 60
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_oracle_and_empty_drafts(engine, special, windows, references, which):
+    enc, prompt = windows[which]
+    ref = references[which]
+    oracle = decode_window(engine, enc, prompt, special, FixedDrafter(ref.tokens + [special.eot]), **KW)
+    assert_same(oracle, ref)
+    assert oracle.stats.accepted >= len(ref.tokens) - 2  # nearly the whole output in few passes
+    assert oracle.stats.passes <= 4
+    plain = decode_window(engine, enc, prompt, special, FixedDrafter([]), **KW)
+    assert_same(plain, ref)
+    assert plain.stats.drafted == 0
+
+
+def test_max_length_truncates_like_generate(engine, special, windows):
+    enc, prompt = windows[1]
+    kw = dict(KW, max_length=len(prompt) + 7)
+    ref = greedy_decode(engine, enc, prompt, special, **kw)
+    long_draft = FixedDrafter(ref.tokens + list(range(1000, 1100)))
+    result = decode_window(engine, enc, prompt, special, long_draft, **kw)
+    assert_same(result, ref)
+    assert not result.finished and len(result.tokens) == len(ref.tokens)
+
+
+class ScriptedDrafter:
+    """Returns the next scripted draft at each call (hypothesis picks the script)."""
+
+    def __init__(self, script, reference):
+        self.script, self.reference = list(script), reference
+
+    def reset(self, history=()):
+        pass
+
+    def draft(self, tokens, limit):
+        if not self.script:
+            return []
+        kind, payload = self.script.pop(0)
+        if kind == "copy":  # the true continuation, corrupted at one position
+            cut, wrong = payload
+            true = self.reference[len(tokens):] + [50257]
+            draft = true[: cut + 3]
+            if cut < len(draft):
+                draft[cut] = wrong
+            return draft  # may exceed `limit`: the decoder must cope
+        return list(payload)
+
+
+TOKEN = st.one_of(st.integers(0, 51864), st.sampled_from([50257, 50363, 50364, 50365, 50400, 51864, 220]))
+DRAFT = st.one_of(
+    st.tuples(st.just("random"), st.lists(TOKEN, max_size=40)),
+    st.tuples(st.just("copy"), st.tuples(st.integers(0, 30), TOKEN)),
+    st.tuples(st.just("random"), st.just([50257])),  # end-of-text in the middle
+    st.tuples(st.just("random"), st.just([])),
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                   HealthCheck.too_slow])
+@given(which=st.sampled_from([0, 1, 4]), script=st.lists(DRAFT, max_size=12))
+def test_arbitrary_drafts_never_change_the_output(engine, special, windows, references, which, script):
+    enc, prompt = windows[which]
+    ref = references[which]
+    result = decode_window(engine, enc, prompt, special, ScriptedDrafter(script, ref.tokens), **KW)
+    assert_same(result, ref)
+
+
+def test_recheck_and_controller_keep_the_output(engine, special, windows, references):
+    from tokenmap.cost import DEFAULT
+
+    enc, prompt = windows[2]
+    ref = references[2]
+    controller = AcceptanceController(DEFAULT)
+    result = decode_window(engine, enc, prompt, special, FixedDrafter(ref.tokens), controller=controller,
+                           recheck_margin=5.0, **KW)
+    assert_same(result, ref)
+    assert result.stats.rechecks > 0
+
+
+def test_controller_stops_drafting_when_nothing_is_accepted():
+    from tokenmap.cost import DEFAULT
+
+    c = AcceptanceController(DEFAULT, probe_every=10)
+    assert c.limit() > 0
+    for _ in range(30):
+        c.update(c.limit() or 2, 0)
+    limits = []
+    for _ in range(40):  # the decoder reports every draft it verified
+        limits.append(c.limit())
+        c.update(limits[-1], 0)
+    assert limits.count(0) >= 36 and max(limits) <= 2  # only an occasional 2-token probe
+    for _ in range(40):
+        c.update(8, 8)
+    assert c.limit() >= 8

@@ -1,0 +1,189 @@
+"""Drafters: where speculative continuations come from.
+
+Every drafter has the same small shape, like prompt-lookup's
+``find_candidate_pred_tokens``: given the tokens generated so far in this
+window, return candidate next tokens, or ``[]`` for none. A drafter never
+decides anything: the model verifies every drafted token.
+
+Example::
+
+    >>> d = PromptLookupDrafter(min_match=2)
+    >>> d.reset(history=[5, 6, 7, 8, 9])
+    >>> d.draft([1, 6, 7], limit=3)
+    [8, 9]
+
+Token ids are Whisper vocabulary ids; ``timestamp_begin`` (the first
+timestamp id) lets drafters skip timestamps, which a text map cannot predict.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+logger = logging.getLogger("tokenmap")
+
+
+class Drafter(Protocol):
+    """Context in, candidate tokens (possibly none) out."""
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        """Start a new window; ``history`` is text the model saw before it (the previous-window prompt)."""
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        """At most ``limit`` candidate tokens that may follow ``tokens``."""
+
+
+def text_context(tokens: Sequence[int], timestamp_begin: int | None) -> list[int] | None:
+    """The text of the current segment: tokens after the last timestamp.
+
+    Returns None right after a closing timestamp (a timestamp preceded by
+    text), where the model emits another timestamp or end-of-text, which no
+    text drafter can predict.
+    """
+    if timestamp_begin is None:
+        return list(tokens)
+    for i in range(len(tokens) - 1, -1, -1):
+        if tokens[i] >= timestamp_begin:
+            if i == len(tokens) - 1 and i > 0 and tokens[i - 1] < timestamp_begin:
+                return None
+            return list(tokens[i + 1:])
+    return list(tokens)
+
+
+class TokenMapDrafter:
+    """Drafts from a :class:`tokenmap.mapfile.TokenMap` (longest-suffix back-off).
+
+    The map's keys start with ``TokenMap.BOS`` at the start of a segment.
+    """
+
+    def __init__(self, token_map, timestamp_begin: int | None = None, max_order: int | None = None):
+        self.map = token_map
+        self.timestamp_begin = timestamp_begin
+        self.order = max_order or int(token_map.header.get("max_order", 3))
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        pass
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        text = text_context(tokens, self.timestamp_begin)
+        if text is None or limit <= 0:
+            return []
+        context = text[-self.order:] if len(text) >= self.order else [self.map.BOS, *text]
+        return list(self.map.draft(context))[:limit]
+
+
+class PromptLookupDrafter:
+    """Prompt lookup: find the last ``n`` tokens earlier in the text and copy what followed.
+
+    The searched text is ``history`` (the previous-window prompt) followed by
+    the tokens generated in this window. Longer matches are tried first.
+    """
+
+    def __init__(self, min_match: int = 2, max_match: int = 4, timestamp_begin: int | None = None):
+        self.min_match = min_match
+        self.max_match = max_match
+        self.timestamp_begin = timestamp_begin
+        self.history: list[int] = []
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        self.history = [t for t in history if self.timestamp_begin is None or t < self.timestamp_begin]
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        if limit <= 0:
+            return []
+        seq = self.history + [t for t in tokens if self.timestamp_begin is None or t < self.timestamp_begin]
+        return find_continuation(seq, self.min_match, self.max_match, limit)
+
+
+def find_continuation(seq: Sequence[int], min_match: int, max_match: int, limit: int) -> list[int]:
+    """Continuation of the latest earlier occurrence of ``seq``'s last n tokens (n from max to min)."""
+    n_total = len(seq)
+    if n_total <= min_match:
+        return []
+    arr = np.asarray(seq, dtype=np.int64)
+    for n in range(min(max_match, n_total - 1), min_match - 1, -1):
+        tail = arr[n_total - n:]
+        windows = np.lib.stride_tricks.sliding_window_view(arr[: n_total - 1], n)
+        hits = np.flatnonzero((windows == tail).all(axis=1))
+        hits = hits[hits + n < n_total]  # something must follow the match
+        if hits.size:
+            start = int(hits[-1]) + n
+            return arr[start: start + limit].tolist()
+    return []
+
+
+class SessionCache:
+    """Text accepted earlier in this process, searched like a prompt.
+
+    Thread-safe; bounded to ``max_tokens`` (oldest dropped first).
+    """
+
+    def __init__(self, max_tokens: int = 20_000, min_match: int = 3, timestamp_begin: int | None = None):
+        self.max_tokens = max_tokens
+        self.min_match = min_match
+        self.timestamp_begin = timestamp_begin
+        self._tokens: list[int] = []
+        self._lock = threading.Lock()
+
+    def add(self, tokens: Sequence[int]) -> None:
+        text = [t for t in tokens if self.timestamp_begin is None or t < self.timestamp_begin]
+        with self._lock:
+            self._tokens.extend(text)
+            del self._tokens[: max(0, len(self._tokens) - self.max_tokens)]
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        pass
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        text = text_context(tokens, self.timestamp_begin)
+        if not text or len(text) < self.min_match or limit <= 0:
+            return []
+        with self._lock:
+            corpus = list(self._tokens)
+        if not corpus:
+            return []
+        n = self.min_match
+        return find_continuation(corpus + text[-n:], n, max(n, 4), limit)
+
+
+@dataclass
+class ChainDrafter:
+    """Ask drafters in order and return the first non-empty draft."""
+
+    drafters: tuple
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        for d in self.drafters:
+            d.reset(history)
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        for d in self.drafters:
+            candidate = d.draft(tokens, limit)
+            if candidate:
+                return candidate
+        return []
+
+
+class FixedDrafter:
+    """Drafts a fixed token sequence (the oracle, or adversarial tests).
+
+    ``draft`` proposes the part of ``sequence`` that follows ``tokens`` when
+    ``tokens`` is a prefix of it, else nothing.
+    """
+
+    def __init__(self, sequence: Sequence[int]):
+        self.sequence = list(sequence)
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        pass
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        n = len(tokens)
+        if self.sequence[:n] != list(tokens):
+            return []
+        return self.sequence[n: n + limit]

@@ -1,0 +1,234 @@
+"""Speculative greedy decoding of one Whisper window on the fork's step API.
+
+The loop (token-map paper, section III; the draft is verified in one pass)::
+
+    prefill the prompt up to <|startoftranscript|>      (no_speech_prob comes from here)
+    feed = rest of the prompt
+    repeat:
+        draft  = drafter(tokens so far), cut to what the controller allows
+        logits = forward_batch(state, feed + draft)        # [1, T, V]
+        decide each drafted position with the logit rules; keep the longest
+        agreeing prefix plus the model's own next token; truncate the decoder
+        state at the first mismatch; feed = [that next token]
+    until <|endoftext|> or max_length
+
+Every decision goes through :class:`tokenmap.rules.RuleSet`, the same rules
+``generate(beam_size=1)`` applies, so a draft can change the speed but not
+the output (exactly at float32; at int8 batched logits differ slightly from
+step logits, see docs/BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .rules import RuleSet, SpecialTokens
+
+logger = logging.getLogger("tokenmap")
+
+
+@dataclass
+class DecodeStats:
+    """Counters with the token-map paper's definitions (eqs. 4-5).
+
+    ``drafted``: draft tokens proposed; ``accepted``: draft tokens kept;
+    ``drafts``: verify passes that carried a draft; ``passes``: decoder
+    passes of any kind; ``tokens``: tokens decided (EOT included);
+    ``decoder_seconds``: wall time inside the decoding loop.
+    """
+
+    drafted: int = 0
+    accepted: int = 0
+    drafts: int = 0
+    passes: int = 0
+    tokens: int = 0
+    windows: int = 0
+    fallbacks: int = 0
+    rechecks: int = 0
+    decoder_seconds: float = 0.0
+
+    def add(self, other: "DecodeStats") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict:
+        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        d["acceptance_rate"] = self.accepted / self.drafted if self.drafted else 0.0
+        d["acceptance_length"] = self.accepted / self.drafts if self.drafts else 0.0
+        d["verify_passes"] = self.passes
+        d["tokens_per_second"] = self.tokens / self.decoder_seconds if self.decoder_seconds else 0.0
+        return d
+
+
+@dataclass
+class WindowResult:
+    """One window: ``tokens`` without prompt and EOT (as ``sequences_ids[0]``)."""
+
+    tokens: list[int]
+    score: float
+    no_speech_prob: float | None
+    finished: bool
+    stats: DecodeStats = field(default_factory=DecodeStats)
+
+
+class AcceptanceController:
+    """Decides how far to draft from the cost curve and the running acceptance.
+
+    Acceptance is modelled as geometric: each drafted token is kept with
+    probability ``p`` given that the previous ones were. ``p`` is a decayed
+    count of kept tokens over kept tokens plus first rejections. The draft
+    length L maximizes the expected saving
+    ``step_ms * sum_{i<=L} p**i - (batch_ms(L + 1) - step_ms)``; when no L
+    pays, no draft is verified except a short probe every ``probe_every``
+    passes, so a map from the wrong domain costs at most a probe now and then.
+    """
+
+    def __init__(self, cost, max_len: int = 24, prior=(2.0, 1.0), decay: float = 0.97, probe_every: int = 16):
+        self.cost = cost
+        self.max_len = max_len
+        self.decay = decay
+        self.probe_every = probe_every
+        self.kept, self.rejected = prior
+        self._since_draft = 0
+
+    @property
+    def p(self) -> float:
+        return self.kept / (self.kept + self.rejected)
+
+    def limit(self) -> int:
+        p, best, best_gain, expected = self.p, 0, 0.0, 0.0
+        for length in range(1, self.max_len + 1):
+            expected += p ** length
+            gain = self.cost.saving(expected, length)
+            if gain > best_gain:
+                best, best_gain = length, gain
+        if best == 0:
+            self._since_draft += 1
+            if self._since_draft >= self.probe_every:
+                return 2
+        return best
+
+    def update(self, drafted: int, accepted: int) -> None:
+        if drafted == 0:
+            return
+        self._since_draft = 0
+        self.kept = self.decay * self.kept + accepted
+        self.rejected = self.decay * self.rejected + (1.0 if accepted < drafted else 0.0)
+
+
+def _rows(logits) -> np.ndarray:
+    """[T, V] float32 view of a [1, V] or [1, T, V] logits StorageView."""
+    array = np.asarray(logits)
+    return array if array.ndim == 2 else array[0]
+
+
+def decode_window(model, encoder_output, prompt: Sequence[int], special: SpecialTokens, drafter,
+                  controller: AcceptanceController | None = None, history: Sequence[int] = (),
+                  recheck_margin: float = 0.0, **generate_kwargs) -> WindowResult:
+    """Greedy decoding of one window with drafts; same output as ``generate(beam_size=1)``.
+
+    ``encoder_output``: StorageView [1, 1500, d_model]; ``prompt``: the
+    window's prompt ids as faster-whisper builds it; ``history``: earlier
+    text (the previous-window prompt) for prompt-lookup drafters.
+    ``recheck_margin``: when the top-2 gap (in logits) of a position verified
+    in a batch is below it, that position is decided again from a single
+    ``forward_step`` (int8 batched logits differ from step logits; 0 = never).
+    """
+    started = time.perf_counter()
+    win = _Window(model, RuleSet.from_generate_kwargs(special, prompt, **generate_kwargs), special,
+                  recheck_margin)
+    drafter.reset(history)
+    sot = win.rules.sot_index
+    state, sot_logits = model.prefill(encoder_output, list(prompt[: sot + 1]))
+    win.stats.passes += 1
+    sot_row = _rows(sot_logits)[0]
+    no_speech = None
+    if generate_kwargs.get("return_no_speech_prob", False):
+        no_speech = win.rules.no_speech_prob(sot_row)
+    feed = list(prompt[sot + 1:])
+    if not feed:  # the prompt ends at SOT: its logits decide the first token
+        feed = [win.decide(sot_row)]
+    while not win.done():
+        remaining = win.rules.max_steps - len(win.tokens) - 1
+        limit = min(remaining, controller.limit()) if controller else remaining
+        draft = drafter.draft(win.tokens, limit) if limit > 0 else []
+        feed, kept = win.verify(state, feed, draft)
+        if draft:
+            win.stats.drafts += 1
+            win.stats.drafted += len(draft)
+            win.stats.accepted += kept
+            if controller:
+                controller.update(len(draft), kept)
+    score = win.rules.final_score(win.total, len(win.tokens))
+    win.stats.decoder_seconds = time.perf_counter() - started
+    return WindowResult(win.tokens, score, no_speech, win.finished, win.stats)
+
+
+class _Window:
+    """Decisions of one window: tokens so far, summed logprob, end state."""
+
+    def __init__(self, model, rules: RuleSet, special: SpecialTokens, recheck_margin: float):
+        self.model, self.rules, self.special = model, rules, special
+        self.recheck_margin = recheck_margin
+        self.tokens: list[int] = []
+        self.total = np.float32(0.0)
+        self.finished = False
+        self.stats = DecodeStats(windows=1)
+
+    def done(self) -> bool:
+        return self.finished or len(self.tokens) >= self.rules.max_steps
+
+    def decide(self, row: np.ndarray) -> int:
+        """Apply the rules to one [V] row (in place), record and return the greedy token."""
+        token, logprob = self.rules.choose(row, self.tokens)
+        self.stats.tokens += 1
+        self.total = np.float32(self.total + logprob)
+        if token == self.special.eot:
+            self.finished = True
+        else:
+            self.tokens.append(token)
+        return token
+
+    def verify(self, state, feed: list[int], draft: list[int]) -> tuple[list[int], int]:
+        """Feed ``feed + draft`` in one pass and decide; return (next feed, draft tokens kept)."""
+        base = state.current_step
+        tokens_in = feed + draft
+        if len(tokens_in) == 1:
+            logits = self.model.forward_step(state, tokens_in[0])
+        else:
+            logits = self.model.forward_batch(state, tokens_in)
+        self.stats.passes += 1
+        rows = _rows(logits)[len(feed) - 1:]
+        for j, row in enumerate(rows):
+            position = base + len(feed) - 1 + j  # cache length before the token that produced `row`
+            if len(tokens_in) > 1 and self.recheck_margin > 0 and _near_tie(row, self.rules, self.tokens,
+                                                                           self.recheck_margin):
+                state.truncate_to_step(position)
+                row = _rows(self.model.forward_step(state, tokens_in[position - base]))[0]
+                self.stats.passes += 1
+                self.stats.rechecks += 1
+                token = self.decide(row)
+                return [token], j + (j < len(draft) and token == draft[j])
+            token = self.decide(row)
+            hit = j < len(draft) and token == draft[j]
+            if hit and not self.done():
+                continue
+            if j < len(draft):
+                state.truncate_to_step(position + 1)
+            return [token], j + hit
+        raise AssertionError("unreachable: the last row always ends the pass")
+
+
+def _near_tie(row: np.ndarray, rules: RuleSet, tokens, margin: float) -> bool:
+    """True if the top-2 gap of the rule-filtered ``row`` is below ``margin`` (row left untouched)."""
+    filtered = row.copy()
+    rules.apply(filtered, tokens)
+    best = int(np.argmax(filtered))
+    top = filtered[best]
+    filtered[best] = -np.inf
+    return bool(top - filtered.max() < margin)

@@ -1,0 +1,158 @@
+"""``tokenmap.WhisperModel``: faster-whisper's model with token-map drafting.
+
+A drop-in subclass: ``transcribe()`` keeps VAD, segment and word timestamps,
+long-form audio with ``condition_on_previous_text`` and language detection,
+because faster-whisper itself runs unchanged. Only the engine object it calls
+(``self.model``) is wrapped: greedy ``generate`` calls are decoded
+speculatively, everything else (beam search, sampling temperatures of the
+fallback, repetition penalties, ``encode``, ``detect_language``, ``align``)
+goes to CTranslate2 as before.
+
+Example::
+
+    >>> from tokenmap import WhisperModel
+    >>> model = WhisperModel("/path/to/ct2-model", token_map="maint.tmap",
+    ...                      compute_type="int8", cpu_threads=2)          # doctest: +SKIP
+    >>> segments, info = model.transcribe("report.wav", language="en")   # doctest: +SKIP
+    >>> model.last_stats()["acceptance_rate"]                              # doctest: +SKIP
+    0.83
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+
+import faster_whisper
+
+from .drafters import ChainDrafter, PromptLookupDrafter, SessionCache, TokenMapDrafter
+from .engine import require_step_api
+from .rules import SpecialTokens, supports_fast_path
+from .speculative import AcceptanceController, DecodeStats, decode_window
+
+logger = logging.getLogger("tokenmap")
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """The fields of ``ctranslate2.models.WhisperGenerationResult`` faster-whisper reads."""
+
+    sequences_ids: list
+    scores: list
+    no_speech_prob: float
+
+
+class SpeculativeEngine:
+    """Wraps a ``ctranslate2.models.Whisper``; greedy ``generate`` goes speculative.
+
+    ``make_drafter()`` builds a fresh drafter per window (drafters hold
+    per-window state, so concurrent calls never share one). Statistics are
+    kept per thread (:meth:`take_stats`).
+    """
+
+    def __init__(self, engine, special: SpecialTokens, make_drafter, cost=None, adaptive: bool = True):
+        self._engine = engine
+        self.special = special
+        self.make_drafter = make_drafter
+        self.cost = cost
+        self.adaptive = adaptive and cost is not None
+        self._local = threading.local()
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+    def _thread_stats(self) -> DecodeStats:
+        if not hasattr(self._local, "stats"):
+            self._local.stats = DecodeStats()
+            self._local.controller = AcceptanceController(self.cost) if self.adaptive else None
+        return self._local.stats
+
+    def take_stats(self) -> DecodeStats:
+        """This thread's statistics since the last call; resets them."""
+        stats = self._thread_stats()
+        self._local.stats = DecodeStats()
+        return stats
+
+    def generate(self, features, prompts, **kwargs):
+        batch = len(prompts)
+        if batch != 1 or not supports_fast_path(prompt=prompts[0], special=self.special, **kwargs):
+            self._thread_stats().fallbacks += 1
+            return self._engine.generate(features, prompts, **kwargs)
+        stats = self._thread_stats()
+        prompt = list(prompts[0])
+        history = prompt[1: self.special.sot_index(prompt)] if prompt[0] != self.special.sot else []
+        result = decode_window(
+            self._engine, features, prompt, self.special, self.make_drafter(),
+            controller=self._local.controller, history=history, **kwargs,
+        )
+        stats.add(result.stats)
+        return [GenerationResult([result.tokens], [result.score], result.no_speech_prob or 0.0)]
+
+
+class WhisperModel(faster_whisper.WhisperModel):
+    """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
+
+    Extra arguments: ``token_map`` (path or :class:`tokenmap.mapfile.TokenMap`,
+    or None for prompt lookup and the session cache only), ``prompt_lookup``
+    and ``session_cache`` (drafters after the map), ``adaptive`` (let the
+    cost curve and the running acceptance decide how far to draft),
+    ``cost_model`` (a :class:`tokenmap.cost.CostModel`; default: this
+    machine's calibration or the built-in curve). All other arguments are
+    faster-whisper's.
+    """
+
+    def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
+                 session_cache: bool = True, adaptive: bool = True, cost_model=None, **kwargs):
+        require_step_api()
+        from .models import resolve_model
+
+        model_dir = resolve_model(model_size_or_path)
+        super().__init__(str(model_dir), **kwargs)
+        special = SpecialTokens.from_model_dir(str(model_dir))
+        self.token_map = _load_map(token_map, self.hf_tokenizer)
+        self.session_cache = SessionCache(timestamp_begin=special.timestamp_begin) if session_cache else None
+        self._prompt_lookup = prompt_lookup
+        if cost_model is None:
+            from .cost import load_cost_model
+            from .engine import default_threads
+
+            threads = kwargs.get("cpu_threads") or default_threads()
+            cost_model = load_cost_model(model_dir, kwargs.get("compute_type", "int8"), threads)
+        self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost_model, adaptive)
+
+    def _make_drafter(self):
+        ts0 = self.model.special.timestamp_begin
+        drafters = []
+        if self.token_map is not None:
+            drafters.append(TokenMapDrafter(self.token_map, timestamp_begin=ts0))
+        if self._prompt_lookup:
+            drafters.append(PromptLookupDrafter(timestamp_begin=ts0))
+        if self.session_cache is not None:
+            drafters.append(self.session_cache)
+        return ChainDrafter(tuple(drafters))
+
+    def transcribe(self, audio, *args, **kwargs):
+        self.model.take_stats()  # start this thread's counters afresh
+        segments, info = super().transcribe(audio, *args, **kwargs)
+        return self._remember(segments), info
+
+    def _remember(self, segments):
+        for segment in segments:
+            if self.session_cache is not None:
+                self.session_cache.add(segment.tokens)
+            yield segment
+
+    def last_stats(self) -> dict:
+        """Decoder statistics of this thread's last ``transcribe`` (as it has run so far)."""
+        return self.model._thread_stats().as_dict()
+
+
+def _load_map(token_map, hf_tokenizer):
+    if token_map is None or not isinstance(token_map, (str, os.PathLike)):
+        return token_map
+    from .mapfile import TokenMap
+    from .textok import TextTokenizer
+
+    return TokenMap.load(token_map, fingerprint=TextTokenizer(hf_tokenizer).fingerprint)
