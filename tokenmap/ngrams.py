@@ -68,10 +68,12 @@ def count_partition(tok: np.ndarray, lut: np.ndarray, member: np.ndarray, sep: i
     ``lut`` maps a token id to its unigram row (-1 = rare); parents of the
     2-grams are unigram rows, deeper parents are rows local to this partition.
     """
-    ids = lut[tok]
+    idx = np.int32 if len(tok) < 2**31 - 64 else np.int64  # halves memory on corpora < 2**31 tokens
+    ids = lut.astype(np.int32)[tok]
     sel = ids >= 0
     sel[sel] = member[ids[sel]]
-    act = np.flatnonzero(sel)
+    act = np.flatnonzero(sel).astype(idx)
+    del sel
     ids = ids[act]
     tbits = int(sep).bit_length()
     out: list[Level] = []
@@ -152,7 +154,7 @@ def _extend(act: np.ndarray, ids: np.ndarray, nxt: np.ndarray, min_count: int, t
         packed = (ids.astype(u64) << u64(tbits + ibits)) | (nxt.astype(u64) << u64(ibits))
         packed |= np.arange(n, dtype=u64)
         packed.sort()
-        perm = (packed & u64((1 << ibits) - 1)).astype(np.int64)
+        perm = (packed & u64((1 << ibits) - 1)).astype(np.int32 if ibits < 31 else np.int64)
         packed >>= u64(ibits)
         keys = packed
     else:  # pragma: no cover - needs > 2**40 positions or ids
@@ -167,9 +169,9 @@ def _extend(act: np.ndarray, ids: np.ndarray, nxt: np.ndarray, min_count: int, t
     survive = cnt >= min_count
     if not survive.any():
         return None, act[:0], ids[:0]
-    group = np.cumsum(first) - 1
+    group = np.cumsum(first, dtype=np.int64) - 1
     pos_keep = survive[group]
-    new_id = np.cumsum(survive) - 1
+    new_id = (np.cumsum(survive) - 1).astype(np.int32 if len(survive) < 2**31 else np.int64)
     kept = keys[starts[survive]]
     level = Level((kept >> u64(tbits)).astype(np.int64), (kept & u64((1 << tbits) - 1)).astype(np.uint32),
                   cnt[survive].astype(np.int64))
