@@ -187,3 +187,16 @@ class FixedDrafter:
         if self.sequence[:n] != list(tokens):
             return []
         return self.sequence[n: n + limit]
+
+
+def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_lookup: bool = True,
+                    session_cache: SessionCache | None = None) -> ChainDrafter:
+    """The drafter tokenmap uses: the token map, then prompt lookup, then the session cache."""
+    drafters = []
+    if token_map is not None:
+        drafters.append(TokenMapDrafter(token_map, timestamp_begin=timestamp_begin))
+    if prompt_lookup:
+        drafters.append(PromptLookupDrafter(timestamp_begin=timestamp_begin))
+    if session_cache is not None:
+        drafters.append(session_cache)
+    return ChainDrafter(tuple(drafters))

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import faster_whisper
 
-from .drafters import ChainDrafter, PromptLookupDrafter, SessionCache, TokenMapDrafter
+from .drafters import SessionCache, default_drafter
 from .engine import require_step_api
 from .rules import SpecialTokens, supports_fast_path
 from .speculative import AcceptanceController, DecodeStats, decode_window
@@ -123,15 +123,8 @@ class WhisperModel(faster_whisper.WhisperModel):
         self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost_model, adaptive)
 
     def _make_drafter(self):
-        ts0 = self.model.special.timestamp_begin
-        drafters = []
-        if self.token_map is not None:
-            drafters.append(TokenMapDrafter(self.token_map, timestamp_begin=ts0))
-        if self._prompt_lookup:
-            drafters.append(PromptLookupDrafter(timestamp_begin=ts0))
-        if self.session_cache is not None:
-            drafters.append(self.session_cache)
-        return ChainDrafter(tuple(drafters))
+        return default_drafter(self.token_map, self.model.special.timestamp_begin, self._prompt_lookup,
+                               self.session_cache)
 
     def transcribe(self, audio, *args, **kwargs):
         self.model.take_stats()  # start this thread's counters afresh
