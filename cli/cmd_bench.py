@@ -1,0 +1,129 @@
+"""`tokenmap bench`: compare token-map drafting with greedy, the oracle, distil-spec and stock.
+
+Examples::
+
+    tokenmap bench --quick                                   # bench-data/quick.jsonl, < 10 min on 2 cores
+    tokenmap bench --systems greedy,tokenmap,oracle --reps 5 --limit 50
+    tokenmap bench --update-docs docs/BENCHMARKS.md          # full run, regenerate the docs section
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+SYSTEMS = "greedy,tokenmap,oracle,distil-spec,stock,e2e"
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+class _Progress:
+    """tqdm bar on stderr over utterances."""
+
+    def __init__(self, total: int | None):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit=" utt", file=sys.stderr, desc="maps", disable=None)
+
+    def __call__(self, stage: str, utt) -> None:
+        if stage == "utt":
+            self.bar.set_description("bench")
+            self.bar.update(1)
+            self.bar.set_postfix_str(utt.id[-40:], refresh=False)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def _count_lines(path: Path, limit: int | None) -> int | None:
+    try:
+        n = sum(1 for line in path.open(encoding="utf-8") if line.strip())
+    except OSError:
+        return None
+    return min(n, limit) if limit else n
+
+
+@click.command()
+@click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="JSON-lines manifest  [default: bench-data/manifest.jsonl, quick.jsonl with --quick]")
+@click.option("--quick", is_flag=True, help="The quick set (bench-data/quick.jsonl), end-to-end timed once.")
+@click.option("--systems", default=SYSTEMS, show_default=True,
+              help="Comma-separated systems (greedy is always run: it is the baseline).")
+@click.option("--reps", default=3, show_default=True, type=click.IntRange(1, 100), help="Timed repetitions.")
+@click.option("--e2e-reps", type=click.IntRange(0, 100), default=None,
+              help="Repetitions of the end-to-end transcribes  [default: --reps, 1 with --quick]")
+@click.option("--heavy-per-group", type=click.IntRange(0), default=None,
+              help="Run distil-spec, end-to-end and stock only on the first N utterances of each "
+                   "set/domain/lang group (0 = all)  [default: 0, 1 with --quick]")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N utterances.")
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256), help="intra_threads.")
+@click.option("--compute-type", default="int8", show_default=True, help="CTranslate2 compute type.")
+@click.option("--model", default="base", show_default=True, help="Main Whisper model.")
+@click.option("--draft-model", default="tiny.en", show_default=True, help="distil-spec draft model.")
+@click.option("--spec-tokens", default=4, show_default=True, type=click.IntRange(1, 32), help="distil-spec K.")
+@click.option("--timestamps/--no-timestamps", default=True, show_default=True,
+              help="Decode with timestamps (faster-whisper's default) or with <|notimestamps|>.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"),
+              show_default=True, help="Results root: runs go to OUT/<timestamp>/, maps are cached in OUT/maps/.")
+@click.option("--stock-python", default=".venv-stock/bin/python", show_default=True,
+              help="Python of the stock faster-whisper environment (make bench-stock).")
+@click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Regenerate the generated section of this Markdown file (e.g. docs/BENCHMARKS.md).")
+def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,
+          timestamps, out, stock_python, update_docs):
+    """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
+    from tokenmap.bench.data import BenchDataError
+    from tokenmap.bench.harness import BenchOptions
+    from tokenmap.bench.report import update_docs as write_docs
+    from tokenmap.bench.run import bench as run_bench
+
+    manifest = manifest or Path("bench-data") / ("quick.jsonl" if quick else "manifest.jsonl")
+    if not manifest.is_file():
+        _fail(f"{manifest}: no benchmark data; run `make bench-data` first")
+    chosen = tuple(s.strip() for s in systems.split(",") if s.strip())
+    try:
+        options = BenchOptions(model=model, draft_model=draft_model, compute_type=compute_type, threads=threads,
+                               reps=reps, e2e_reps=e2e_reps if e2e_reps is not None else (1 if quick else reps),
+                               systems=tuple(dict.fromkeys(("greedy",) + chosen)), timestamps=timestamps,
+                               spec_tokens=spec_tokens, stock_python=stock_python,
+                               heavy_per_group=heavy_per_group if heavy_per_group is not None else int(quick))
+    except ValueError as exc:
+        _fail(str(exc))
+    bar = _Progress(_count_lines(manifest, limit))
+    try:
+        result, paths = run_bench(manifest, options, out, limit=limit, progress=bar, argv=["tokenmap", "bench",
+                                                                                          *sys.argv[2:]])
+    except BenchDataError as exc:
+        bar.close()
+        _fail(str(exc))
+    bar.close()
+    if update_docs:
+        from tokenmap.bench.report import markdown
+        write_docs(update_docs, markdown(result))
+    click.echo(summary(result))
+    click.echo(f"wrote {paths['report'].parent}/ (results.json, report.md, {len(paths['plots'])} plots)"
+               + (f"; updated {update_docs}" if update_docs else ""))
+
+
+def summary(result: dict) -> str:
+    """The end-of-run table: one line per system."""
+    from tokenmap.bench.report import fmt, pct
+
+    systems = result["aggregates"]["systems"]
+    lines = [f"{'system':<18} {'utts':>4} {'time s':>8} {'S':>6} {'S/stock':>7} {'A_r%':>6} {'A_l':>5} "
+             f"{'ident%':>6} {'WER%':>6}"]
+    for name, v in systems.items():
+        lines.append(f"{name:<18} {v['n']:>4} {v['decoder_s']:>8.3f} {fmt(v.get('S')):>6} "
+                     f"{fmt(v.get('S_vs_stock')):>7} {pct(v['A_r']):>6} {fmt(v['A_l']):>5} "
+                     f"{pct(v['identity']):>6} {pct(v['wer']):>6}")
+    f = result["aggregates"]["fairness"]
+    lines.append(f"unfairness U (D_T = 1 - A_r over domain/lang) = {fmt(f['U'], 4)}; "
+                 f"S across tasks {fmt(f['S_spread']['min'])}..{fmt(f['S_spread']['max'])}")
+    lines.append(f"threads {result['options']['threads']}, {result['options']['compute_type']}, "
+                 f"{result['seconds']['total']:.0f} s total")
+    return "\n".join(lines)

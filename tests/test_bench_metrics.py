@@ -1,0 +1,171 @@
+"""Benchmark metrics and aggregation: pure functions, no model."""
+
+import json
+import math
+
+import pytest
+
+from tokenmap.bench import aggregate as A
+from tokenmap.bench import metrics as M
+from tokenmap.bench.data import BenchDataError, Utterance, load_manifest
+from tokenmap.bench.harness import BenchOptions, heavy_ids
+from tokenmap.bench.report import BEGIN, END, markdown, update_docs
+from tokenmap.bench.systems import vocab_maps
+
+
+def test_speedup_is_baseline_over_system():
+    assert M.speedup(2.0, 1.6) == pytest.approx(1.25)
+    assert M.speedup(1.0, 2.0) == 0.5
+    assert math.isnan(M.speedup(1.0, 0.0)) and math.isnan(M.speedup(0.0, 1.0))
+
+
+def test_acceptance_rate_and_length():
+    assert M.acceptance_rate(30, 40) == 0.75          # eq. 4
+    assert M.acceptance_length(30, 10) == 3.0         # eq. 5: per verified draft
+    assert math.isnan(M.acceptance_rate(0, 0)) and math.isnan(M.acceptance_length(0, 0))
+
+
+def test_rtf_and_oracle_fraction():
+    assert M.rtf(0.5, 10.0) == 0.05
+    assert M.oracle_fraction(1.0, 0.8, 0.6) == pytest.approx(0.5)
+    assert M.oracle_fraction(1.0, 1.2, 0.6) == pytest.approx(-0.5)  # slower than greedy
+    assert math.isnan(M.oracle_fraction(1.0, 0.9, 1.0))
+
+
+def test_unfairness_definition_1():
+    # U = 1/m sum (D_T - D_min)^2
+    assert M.unfairness({"a": 0.1, "b": 0.3}) == pytest.approx(0.02)
+    assert M.unfairness({"a": 0.2, "b": 0.2, "c": 0.2}) == 0.0
+    assert M.unfairness({"a": 0.0, "b": 0.5, "c": 1.0}) == pytest.approx((0.25 + 1.0) / 3)
+    assert M.unfairness({"a": 0.4, "b": math.nan}) == 0.0  # NaN tasks ignored
+    assert math.isnan(M.unfairness({}))
+    assert M.misfit(0.75) == 0.25
+
+
+def test_spread():
+    s = M.spread({"x": 1.0, "y": 1.5, "z": math.nan})
+    assert (s["n"], s["min"], s["max"], s["argmin"], s["argmax"]) == (2, 1.0, 1.5, "x", "y")
+    assert s["std"] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Please enter your password, followed by the pound key.", "please enter your password followed by the pound key"),
+    ("Shaft speed 1,604 RPM, OK.", "shaft speed 1604 rpm ok"),
+    ("Brake lining thickness 12.3 millimeters.", "brake lining thickness 12.3 millimeters"),
+    ("fill level 93 %", "fill level 93 %"),
+    ("fill level 93%", "fill level 93 %"),
+    ("Température 74 °C", "température 74 ° c"),
+    ("Veuillez composer le code d'accès.", "veuillez composer le code daccès"),
+    ("  Party's   EXTENSION!  ", "partys extension"),
+    ("12,3 bar", "12.3 bar"),
+])
+def test_normalize_text(text, expected):
+    assert M.normalize_text(text) == expected
+
+
+def test_wer_uses_the_normaliser():
+    assert M.wer([("Hello, world.", "hello world")]) == 0.0
+    assert M.word_errors("a b c d", "a x c") == (2, 4)
+    assert M.wer([("a b c d", "a x c"), ("e f", "e f")]) == pytest.approx(2 / 6)  # corpus-level
+    assert M.word_errors("", "extra words") == (2, 0)
+    assert M.word_errors("two words", "") == (2, 2)
+
+
+def test_identity_rate():
+    assert M.identity_rate([[1, 2], [3]], [[1, 2], [4]]) == 0.5
+    assert math.isnan(M.identity_rate([], []))
+    with pytest.raises(ValueError):
+        M.identity_rate([[1]], [])
+
+
+def _rows():
+    def row(uid, system, t, task="maintenance/en", voice="v1", **kw):
+        d, l = task.split("/")
+        base = dict(id=uid, system=system, decoder_s=t, audio_s=2.0, domain=d, lang=l, task=task, voice=voice,
+                    set="synthetic", ref="a b", text="a b", identical=True)
+        return {**base, **kw}
+    return [
+        row("u1", "greedy", 1.0), row("u1", "tokenmap", 0.5, drafted=10, accepted=8, drafts=2,
+                                      drafts_log=[(6, 5), (4, 3)]), row("u1", "oracle", 0.4),
+        row("u2", "greedy", 3.0, task="incar/fr", voice="v2"),
+        row("u2", "tokenmap", 3.0, task="incar/fr", voice="v2", drafted=10, accepted=2, drafts=5,
+            drafts_log=[(2, 1), (2, 0), (2, 1), (2, 0), (2, 0)]),
+        row("u2", "oracle", 1.0, task="incar/fr", voice="v2", identical=False),
+    ]
+
+
+def test_summarize_sums_times_before_dividing():
+    s = A.summarize_systems(_rows())
+    assert s["tokenmap"]["S"] == pytest.approx(4.0 / 3.5)  # not the mean of 2.0 and 1.0
+    assert s["tokenmap"]["A_r"] == pytest.approx(10 / 20) and s["tokenmap"]["A_l"] == pytest.approx(10 / 7)
+    assert s["oracle"]["identity"] == 0.5 and s["greedy"]["S"] == 1.0
+    assert s["greedy"]["rtf"] == pytest.approx(4.0 / 4.0) and s["greedy"]["wer"] == 0.0
+
+
+def test_aggregation_by_group_and_fairness():
+    agg = A.aggregate(_rows())
+    tasks = agg["groups"]["task"]
+    assert set(tasks) == {"maintenance/en", "incar/fr"}
+    assert tasks["maintenance/en"]["tokenmap"]["S"] == 2.0 and tasks["incar/fr"]["tokenmap"]["S"] == 1.0
+    assert set(agg["groups"]["voice"]) == {"v1", "v2"}
+    f = agg["fairness"]
+    assert f["D_T"] == {"incar/fr": pytest.approx(0.8), "maintenance/en": pytest.approx(0.2)}
+    assert f["U"] == pytest.approx((0.6 ** 2) / 2)
+    assert f["S_spread"]["min"] == 1.0 and f["S_spread"]["max"] == 2.0
+    assert agg["oracle_fraction"]["task"]["maintenance/en"] == pytest.approx(0.5 / 0.6)
+    assert agg["acceptance_by_length"][2] == {"drafts": 5, "A_r": 0.2, "A_l": 0.4}
+    assert agg["acceptance_by_length"][6]["A_l"] == 5
+
+
+def test_baselines():
+    systems = {"greedy", "greedy-nots", "distil-spec"}
+    assert A.baseline_of("distil-spec", systems) == "greedy-nots"
+    assert A.baseline_of("distil-spec", {"greedy"}) == "greedy"
+    assert A.baseline_of("tokenmap-e2e", systems) == "fw-e2e"
+    assert A.baseline_of("stock", systems) == "greedy"
+
+
+def test_vocab_maps_by_string():
+    d2m, m2d = vocab_maps(["a", "b", "<|en|>", "c"], ["b", "x", "<|en|>"])
+    assert d2m == [1, -1, 2] and m2d == [-1, 0, 2, -1]
+
+
+def test_heavy_ids_first_per_group():
+    utts = [Utterance(f"u{i}", "/x", "t", "telephony" if i < 3 else "incar", "en", set="s") for i in range(5)]
+    assert heavy_ids(utts, 1) == {"u0", "u3"}
+    assert heavy_ids(utts, 0) == {f"u{i}" for i in range(5)}
+
+
+def test_options_reject_unknown_system():
+    with pytest.raises(ValueError, match="unknown systems"):
+        BenchOptions(systems=("greedy", "beam"))
+
+
+def test_manifest_errors_name_the_fix(tmp_path):
+    with pytest.raises(BenchDataError, match="make bench-data"):
+        load_manifest(tmp_path / "missing.jsonl")
+    bad = tmp_path / "m.jsonl"
+    bad.write_text(json.dumps({"id": "a", "audio": "a.flac", "text": "t", "domain": "d", "lang": "en"}) + "\n")
+    with pytest.raises(BenchDataError, match="audio missing"):
+        load_manifest(bad)
+    (tmp_path / "a.flac").write_bytes(b"")
+    utt = load_manifest(bad)[0]
+    assert utt.audio == str(tmp_path / "a.flac") and utt.task == "d/en"
+
+
+def test_update_docs_replaces_only_the_generated_section(tmp_path):
+    doc = tmp_path / "BENCHMARKS.md"
+    doc.write_text("# Benchmarks\n\nhand-written intro\n")
+    update_docs(doc, "first run")
+    update_docs(doc, "second run")
+    text = doc.read_text()
+    assert "hand-written intro" in text and "second run" in text and "first run" not in text
+    assert text.count(BEGIN) == 1 and text.count(END) == 1
+
+
+def test_markdown_report_renders(tmp_path):
+    result = {"aggregates": A.aggregate(_rows()), "machine": {"date": "d", "cpu": "cpu", "cores": 2,
+              "git_commit": "abc", "command": "tokenmap bench"}, "manifest": "m.jsonl", "utterances": 2,
+              "options": BenchOptions().__dict__, "cost_model": {"source": "default"}, "peak_rss_mb": {}}
+    md = markdown(result)
+    assert "| tokenmap |" in md and "Table I" in md and "U = " in md

@@ -1,0 +1,51 @@
+"""`tokenmap bench` through click's CliRunner."""
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from tokenmap_cli.cmd_bench import bench
+
+SPEECH = {"en-agent-pass.flac": "Please enter your password followed by the pound key.",
+          "en-conf-getpin.flac": "Please enter the conference pin number."}
+
+
+def test_missing_bench_data_names_the_fix(tmp_path):
+    result = CliRunner().invoke(bench, ["--manifest", str(tmp_path / "none.jsonl"), "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "run `make bench-data` first" in result.output
+
+
+def test_unknown_system_is_one_line(tmp_path):
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text("")
+    result = CliRunner().invoke(bench, ["--manifest", str(manifest), "--systems", "greedy,beam"])
+    assert result.exit_code == 1 and "unknown systems: beam" in result.output
+
+
+@pytest.mark.model
+def test_bench_two_utterances(tmp_path, data_dir):
+    manifest = tmp_path / "m.jsonl"
+    names = list(SPEECH)
+    manifest.write_text("".join(json.dumps({
+        "id": f"telephony/{n}", "audio": str(data_dir / n), "text": SPEECH[n], "domain": "telephony", "lang": "en",
+        "voice": "allison", "source": "asterisk", "set": "telephony", "duration": 3.0}) + "\n" for n in names))
+    docs = tmp_path / "BENCHMARKS.md"
+    out = tmp_path / "results"
+    result = CliRunner().invoke(bench, ["--manifest", str(manifest), "--systems", "greedy,tokenmap,oracle",
+                                        "--reps", "1", "--out", str(out), "--update-docs", str(docs)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "tokenmap" in result.output and "unfairness U" in result.output
+    run = next(p for p in out.iterdir() if p.name != "maps")
+    data = json.loads((run / "results.json").read_text())
+    systems = {(r["id"], r["system"]) for r in data["rows"]}
+    assert systems == {(f"telephony/{n}", s) for n in names for s in ("greedy", "tokenmap", "oracle")}
+    assert data["options"]["threads"] == 2 and data["machine"]["cores"] >= 1
+    agg = data["aggregates"]["systems"]
+    assert agg["greedy"]["S"] == 1.0 and agg["oracle"]["A_r"] == 1.0
+    assert agg["tokenmap"]["drafted"] >= agg["tokenmap"]["accepted"] >= 0
+    assert (out / "maps" / "telephony-en.tmap").is_file()
+    assert (run / "report.md").read_text().count("| greedy |") == 1
+    assert "Table I" in docs.read_text()

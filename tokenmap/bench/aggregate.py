@@ -1,0 +1,94 @@
+"""Per-utterance rows -> aggregates (per system, per group, fairness, acceptance curve).
+
+Baselines: decoder systems against ``greedy`` on the fork (``distil-spec``
+against greedy without timestamps, its own mode); end-to-end systems against
+``fw-e2e`` (faster-whisper on the fork) and also against ``stock-e2e``
+(stock faster-whisper on stock CTranslate2: the user's real alternative).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from tokenmap.bench import metrics as M
+
+DECODER_BASELINE = "greedy"
+E2E_BASELINE = "fw-e2e"
+GROUPS = ("task", "domain", "lang", "voice", "set")
+
+
+def baseline_of(system: str, systems: set) -> str | None:
+    if system.endswith("-e2e"):
+        return E2E_BASELINE
+    if system in ("distil-spec", "greedy-nots"):
+        return "greedy-nots" if "greedy-nots" in systems else DECODER_BASELINE
+    return DECODER_BASELINE
+
+
+def _times(rows, system: str) -> dict:
+    return {r["id"]: r["decoder_s"] for r in rows if r["system"] == system}
+
+
+def summarize_systems(rows: list[dict]) -> dict:
+    """``{system: summary}`` (see :func:`tokenmap.bench.metrics.summarize`) with ``S`` vs its baseline."""
+    by_system = M.group_rows(rows, lambda r: r["system"])
+    names = set(by_system)
+    out = {}
+    for name, group in by_system.items():
+        out[name] = M.summarize(group, _times(rows, baseline_of(name, names)))
+        if name.endswith("-e2e") and "stock-e2e" in names:
+            stock = _times(rows, "stock-e2e")
+            both = [r for r in group if r["id"] in stock]
+            out[name]["S_vs_stock"] = M.speedup(sum(stock[r["id"]] for r in both),
+                                                sum(r["decoder_s"] for r in both))
+        if name == "tokenmap" and "stock" in names:
+            stock = _times(rows, "stock")
+            both = [r for r in group if r["id"] in stock]
+            out[name]["S_vs_stock"] = M.speedup(sum(stock[r["id"]] for r in both),
+                                                sum(r["decoder_s"] for r in both))
+    return out
+
+
+def by_group(rows: list[dict], field: str) -> dict:
+    """``{group value: {system: summary}}``."""
+    return {key: summarize_systems(group) for key, group in sorted(M.group_rows(rows, lambda r: r[field]).items())}
+
+
+def oracle_fractions(table: dict) -> dict:
+    """``{group: F}`` with F = (T_greedy - T_map) / (T_greedy - T_oracle) from a :func:`by_group` table."""
+    out = {}
+    for key, systems in table.items():
+        if {"greedy", "tokenmap", "oracle"} <= set(systems):
+            ids_t = systems["greedy"]["decoder_s"], systems["tokenmap"]["decoder_s"], systems["oracle"]["decoder_s"]
+            out[key] = M.oracle_fraction(*ids_t)
+    return out
+
+
+def fairness(task_table: dict, system: str = "tokenmap") -> dict:
+    """Definition 1 over tasks T = domain/lang with ``D_T = 1 - A_r(T)``, and the spread of S."""
+    d = {t: M.misfit(s[system]["A_r"]) for t, s in task_table.items() if system in s}
+    speed = {t: s[system].get("S", math.nan) for t, s in task_table.items() if system in s}
+    return {"system": system, "D_T": d, "U": M.unfairness(d), "S_spread": M.spread(speed),
+            "D_T_definition": "1 - A_r(T) (expected total variation of point-mass draft vs greedy token)"}
+
+
+def acceptance_by_length(rows: list[dict], system: str = "tokenmap") -> dict:
+    """``{draft length: {"drafts", "A_r", "A_l"}}`` from the per-draft logs of ``system``."""
+    acc: dict = defaultdict(lambda: [0, 0])
+    for r in rows:
+        if r["system"] == system:
+            for drafted, accepted in r.get("drafts_log", []):
+                acc[drafted][0] += 1
+                acc[drafted][1] += accepted
+    return {n: {"drafts": c, "A_r": a / (c * n), "A_l": a / c} for n, (c, a) in sorted(acc.items())}
+
+
+def aggregate(rows: list[dict]) -> dict:
+    """Everything the report shows, JSON-ready."""
+    groups = {field: by_group(rows, field) for field in GROUPS}
+    return {"systems": summarize_systems(rows), "groups": groups,
+            "oracle_fraction": {"all": oracle_fractions({"all": summarize_systems(rows)}).get("all"),
+                                "task": oracle_fractions(groups["task"])},
+            "fairness": fairness(groups["task"]), "fairness_oracle": fairness(groups["task"], "oracle"),
+            "acceptance_by_length": acceptance_by_length(rows)}

@@ -1,0 +1,165 @@
+"""Benchmark inputs: the manifest, the token maps per domain x language, machine facts.
+
+A manifest is JSON lines, one utterance each::
+
+    {"id", "audio", "text", "domain", "lang", "voice", "source", "set", "duration"}
+
+with ``audio`` relative to the manifest's folder. Maps are built from
+``corpora/<domain>/<lang>/train.txt`` into a cache folder and rebuilt only when
+the corpus, the model or the build options change (a ``.json`` stamp beside
+each map records them).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+import platform
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+log = logging.getLogger("tokenmap")
+
+#: the map every domain is also decoded with when it is not its own (the "no slower" check)
+MISMATCH_DOMAIN = "maintenance"
+
+
+class BenchDataError(RuntimeError):
+    """Benchmark inputs are missing or malformed (one-line message)."""
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """One manifest line; ``audio`` is an absolute path."""
+
+    id: str
+    audio: str
+    text: str
+    domain: str
+    lang: str
+    voice: str = ""
+    source: str = ""
+    set: str = ""
+    duration: float = 0.0
+
+    @property
+    def task(self) -> str:
+        """The fairness task: ``domain/lang``."""
+        return f"{self.domain}/{self.lang}"
+
+
+def load_manifest(path: str | os.PathLike, limit: int | None = None) -> list[Utterance]:
+    """Read a JSON-lines manifest; raises :class:`BenchDataError` with the fix when missing."""
+    path = Path(path)
+    if not path.is_file():
+        raise BenchDataError(f"{path}: no benchmark manifest; run `make bench-data` first")
+    out = []
+    fields = set(Utterance.__dataclass_fields__)
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            rec = {k: v for k, v in rec.items() if k in fields}
+            rec["audio"] = str((path.parent / rec["audio"]).resolve())
+            utt = Utterance(**rec)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BenchDataError(f"{path}:{number}: bad manifest line ({exc})") from exc
+        if not Path(utt.audio).is_file():
+            raise BenchDataError(f"{utt.audio}: audio missing; run `make bench-data` first")
+        out.append(utt)
+        if limit and len(out) >= limit:
+            break
+    if not out:
+        raise BenchDataError(f"{path}: empty manifest; run `make bench-data` first")
+    return out
+
+
+def corpus_path(corpora: Path, domain: str, lang: str) -> Path:
+    return corpora / domain / lang / "train.txt"
+
+
+def _stamp(corpus: Path, model: str) -> dict:
+    st = corpus.stat()
+    return {"corpus": str(corpus.resolve()), "size": st.st_size, "mtime": int(st.st_mtime),
+            "model": str(model), "version": 1}
+
+
+def ensure_map(corpora: Path, domain: str, lang: str, cache: Path, model: str) -> Path | None:
+    """The cached map of ``domain/lang``, built when missing or stale; None without a corpus."""
+    from tokenmap.builder import BuildOptions, build_map
+
+    corpus = corpus_path(corpora, domain, lang)
+    if not corpus.is_file():
+        log.warning("no corpus %s: %s/%s decoded without a token map", corpus, domain, lang)
+        return None
+    cache.mkdir(parents=True, exist_ok=True)
+    target = cache / f"{domain}-{lang}.tmap"
+    stamp_file = target.with_suffix(".json")
+    stamp = _stamp(corpus, model)
+    if target.is_file() and stamp_file.is_file():
+        try:
+            if json.loads(stamp_file.read_text(encoding="utf-8")) == stamp:
+                return target
+        except ValueError:
+            pass
+    log.info("building map %s from %s", target, corpus)
+    build_map([corpus], target, model=str(model), options=BuildOptions(jobs=1), force=True)
+    stamp_file.write_text(json.dumps(stamp) + "\n", encoding="utf-8")
+    return target
+
+
+def ensure_maps(utterances, corpora: Path, cache: Path, model: str, mismatch: bool = True) -> dict:
+    """``{(domain, lang): map path or None}`` for every task in ``utterances``
+    (plus the mismatch map of each language when ``mismatch``)."""
+    keys = {(u.domain, u.lang) for u in utterances}
+    if mismatch:
+        keys |= {(MISMATCH_DOMAIN, u.lang) for u in utterances if u.domain != MISMATCH_DOMAIN}
+    return {key: ensure_map(corpora, *key, cache, model) for key in sorted(keys)}
+
+
+# -- machine -------------------------------------------------------------
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit(root: Path) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class Machine:
+    cpu: str
+    cores: int
+    date: str
+    python: str
+    platform: str
+    git_commit: str
+    command: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def machine_info(root: Path, argv=None) -> Machine:
+    return Machine(cpu=cpu_model(), cores=os.cpu_count() or 0,
+                   date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+                   python=platform.python_version(), platform=platform.platform(),
+                   git_commit=git_commit(root), command=" ".join(argv if argv is not None else sys.argv))

@@ -1,0 +1,262 @@
+"""Run the benchmark: every system on the same audio, interleaved, repeated.
+
+Per utterance: decode the audio, compute the mel features of its first 30 s
+window, encode once with the main model (timed as ``encode_s``), decode once
+with ``greedy`` untimed (the oracle's draft, the identity reference and a
+per-utterance warm-up); then ``reps`` repetitions, each running every system
+once in an order rotated by one place per repetition (so no system always
+runs first or right after another one); the figure of a system is the
+median of its repetitions. The first utterance is also run once through all
+systems before anything is timed (global warm-up). The stock engine runs
+afterwards in its own process (:mod:`tokenmap.bench.stock`).
+
+End-to-end systems time a whole ``transcribe()`` of the file (audio
+decoding, features, every window, VAD off, language given, greedy):
+``fw-e2e`` faster-whisper on the fork, ``tokenmap-e2e`` :class:`tokenmap.WhisperModel`
+with the task's map (session cache off, so repetitions stay independent).
+"""
+
+from __future__ import annotations
+
+import logging
+import resource
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from tokenmap.bench import systems as sysm
+from tokenmap.bench.data import MISMATCH_DOMAIN, Utterance
+
+log = logging.getLogger("tokenmap")
+
+ALL_SYSTEMS = ("greedy", "tokenmap", "oracle", "distil-spec", "stock", "e2e")
+MISMATCH_FOR = ("opendomain",)  # domains also decoded with the maintenance map
+SR = 16000
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """What to run and how; stored in results.json."""
+
+    model: str = "base"
+    draft_model: str = "tiny.en"
+    compute_type: str = "int8"
+    threads: int = 2
+    reps: int = 3
+    e2e_reps: int = 3
+    systems: tuple = ALL_SYSTEMS
+    timestamps: bool = True
+    spec_tokens: int = 4
+    stock_python: str = ".venv-stock/bin/python"
+    heavy_per_group: int = 0  # distil-spec, e2e, stock only on the first N of each set/domain/lang (0 = all)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.systems) - set(ALL_SYSTEMS)
+        if unknown:
+            raise ValueError(f"unknown systems: {', '.join(sorted(unknown))} (choose from {', '.join(ALL_SYSTEMS)})")
+        if self.reps < 1 or self.e2e_reps < 0 or self.threads < 1:
+            raise ValueError("reps and threads must be >= 1")
+
+
+@dataclass
+class RunState:
+    """Models loaded once for the run."""
+
+    eng: sysm.Engines
+    maps: dict
+    loaded_maps: dict = field(default_factory=dict)
+    tokenizer: object = None
+    fw: object = None
+    tm: object = None
+
+    def token_map(self, domain: str, lang: str):
+        key = (domain, lang)
+        if key not in self.loaded_maps:
+            path = self.maps.get(key)
+            if path is None:
+                self.loaded_maps[key] = None
+            else:
+                from tokenmap.mapfile import TokenMap
+                self.loaded_maps[key] = TokenMap.load(path)
+        return self.loaded_maps[key]
+
+    def text(self, tokens) -> str:
+        return self.tokenizer.decode([t for t in tokens if t < self.eng.special.eot]).strip()
+
+
+def load_state(options: BenchOptions, maps: dict) -> RunState:
+    from tokenizers import Tokenizer
+
+    from tokenmap.models import resolve_model
+
+    model_dir = resolve_model(options.model)
+    draft_dir = resolve_model(options.draft_model) if "distil-spec" in options.systems else None
+    eng = sysm.load_engines(model_dir, options.compute_type, options.threads, draft_dir, options.spec_tokens)
+    state = RunState(eng, maps, tokenizer=Tokenizer.from_file(str(model_dir / "tokenizer.json")))
+    if "e2e" in options.systems:
+        import faster_whisper
+
+        from tokenmap.whisper import WhisperModel
+        kw = dict(device="cpu", compute_type=options.compute_type, cpu_threads=options.threads)
+        state.fw = faster_whisper.WhisperModel(str(model_dir), **kw)
+        state.tm = WhisperModel(str(model_dir), token_map=None, session_cache=False, cost_model=eng.cost, **kw)
+    return state
+
+
+def features(utt: Utterance):
+    """(mel StorageView [1, n_mels, 3000] of the first 30 s, audio seconds)."""
+    import ctranslate2
+    from faster_whisper.audio import decode_audio
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    audio = decode_audio(utt.audio, sampling_rate=SR)
+    mel = FeatureExtractor(feature_size=80)(audio)[:, :3000]
+    mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None]
+    return ctranslate2.StorageView.from_array(np.ascontiguousarray(mel, dtype=np.float32)), len(audio) / SR
+
+
+def e2e_runner(model, utt: Utterance, timestamps: bool, state: RunState, token_map=None):
+    def run() -> sysm.Output:
+        if model is state.tm:
+            model.token_map = token_map
+        segments, _ = model.transcribe(utt.audio, language=utt.lang, beam_size=1, vad_filter=False,
+                                       without_timestamps=not timestamps, temperature=0.0)
+        text = " ".join(s.text.strip() for s in segments)
+        return sysm.Output([], {"text": text})
+    return run
+
+
+def heavy_ids(utterances: list[Utterance], per_group: int) -> set:
+    """Ids of the utterances the slow systems run on: the first ``per_group`` of each
+    (set, domain, lang) group in manifest order, or all when ``per_group`` is 0."""
+    if per_group <= 0:
+        return {u.id for u in utterances}
+    seen: dict = {}
+    out = set()
+    for u in utterances:
+        key = (u.set, u.domain, u.lang)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] <= per_group:
+            out.add(u.id)
+    return out
+
+
+def build_runners(state: RunState, utt: Utterance, mel, enc, greedy_tokens, options: BenchOptions,
+                  heavy: bool = True) -> dict:
+    """``{system name: run}`` for this utterance (e2e systems included when ``heavy``)."""
+    eng, chosen = state.eng, set(options.systems)
+    if not heavy:
+        chosen -= {"distil-spec", "e2e"}
+    prompt = eng.prompt(utt.lang, options.timestamps)
+    runners = {"greedy": sysm.greedy(eng, enc, prompt)}
+    if "tokenmap" in chosen:
+        runners["tokenmap"] = sysm.speculative(eng, enc, prompt, state.token_map(utt.domain, utt.lang))
+        if utt.domain in MISMATCH_FOR:
+            runners["tokenmap-mismatch"] = sysm.speculative(eng, enc, prompt,
+                                                            state.token_map(MISMATCH_DOMAIN, utt.lang))
+    if "oracle" in chosen:
+        runners["oracle"] = sysm.oracle(eng, enc, prompt, greedy_tokens)
+    if "distil-spec" in chosen and utt.lang == "en" and eng.draft is not None:
+        nots = eng.prompt(utt.lang, False)
+        if options.timestamps:
+            runners["greedy-nots"] = sysm.greedy(eng, enc, nots)
+        runners["distil-spec"] = sysm.distil_spec(eng, mel, enc, nots)
+    if "e2e" in chosen:
+        runners["fw-e2e"] = e2e_runner(state.fw, utt, options.timestamps, state)
+        runners["tokenmap-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
+                                             state.token_map(utt.domain, utt.lang))
+    return runners
+
+
+def _timed(run) -> tuple[float, sysm.Output]:
+    t0 = time.perf_counter()
+    out = run()
+    return time.perf_counter() - t0, out
+
+
+def run_utterance(state: RunState, utt: Utterance, options: BenchOptions, index: int,
+                  heavy: bool = True) -> list[dict]:
+    """All systems on one utterance; one row per system."""
+    mel, audio_s = features(utt)
+    encode_s, enc = _timed(lambda: state.eng.main.encode(mel))
+    greedy_tokens = sysm.greedy(state.eng, enc, state.eng.prompt(utt.lang, options.timestamps))().tokens
+    runners = build_runners(state, utt, mel, enc, greedy_tokens, options, heavy)
+    names = list(runners)
+    times: dict = {n: [] for n in names}
+    outs: dict = {}
+    for rep in range(options.reps):
+        shift = (rep + index) % len(names)
+        for name in names[shift:] + names[:shift]:
+            if name.endswith("-e2e") and rep >= options.e2e_reps:
+                continue
+            seconds, outs[name] = _timed(runners[name])
+            times[name].append(seconds)
+    nots_ref = outs["greedy-nots"].tokens if "greedy-nots" in outs else greedy_tokens
+    return [_row(utt, name, times[name], outs[name], audio_s, encode_s, state,
+                 nots_ref if name in ("distil-spec", "greedy-nots") else greedy_tokens)
+            for name in names if times[name]]
+
+
+def _row(utt, name, times, out: sysm.Output, audio_s, encode_s, state: RunState, reference) -> dict:
+    e2e = name.endswith("-e2e")
+    stats = out.stats
+    row = {"id": utt.id, "system": name, "kind": "e2e" if e2e else "decoder", "domain": utt.domain,
+           "lang": utt.lang, "voice": utt.voice, "set": utt.set, "task": utt.task, "audio_s": audio_s,
+           "decoder_s": statistics.median(times), "times": [round(t, 6) for t in times],
+           "encode_s": encode_s, "ref": utt.text}
+    if e2e:
+        row["text"] = stats.get("text", "")
+        return row
+    row.update(text=state.text(out.tokens), tokens=len(out.tokens), identical=list(out.tokens) == list(reference),
+               token_ids=list(out.tokens))
+    for key in ("drafted", "accepted", "drafts", "passes", "rechecks"):
+        if key in stats:
+            row[key] = int(stats[key])
+    if out.drafts_log:
+        row["drafts_log"] = out.drafts_log
+    return row
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process, MiB (VmHWM; ru_maxrss as a fallback)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024.0, 1)
+    except (OSError, ValueError):
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
+
+
+def run_benchmark(utterances: list[Utterance], options: BenchOptions, maps: dict, progress=None) -> dict:
+    """Run every selected system; returns ``{"rows", "options", "peak_rss_mb", ...}``."""
+    started = time.perf_counter()
+    state = load_state(options, maps)
+    log.info("warm-up on %s", utterances[0].id)
+    run_utterance(state, utterances[0], BenchOptions(**{**asdict(options), "reps": 1, "e2e_reps": 1}), 0)
+    heavy = heavy_ids(utterances, options.heavy_per_group)
+    rows: list[dict] = []
+    for index, utt in enumerate(utterances):
+        rows.extend(run_utterance(state, utt, options, index, utt.id in heavy))
+        if progress:
+            progress(utt)
+    result = {"rows": rows, "peak_rss_mb": {"harness": peak_rss_mb()}, "cost_model": state.eng.cost.to_json(),
+              "seconds": {"main": round(time.perf_counter() - started, 1)}}
+    if "stock" in options.systems:
+        from tokenmap.bench.stock import run_stock
+
+        t0 = time.perf_counter()
+        stock = run_stock([u for u in utterances if u.id in heavy], options, state, {r["id"]: r["token_ids"] for r in rows
+                                                       if r["system"] == "greedy"})
+        audio = {r["id"]: r["audio_s"] for r in rows if r["system"] == "greedy"}
+        for row in stock["rows"]:
+            row["audio_s"] = audio.get(row["id"], row["audio_s"])
+        rows.extend(stock["rows"])
+        result["stock_skipped"] = stock.get("skipped")
+        result["peak_rss_mb"]["stock"] = stock.get("peak_rss_mb")
+        result["stock_versions"] = stock.get("versions", {})
+        result["seconds"]["stock"] = round(time.perf_counter() - t0, 1)
+    return result
