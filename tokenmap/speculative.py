@@ -156,7 +156,7 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
     while not win.done():
         remaining = win.rules.max_steps - len(win.tokens) - 1
         limit = min(remaining, controller.limit()) if controller else remaining
-        draft = drafter.draft(win.tokens, limit) if limit > 0 else []
+        draft = _draft(drafter, win, limit)
         feed, kept = win.verify(state, feed, draft)
         if draft:
             win.stats.drafts += 1
@@ -167,6 +167,16 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
     score = win.rules.final_score(win.total, len(win.tokens))
     win.stats.decoder_seconds = time.perf_counter() - started
     return WindowResult(win.tokens, score, no_speech, win.finished, win.stats)
+
+
+def _draft(drafter, win: "_Window", limit: int) -> list[int]:
+    """The drafter's proposal; a timestamped window also gets its usual first token, <|0.00|>."""
+    if limit <= 0:
+        return []
+    if win.rules.with_timestamps and not win.tokens:
+        first = win.special.timestamp_begin
+        return [first] + drafter.draft([first], limit - 1)
+    return drafter.draft(win.tokens, limit)
 
 
 class _Window:
