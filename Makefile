@@ -12,13 +12,15 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see README, "The engine").
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test setup engine models tools bench-data bench clean
+.PHONY: help demo test setup engine models tools bench-data bench bench-quick bench-stock clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
 	@echo "make test        install everything needed, then run the test suite"
 	@echo "make engine      re-install the CTranslate2 fork (if stock ctranslate2 shadowed it)"
 	@echo "make bench-data  install TTS voices and real speech, build the benchmark test sets"
+	@echo "make bench-quick the quick benchmark (about 10 minutes on 2 cores)"
+	@echo "make bench       the full benchmark; regenerates docs/BENCHMARKS.md"
 	@echo "make clean       remove the virtual environment"
 
 setup: $(STAMP) models
@@ -47,5 +49,31 @@ test: setup tools
 demo: setup
 	$(BIN)/tokenmap transcribe --language en tests/data/en-basic-pbx-ivr-main.flac
 
+# Benchmark data: Debian TTS voices and real speech, PyPI piper voice; audio is
+# generated into bench-data/ (gitignored), never committed.
+BENCH_DEBS := flite espeak-ng sox libsox-fmt-base pocketsphinx-testdata \
+	asterisk-core-sounds-en asterisk-core-sounds-es asterisk-core-sounds-fr \
+	asterisk-core-sounds-en-g722 asterisk-core-sounds-es-g722 asterisk-core-sounds-fr-g722
+
+bench-data: setup
+	@dpkg -s $(BENCH_DEBS) >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq $(BENCH_DEBS); }
+	$(PIP) install -q --disable-pip-version-check -e '.[tts]'
+	$(MAKE) --no-print-directory engine
+	$(PY) benchmarks/make_data.py
+
+# Stock faster-whisper on stock CTranslate2, the user's real alternative, in its own venv.
+STOCK := .venv-stock
+bench-stock: $(STOCK)/.installed
+$(STOCK)/.installed:
+	$(PYTHON) -m venv $(STOCK)
+	$(STOCK)/bin/pip install -q --disable-pip-version-check faster-whisper==1.2.1 ctranslate2==4.8.5
+	touch $@
+
+bench-quick: bench-data bench-stock
+	$(BIN)/tokenmap bench --quick
+
+bench: bench-data bench-stock
+	$(BIN)/tokenmap bench --update-docs docs/BENCHMARKS.md
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(STOCK)

@@ -17,6 +17,7 @@ COMMANDS = {
     "build": "tokenmap_cli.cmd_build:build",
     "inspect": "tokenmap_cli.cmd_build:inspect_map",
     "calibrate": "tokenmap_cli.cmd_calibrate:calibrate",
+    "bench": "tokenmap_cli.cmd_bench:bench",
 }
 
 
