@@ -94,3 +94,36 @@ def test_one_hour_file(tmp_path, data_dir, sox):
     assert result.exit_code == 0, result.output
     srt = (tmp_path / "hour.srt").read_text()
     assert "00:59:5" in srt and "conference" in srt.lower()
+
+
+def test_transcribe_with_map_reports_statistics(data_dir, tmp_path, fw_model):
+    """--map: same text as faster-whisper, plus the paper's statistics (A_r, A_l) in JSON."""
+    from tokenmap_cli.main import cli as main
+
+    corpus = data_dir.parent.parent / "corpora" / "telephony" / "en" / "train.txt"
+    tmap = tmp_path / "tel.tmap"
+    built = CliRunner().invoke(main, ["build", str(corpus), "-o", str(tmap)])
+    assert built.exit_code == 0, built.output
+    audio = data_dir / "en-ss-noservice.flac"  # a held-out prompt
+    result = run("--map", tmap, "-l", "en", "-f", "json", "-o", tmp_path, audio)
+    assert result.exit_code == 0, result.output
+    data = json.loads((tmp_path / "en-ss-noservice.json").read_text())
+    segments, _ = fw_model.transcribe(str(audio), language="en", beam_size=1, vad_filter=True)
+    expected = "".join(s.text for s in segments).strip()
+    stats = data["stats"]
+    assert stats["windows"] >= 1 and stats["verify_passes"] >= 1
+    assert 0.0 <= stats["acceptance_rate"] <= 1.0 and stats["drafted"] >= stats["accepted"]
+    assert "A_r" in result.stderr and "verify passes" in result.stderr
+    # int8: batched verification may flip a near-tie (docs/BENCHMARKS.md); the words agree here
+    assert data["text"] == expected
+
+
+def test_map_for_another_tokenizer_is_one_line(tmp_path, data_dir):
+    from tokenmap_cli.main import cli as main
+
+    (tmp_path / "c.txt").write_text("Please enter your password.\nPlease enter your password.\n")
+    tmap = tmp_path / "tiny.tmap"
+    assert CliRunner().invoke(main, ["build", str(tmp_path / "c.txt"), "--model", "tiny.en", "-o", str(tmap)]).exit_code == 0
+    result = run("--map", tmap, data_dir / "en-agent-pass.flac")
+    assert result.exit_code == 2
+    assert "another tokenizer" in result.stderr and "Traceback" not in result.output

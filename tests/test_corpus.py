@@ -74,3 +74,15 @@ def test_bad_gzip(tmp_path):
     p.write_bytes(b"not gzip at all\n")
     with pytest.raises(CorpusError, match="cannot read"):
         _read([p])
+
+
+def test_directory_walk_skips_held_out_test_files(tmp_path):
+    from tokenmap.corpus import expand_paths
+
+    d = tmp_path / "maintenance" / "en"
+    d.mkdir(parents=True)
+    (d / "train.txt").write_text("Pump 1 checked.\n")
+    (d / "test.txt").write_text("Pump 2 checked.\n")
+    (d / "test.tsv").write_text("a\tPump 3 checked.\n")
+    assert [p.name for p in expand_paths([tmp_path])] == ["train.txt"]
+    assert [p.name for p in expand_paths([d / "test.txt"])] == ["test.txt"]  # explicit: allowed

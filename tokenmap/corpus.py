@@ -102,6 +102,10 @@ def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
         path = Path(raw)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and _kind(p)[0])
+            held_out = [p for p in found if p.name.lower().startswith("test")]
+            if held_out:  # held-out splits never enter a map unless named one by one
+                log.info("%s: skipping %d held-out file(s) named test*", path, len(held_out))
+                found = [p for p in found if p not in held_out]
             if not found:
                 raise CorpusError(f"{path}: no .txt/.jsonl/.csv/.tsv files in this directory")
             files.extend(found)
