@@ -59,8 +59,10 @@ class _Bar:
 @click.option("--add-raw", is_flag=True, help="Also add each original line when the bridge changed it.")
 @click.option("--jobs", default=2, show_default=True, type=click.IntRange(1, 64), help="Worker processes.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("--balance", is_flag=True,
+              help="One map over all tasks (domain/lang), budget shared by excess divergence D_T - D_min.")
 def build(corpus, output, model, max_order, min_count, max_candidates, max_draft_len, text_column,
-          style_bridge, capitalize, final_period, digits, add_raw, jobs, force):
+          style_bridge, capitalize, final_period, digits, add_raw, jobs, force, balance):
     """Build a token map from domain transcripts (.txt, .jsonl, .csv, .tsv, dirs, .gz)."""
     from tokenmap.builder import BuildError, BuildOptions, build_map
     from tokenmap.corpus import CorpusError
@@ -74,7 +76,11 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
                            jobs=jobs)
     bar = _Bar()
     try:
-        result = build_map(corpus, output, model=model, options=options, force=force, progress=bar)
+        if balance:
+            from tokenmap.balance import build_balanced
+            result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar)
+        else:
+            result = build_map(corpus, output, model=model, options=options, force=force, progress=bar)
     except (BuildError, CorpusError, TokenizerError, MapFormatError, OSError) as exc:
         bar.close()
         _fail(str(exc))

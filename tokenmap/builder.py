@@ -246,18 +246,8 @@ def _sample(tok: np.ndarray, sep: int, bos: int, limit: int) -> list[list[int]]:
     return out
 
 
-def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *, model: str = "base",
-              tokenizer=None, options: BuildOptions = BuildOptions(), cost: CostModel | None = None,
-              force: bool = False, progress: Progress | None = None) -> BuildResult:
-    """Build ``output`` from ``corpus`` files/dirs (see module docstring).
-
-    ``tokenizer`` defaults to the model's (:class:`tokenmap.textok.TextTokenizer`);
-    ``cost`` defaults to the calibrated curve for the model, else
-    :data:`tokenmap.cost.DEFAULT`.  Raises :class:`BuildError`,
-    :class:`tokenmap.corpus.CorpusError` or ``TokenizerError``.
-    """
-    t0 = time.perf_counter()
-    output = Path(output)
+def _resolve(output: Path, force: bool, model: str, tokenizer, cost: CostModel | None):
+    """Check ``output`` and default the tokenizer and the cost model (shared with :mod:`tokenmap.balance`)."""
     if output.exists() and not force:
         raise BuildError(f"{output} already exists (use --force to overwrite it)")
     if not output.parent.is_dir():
@@ -272,6 +262,22 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
             cost = load_cost_model(model_dir_for(model))
         except Exception:  # no model dir (e.g. tokenizer given explicitly): use the default curve
             cost = DEFAULT
+    return tokenizer, cost
+
+
+def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *, model: str = "base",
+              tokenizer=None, options: BuildOptions = BuildOptions(), cost: CostModel | None = None,
+              force: bool = False, progress: Progress | None = None) -> BuildResult:
+    """Build ``output`` from ``corpus`` files/dirs (see module docstring).
+
+    ``tokenizer`` defaults to the model's (:class:`tokenmap.textok.TextTokenizer`);
+    ``cost`` defaults to the calibrated curve for the model, else
+    :data:`tokenmap.cost.DEFAULT`.  Raises :class:`BuildError`,
+    :class:`tokenmap.corpus.CorpusError` or ``TokenizerError``.
+    """
+    t0 = time.perf_counter()
+    output = Path(output)
+    tokenizer, cost = _resolve(output, force, model, tokenizer, cost)
     bos, sep = tokenizer.vocab_size, tokenizer.vocab_size + 1
     stats = CorpusStats()
     with tempfile.TemporaryDirectory(prefix="tokenmap-") as tmp:

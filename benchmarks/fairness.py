@@ -1,0 +1,200 @@
+"""Offline fairness measurement of token maps across tasks (domain x language), no audio.
+
+For every task (maintenance, incar x en/es/fr; telephony en/es/fr) the
+task's held-out ``corpora/<domain>/<lang>/test.txt`` sentences are tokenized
+as Whisper emits them (leading space, no special tokens) and stand in for
+the model's greedy output.  Drafting is replayed on them (the decoder asks
+the map after every pass, accepts the agreeing prefix plus one model token),
+and the decoder time is estimated with the cost model::
+
+    greedy  = prefill + (n + 1) * step                 # n text tokens + end-of-text
+    drafted = prefill + sum(batch(L + 1) if L else step over passes) + step
+    S = sum greedy / sum drafted                        # per task, summed over utterances
+
+with ``prefill`` = 65 ms and ``SENTENCES`` test sentences per utterance
+(the benchmark's dictation utterances join several sentences).  ``D_T`` is
+:func:`tokenmap.divergence.cross_entropy` on the same tokens and ``U`` is
+Definition 1 over the tasks.  Map configurations:
+
+* ``per-task``: one map per domain/lang (what ``tokenmap bench`` uses today);
+* ``per-lang``: one map per language (all its domains);
+* ``multi``: one plain map over every corpus (``tokenmap build`` of all of them);
+* ``balanced``: ``tokenmap build --balance`` over every corpus.
+
+Usage::
+
+    python benchmarks/fairness.py --out results/fairness        # ~1 minute on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tokenmap.balance import build_balanced  # noqa: E402
+from tokenmap.bench.metrics import unfairness  # noqa: E402
+from tokenmap.builder import BuildOptions, build_map  # noqa: E402
+from tokenmap.cost import DEFAULT, CostModel  # noqa: E402
+from tokenmap.divergence import cross_entropy, spearman  # noqa: E402
+from tokenmap.mapfile import TokenMap  # noqa: E402
+
+TASKS = [(d, l) for d in ("maintenance", "incar") for l in ("en", "es", "fr")] + \
+        [("telephony", l) for l in ("en", "es", "fr")]
+PREFILL_MS = 65.0
+SENTENCES = 5
+CONFIGS = ("per-task", "per-lang", "multi", "balanced")
+
+
+def replay(tm: TokenMap, seqs: list[list[int]], cost: CostModel, per_utt: int = SENTENCES,
+           prefill: float = PREFILL_MS) -> dict:
+    """Drafting replayed over ``seqs``: counts, acceptance and the cost-model speed-up."""
+    greedy = spec = 0.0
+    drafts = drafted = accepted = passes = tokens = 0
+    for k, ids in enumerate(seqs):
+        if k % per_utt == 0:
+            greedy += prefill + cost.step_ms  # + end-of-text step
+            spec += prefill + cost.step_ms
+        ctx, i = [TokenMap.BOS], 0
+        while i < len(ids):
+            d = tm.draft(ctx)
+            a = 0
+            while a < len(d) and i + a < len(ids) and d[a] == ids[i + a]:
+                a += 1
+            drafts += bool(d)
+            drafted += len(d)
+            accepted += a
+            spec += cost.batch(len(d) + 1) if d else cost.step_ms
+            step = min(a + 1, len(ids) - i)
+            ctx.extend(ids[i:i + step])
+            i += step
+            passes += 1
+        tokens += len(ids)
+        greedy += len(ids) * cost.step_ms
+    return {"tokens": tokens, "passes": passes, "drafts": drafts, "drafted": drafted, "accepted": accepted,
+            "A_r": accepted / drafted if drafted else math.nan, "A_l": accepted / drafts if drafts else math.nan,
+            "S": greedy / spec if spec else math.nan}
+
+
+def build_maps(out: Path, tok, model: str) -> dict:
+    """``{config: {task: map path}}`` (built once into ``out/maps``; delete the folder to rebuild)."""
+    maps = out / "maps"
+    maps.mkdir(parents=True, exist_ok=True)
+    corpus = {t: ROOT / "corpora" / t[0] / t[1] / "train.txt" for t in TASKS}
+    opts = BuildOptions(jobs=1)
+
+    def make(name, files, balanced=False):
+        path = maps / f"{name}.tmap"
+        if not path.is_file():
+            fn = build_balanced if balanced else build_map
+            fn([str(f) for f in files], path, model=model, tokenizer=tok, options=opts, force=True)
+        return path
+
+    out_maps = {"per-task": {t: make(f"{t[0]}-{t[1]}", [corpus[t]]) for t in TASKS}}
+    langs = sorted({t[1] for t in TASKS})
+    per_lang = {lang: make(f"lang-{lang}", [corpus[t] for t in TASKS if t[1] == lang]) for lang in langs}
+    out_maps["per-lang"] = {t: per_lang[t[1]] for t in TASKS}
+    out_maps["multi"] = dict.fromkeys(TASKS, make("multi", corpus.values()))
+    out_maps["balanced"] = dict.fromkeys(TASKS, make("balanced", corpus.values(), balanced=True))
+    return out_maps
+
+
+def measure(maps: dict, tok, cost: CostModel) -> dict:
+    """``{config: {task: replay + D_T}}``."""
+    tests = {t: [tok.encode(line.strip()) for line in (ROOT / "corpora" / t[0] / t[1] / "test.txt")
+                 .read_text(encoding="utf-8").splitlines() if line.strip()] for t in TASKS}
+    loaded: dict = {}
+    out: dict = {}
+    for config, per_task in maps.items():
+        out[config] = {}
+        for task, path in per_task.items():
+            tm = loaded.setdefault(path, TokenMap.load(path))
+            row = replay(tm, tests[task], cost)
+            row["D_T"] = cross_entropy(tm, tests[task])
+            out[config][f"{task[0]}/{task[1]}"] = row
+    return out
+
+
+def summary(results: dict, fastest: str) -> dict:
+    """Per config: U, spread/mean of S, the ``fastest`` task's S and A_r, rank correlation of D_T with S."""
+    out = {}
+    for config, rows in results.items():
+        s = {t: r["S"] for t, r in rows.items()}
+        d = {t: r["D_T"] for t, r in rows.items()}
+        out[config] = {"U": unfairness(d), "S_mean": statistics.fmean(s.values()),
+                       "S_min": min(s.values()), "S_max": max(s.values()),
+                       "S_spread": max(s.values()) - min(s.values()), "S_std": statistics.pstdev(s.values()),
+                       "S_fastest": s[fastest], "A_r_fastest": rows[fastest]["A_r"],
+                       "rho_D_S": spearman([d[t] for t in rows], [s[t] for t in rows])}
+    return out
+
+
+def markdown(results: dict, summ: dict, fastest: str) -> str:
+    lines = ["| map | U (nats²) | mean S | min S | max S | spread S (max-min) | std S | "
+             f"S of {fastest} | A_r of {fastest} | Spearman(D_T, S) |", "|" + "---|" * 10]
+    for c, v in summ.items():
+        lines.append(f"| {c} | {v['U']:.3f} | {v['S_mean']:.3f} | {v['S_min']:.3f} | {v['S_max']:.3f} | "
+                     f"{v['S_spread']:.3f} | {v['S_std']:.3f} | {v['S_fastest']:.3f} | "
+                     f"{v['A_r_fastest']:.1%} | {v['rho_D_S']:.2f} |")
+    lines += ["", "| task | " + " | ".join(f"{c} S / A_r / A_l / D_T" for c in results) + " |",
+              "|" + "---|" * (len(results) + 1)]
+    for task in next(iter(results.values())):
+        cells = [f"{r[task]['S']:.3f} / {r[task]['A_r']:.0%} / {r[task]['A_l']:.2f} / {r[task]['D_T']:.2f}"
+                 for r in results.values()]
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = list(next(iter(results.values())))
+    fig, ax = plt.subplots(figsize=(11, 4.2))
+    width = 0.8 / len(results)
+    for k, (config, rows) in enumerate(results.items()):
+        ax.bar([i + k * width for i in range(len(tasks))], [rows[t]["S"] for t in tasks], width, label=config)
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(tasks))], tasks, rotation=30, ha="right")
+    ax.set_ylabel("decoder speed-up S (cost model)")
+    ax.set_title("Speed-up per task: per-task, per-language, one multi-task map, balanced multi-task map")
+    ax.legend(ncol=len(results), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "results" / "fairness")
+    ap.add_argument("--model", default="/tmp/models/base")
+    args = ap.parse_args(argv)
+    from tokenmap.textok import TextTokenizer
+
+    tok = TextTokenizer.from_model(args.model)
+    args.out.mkdir(parents=True, exist_ok=True)
+    maps = build_maps(args.out, tok, args.model)
+    results = measure(maps, tok, DEFAULT)
+    multi = results["multi"]
+    fastest = max(multi, key=lambda t: multi[t]["S"])
+    summ = summary(results, fastest)
+    text = markdown(results, summ, fastest)
+    plot(results, args.out / "fairness_S.png")
+    (args.out / "fairness.json").write_text(json.dumps({"results": results, "summary": summ, "fastest": fastest},
+                                                       indent=1) + "\n", encoding="utf-8")
+    (args.out / "fairness.md").write_text(text + "\n", encoding="utf-8")
+    print(text)
+    print(f"\nwrote {args.out}/fairness.md, fairness.json, fairness_S.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

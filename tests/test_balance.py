@@ -1,0 +1,153 @@
+"""Budget allocation (tokenmap.balance), divergence helpers, and a small --balance build."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tokenmap.balance import (DEFAULT_BUDGET, GENEROUS, Budget, allocate, best_task, excess, merge_arrays,
+                              shares, split_dev)
+from tokenmap.cost import DEFAULT
+from tokenmap.divergence import cross_entropy, ranks, spearman
+from tokenmap.mapfile import TokenMap
+
+BOUND = Budget(min_count=1, max_candidates=7, max_draft_len=24, weight=9.0)
+MODEL = Path("/tmp/models/base")
+
+
+def test_weights_are_proportional_to_excess_divergence():
+    d = {"a": 2.0, "b": 4.0, "c": 6.0, "d": 3.0}
+    assert excess(d) == {"a": 0.0, "b": 2.0, "c": 4.0, "d": 1.0}
+    w = shares(d)
+    assert w == {"a": 0.0, "b": 0.5, "c": 1.0, "d": 0.25}
+    alloc = allocate(d, generous=BOUND)
+    for t in d:  # weight (continuous) moves exactly in proportion to w_T
+        assert alloc[t].weight == pytest.approx(1.0 + w[t] * (BOUND.weight - 1.0))
+    assert alloc["b"].max_candidates == 5 and alloc["b"].max_draft_len == 20  # 3 + 0.5*4, 16 + 0.5*8
+    assert alloc["d"].max_draft_len == 18  # 16 + 0.25*8
+
+
+def test_monotone_in_divergence():
+    d = {f"t{i}": float(i) for i in range(8)}
+    alloc = allocate(d, generous=BOUND)
+    seq = [alloc[f"t{i}"] for i in range(8)]
+    assert all(x.weight <= y.weight and x.max_candidates <= y.max_candidates and x.max_draft_len <= y.max_draft_len
+               and x.min_count >= y.min_count for x, y in zip(seq, seq[1:]))
+
+
+def test_best_task_keeps_the_defaults():
+    default = Budget(min_count=3, max_candidates=2, max_draft_len=12)
+    d = {"maint/en": 1.5, "tel/en": 7.0, "tel/es": 5.0}
+    alloc = allocate(d, default=default, generous=BOUND)
+    assert best_task(d) == "maint/en"
+    assert alloc["maint/en"] == default
+    assert allocate(d)["maint/en"] == DEFAULT_BUDGET
+
+
+def test_worst_task_gets_the_bound_and_all_stay_within_bounds():
+    d = {"a": 0.3, "b": 9.1, "c": 4.4, "d": 2.2, "e": 7.7}
+    for bound in (BOUND, GENEROUS):
+        alloc = allocate(d, generous=bound)
+        assert alloc["b"] == bound
+        for b in alloc.values():
+            for field in ("min_count", "max_candidates", "max_draft_len", "weight"):
+                lo, hi = sorted((getattr(DEFAULT_BUDGET, field), getattr(bound, field)))
+                assert lo <= getattr(b, field) <= hi
+
+
+def test_single_task_and_equal_divergence_change_nothing():
+    assert allocate({"only": 3.2}) == {"only": DEFAULT_BUDGET}
+    assert shares({"only": 3.2}) == {"only": 0.0}
+    assert allocate({"a": 2.0, "b": 2.0, "c": 2.0}, generous=BOUND) == dict.fromkeys("abc", DEFAULT_BUDGET)
+
+
+def test_nan_divergence_keeps_defaults_and_is_ignored():
+    alloc = allocate({"a": 1.0, "b": math.nan, "c": 3.0}, generous=BOUND)
+    assert alloc["b"] == DEFAULT_BUDGET and alloc["c"] == BOUND
+    assert best_task({"a": math.nan}) is None
+
+
+def test_budget_validation():
+    with pytest.raises(ValueError):
+        Budget(min_count=0)
+    with pytest.raises(ValueError):
+        Budget(max_draft_len=65)
+    with pytest.raises(ValueError):
+        Budget(weight=0.0)
+
+
+def test_split_dev():
+    lines = [str(i) for i in range(40)]
+    train, dev = split_dev(lines)
+    assert dev == ["9", "19", "29", "39"] and len(train) == 36 and not set(train) & set(dev)
+    assert split_dev(lines[:5]) == (lines[:5], lines[:5])  # too small: in-sample
+
+
+def test_spearman_and_ranks():
+    assert ranks([3.0, 1.0, 2.0, 1.0]) == [4.0, 1.5, 3.0, 1.5]
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert math.isnan(spearman([1.0], [2.0])) and math.isnan(spearman([1, 1, 1], [1, 2, 3]))
+
+
+def _arrays(entries, order=2):
+    """Map arrays from ``{key tuple: (count, [(tokens, expected, saving)])}``."""
+    from tokenmap.balance import _to_arrays
+    return _to_arrays(entries, order)
+
+
+def test_merge_keeps_best_task_first_and_pools_the_rest():
+    bos = TokenMap.BOS
+    best = {(bos,): (100, [((1, 2, 3), 2.5, 20.0)]), (5,): (50, [((6,), 0.9, 9.0)])}
+    thin = {(bos,): (10, [((7, 8), 1.8, 15.0)]), (9,): (4, [((10, 11), 1.5, 12.0)])}
+    budgets = {"best": DEFAULT_BUDGET, "thin": BOUND}
+    arrays = merge_arrays({"best": _arrays(best), "thin": _arrays(thin)}, budgets, "best", 2, DEFAULT)
+    tm = TokenMap({"order": 2}, arrays)
+    assert tm.draft([bos]) == [1, 2, 3]  # the best task's draft is unchanged at a shared key
+    assert [c[0] for c in tm.candidates([bos])] == [[1, 2, 3], [7, 8]]
+    assert tm.draft([bos, 5]) == [6] and tm.draft([bos, 9]) == [10, 11]  # keys of one task survive
+    # without a protected task, the thin task's weight can win the shared key
+    heavy = {"best": DEFAULT_BUDGET, "thin": Budget(weight=40.0)}
+    tm2 = TokenMap({"order": 2}, merge_arrays({"best": _arrays(best), "thin": _arrays(thin)}, heavy, None, 2,
+                                              DEFAULT))
+    assert tm2.draft([bos]) == [7, 8]
+
+
+def test_cross_entropy_prefers_the_fitting_map():
+    bos = TokenMap.BOS
+    tm = TokenMap({"order": 2, "vocab_size": 1000}, _arrays({(bos,): (10, [((1, 2), 1.8, 15.0)]),
+                                                             (bos, 1): (9, [((2,), 0.9, 9.0)]),
+                                                             (1,): (9, [((2,), 0.9, 9.0)])}))
+    good = cross_entropy(tm, [[1, 2]])
+    bad = cross_entropy(tm, [[3, 4]])
+    assert 0 < good < 1.0 < bad <= math.log(1000 / 0.01) + 1e-9
+    assert math.isnan(cross_entropy(tm, []))
+
+
+@pytest.mark.skipif(not (MODEL / "tokenizer.json").is_file(), reason="no Whisper base tokenizer")
+def test_build_balanced_records_the_allocation(tmp_path):
+    from tokenmap.balance import build_balanced
+    from tokenmap.builder import BuildOptions
+    from tokenmap.corpus import synthetic_corpus
+    from tokenmap.textok import TextTokenizer
+
+    tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
+    files = []
+    for dom, n in (("maint", 3000), ("thin", 60)):
+        d = tmp_path / dom / "en"
+        d.mkdir(parents=True)
+        lines = list(synthetic_corpus(n, seed=len(dom)))
+        if dom == "thin":
+            lines = [f"Please call {x.lower()}" for x in lines]
+        (d / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        files.append(d / "train.txt")
+    out = tmp_path / "bal.tmap"
+    result = build_balanced(files, out, tokenizer=tok, model=str(MODEL), options=BuildOptions(jobs=1))
+    tm = TokenMap.load(out, tok.fingerprint)
+    bal = tm.header["balance"]
+    assert set(bal["tasks"]) == {"maint/en", "thin/en"} and bal["best"] in bal["tasks"]
+    assert bal["tasks"][bal["best"]]["w"] == 0.0 and bal["tasks"][bal["best"]]["weight"] == 1.0
+    assert result.keys == tm.num_keys > 0 and np.all(np.diff(tm.arrays["order_offsets"]) >= 0)
+    ids = tok.encode("Please call hydraulic pump 3 inspected")
+    assert isinstance(tm.draft([TokenMap.BOS] + ids[:2]), list)
