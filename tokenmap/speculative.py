@@ -27,7 +27,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .rules import RuleSet, SpecialTokens
+from .rules import RuleSet, SpecialTokens, log_softmax
 
 logger = logging.getLogger("tokenmap")
 
@@ -39,6 +39,7 @@ class DecodeStats:
     ``drafted``: draft tokens proposed; ``accepted``: draft tokens kept;
     ``drafts``: verify passes that carried a draft; ``passes``: decoder
     passes of any kind; ``tokens``: tokens decided (EOT included);
+    ``plain_windows``: windows the controller sent to plain ``generate``;
     ``decoder_seconds``: wall time inside the decoding loop.
     """
 
@@ -49,6 +50,7 @@ class DecodeStats:
     tokens: int = 0
     windows: int = 0
     fallbacks: int = 0
+    plain_windows: int = 0
     rechecks: int = 0
     decoder_seconds: float = 0.0
 
@@ -77,41 +79,67 @@ class WindowResult:
 
 
 class AcceptanceController:
-    """Decides how far to draft from the cost curve and the running acceptance.
+    """Decides whether and how far to draft, from the cost curve and the running acceptance.
 
     Acceptance is modelled as geometric: each drafted token is kept with
     probability ``p`` given that the previous ones were. ``p`` is a decayed
-    count of kept tokens over kept tokens plus first rejections. The draft
-    length L maximizes the expected saving
-    ``step_ms * sum_{i<=L} p**i - (batch_ms(L + 1) - step_ms)``; when no L
-    pays, no draft is verified except a short probe every ``probe_every``
-    passes, so a map from the wrong domain costs at most a probe now and then.
+    count of kept tokens over kept tokens plus first rejections, carried
+    across windows. The draft length L maximizes the expected saving
+    ``step_ms * sum_{i<=L} p**i - (batch_ms(L + 1) - step_ms)``.
+
+    Two levels of restraint keep a map from the wrong domain from slowing
+    decoding down: inside a window, no draft is verified when no L pays
+    (but a short probe every ``probe_every`` passes); and :meth:`use_speculation`
+    sends whole windows to plain ``generate`` while drafting does not pay by
+    at least ``margin_ms`` a pass (but every ``probe_windows``-th window, to
+    keep ``p`` current).
     """
 
-    def __init__(self, cost, max_len: int = 24, prior=(2.0, 1.0), decay: float = 0.97, probe_every: int = 16):
+    def __init__(self, cost, max_len: int = 24, prior=(2.0, 1.0), decay: float = 0.97,
+                 probe_every: int = 16, probe_windows: int = 8, margin_ms: float = 0.5):
         self.cost = cost
         self.max_len = max_len
         self.decay = decay
         self.probe_every = probe_every
+        self.probe_windows = probe_windows
+        self.margin_ms = margin_ms
         self.kept, self.rejected = prior
         self._since_draft = 0
+        self._plain_windows = 0
 
     @property
     def p(self) -> float:
         return self.kept / (self.kept + self.rejected)
 
-    def limit(self) -> int:
+    def best(self) -> tuple[int, float]:
+        """(draft length, expected saving in ms) of the best draft at the current ``p``."""
         p, best, best_gain, expected = self.p, 0, 0.0, 0.0
         for length in range(1, self.max_len + 1):
             expected += p ** length
             gain = self.cost.saving(expected, length)
             if gain > best_gain:
                 best, best_gain = length, gain
+        return best, best_gain
+
+    def limit(self) -> int:
+        """How many tokens to draft at the next pass (0: none)."""
+        best, _ = self.best()
         if best == 0:
             self._since_draft += 1
             if self._since_draft >= self.probe_every:
                 return 2
         return best
+
+    def use_speculation(self) -> bool:
+        """Whether the next window should be decoded speculatively at all."""
+        if self.best()[1] > self.margin_ms:
+            self._plain_windows = 0
+            return True
+        self._plain_windows += 1
+        if self._plain_windows >= self.probe_windows:
+            self._plain_windows = 0
+            return True
+        return False
 
     def update(self, drafted: int, accepted: int) -> None:
         if drafted == 0:
@@ -129,7 +157,7 @@ def _rows(logits) -> np.ndarray:
 
 def decode_window(model, encoder_output, prompt: Sequence[int], special: SpecialTokens, drafter,
                   controller: AcceptanceController | None = None, history: Sequence[int] = (),
-                  recheck_margin: float = 0.0, **generate_kwargs) -> WindowResult:
+                  recheck_margin: float = 0.0, accept=None, **generate_kwargs) -> WindowResult:
     """Greedy decoding of one window with drafts; same output as ``generate(beam_size=1)``.
 
     ``encoder_output``: StorageView [1, 1500, d_model]; ``prompt``: the
@@ -138,10 +166,14 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
     ``recheck_margin``: when the top-2 gap (in logits) of a position verified
     in a batch is below it, that position is decided again from a single
     ``forward_step`` (int8 batched logits differ from step logits; 0 = never).
+    ``accept(row, tokens, draft_token, chosen) -> bool`` (optional, biased
+    verification): at a drafted position where the greedy ``chosen`` differs,
+    True keeps ``draft_token`` instead; ``row`` holds the rule-filtered logits.
+    None (the default) keeps exact greedy decoding.
     """
     started = time.perf_counter()
     win = _Window(model, RuleSet.from_generate_kwargs(special, prompt, **generate_kwargs), special,
-                  recheck_margin)
+                  recheck_margin, accept)
     drafter.reset(history)
     sot = win.rules.sot_index
     state, sot_logits = model.prefill(encoder_output, list(prompt[: sot + 1]))
@@ -182,8 +214,8 @@ def _draft(drafter, win: "_Window", limit: int) -> list[int]:
 class _Window:
     """Decisions of one window: tokens so far, summed logprob, end state."""
 
-    def __init__(self, model, rules: RuleSet, special: SpecialTokens, recheck_margin: float):
-        self.model, self.rules, self.special = model, rules, special
+    def __init__(self, model, rules: RuleSet, special: SpecialTokens, recheck_margin: float, accept=None):
+        self.model, self.rules, self.special, self.accept = model, rules, special, accept
         self.recheck_margin = recheck_margin
         self.tokens: list[int] = []
         self.total = np.float32(0.0)
@@ -193,9 +225,12 @@ class _Window:
     def done(self) -> bool:
         return self.finished or len(self.tokens) >= self.rules.max_steps
 
-    def decide(self, row: np.ndarray) -> int:
-        """Apply the rules to one [V] row (in place), record and return the greedy token."""
+    def decide(self, row: np.ndarray, draft: int | None = None) -> int:
+        """Apply the rules to one [V] row (in place), record and return the greedy token
+        (or ``draft`` when the ``accept`` predicate keeps it)."""
         token, logprob = self.rules.choose(row, self.tokens)
+        if draft is not None and token != draft and self.accept and self.accept(row, self.tokens, draft, token):
+            token, logprob = draft, log_softmax(row)[draft]
         self.stats.tokens += 1
         self.total = np.float32(self.total + logprob)
         if token == self.special.eot:
@@ -222,9 +257,9 @@ class _Window:
                 row = _rows(self.model.forward_step(state, tokens_in[position - base]))[0]
                 self.stats.passes += 1
                 self.stats.rechecks += 1
-                token = self.decide(row)
+                token = self.decide(row, draft[j] if j < len(draft) else None)
                 return [token], j + (j < len(draft) and token == draft[j])
-            token = self.decide(row)
+            token = self.decide(row, draft[j] if j < len(draft) else None)
             hit = j < len(draft) and token == draft[j]
             if hit and not self.done():
                 continue

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass
 
 import faster_whisper
@@ -81,6 +82,12 @@ class SpeculativeEngine:
             self._thread_stats().fallbacks += 1
             return self._engine.generate(features, prompts, **kwargs)
         stats = self._thread_stats()
+        controller = self._local.controller
+        if controller is not None and not controller.use_speculation():
+            started = time.perf_counter()
+            result = self._engine.generate(features, prompts, **kwargs)
+            stats.add(DecodeStats(windows=1, plain_windows=1, decoder_seconds=time.perf_counter() - started))
+            return result
         prompt = list(prompts[0])
         history = prompt[1: self.special.sot_index(prompt)] if prompt[0] != self.special.sot else []
         result = decode_window(

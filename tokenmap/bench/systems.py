@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tokenmap.drafters import FixedDrafter, default_drafter
 from tokenmap.rules import SpecialTokens
-from tokenmap.speculative import AcceptanceController, decode_window
+from tokenmap.speculative import AcceptanceController, DecodeStats, decode_window
 
 log = logging.getLogger("tokenmap")
 
@@ -77,6 +77,7 @@ class Engines:
     d2m: list = field(default_factory=list)
     m2d: list = field(default_factory=list)
     spec_tokens: int = 4
+    controllers: dict = field(default_factory=dict)  # id(token map) -> its controller
 
     def prompt(self, lang: str, timestamps: bool) -> list[int]:
         ids = {t: i for i, t in enumerate(self.vocab[self.special.eot:], self.special.eot)}
@@ -116,11 +117,19 @@ def greedy(eng: Engines, enc, prompt):
 
 
 def speculative(eng: Engines, enc, prompt, token_map):
+    """The product's path: one controller per map, kept across utterances (as a
+    ``tokenmap.WhisperModel`` keeps it across windows), which may send a whole
+    window to plain ``generate`` while drafting does not pay."""
+    controller = eng.controllers.setdefault(id(token_map), RecordingController(eng.cost))
+
     def run() -> Output:
-        controller = RecordingController(eng.cost)
+        start = len(controller.log)
+        if not controller.use_speculation():
+            result = eng.main.generate(enc, [prompt], **GENERATE_KW)[0]
+            return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
         drafter = default_drafter(token_map, eng.special.timestamp_begin)
         result = decode_window(eng.main, enc, prompt, eng.special, drafter, controller=controller, **GENERATE_KW)
-        return Output(result.tokens, result.stats.as_dict(), controller.log)
+        return Output(result.tokens, result.stats.as_dict(), controller.log[start:])
     return run
 
 
