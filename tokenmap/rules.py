@@ -21,6 +21,7 @@ TimestampRules (only when the last task token of the prompt is not
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -156,6 +157,11 @@ class SpecialTokens:
         return i
 
 
+@functools.lru_cache(maxsize=64)
+def _index_array(ids: tuple) -> np.ndarray:
+    return np.asarray(ids, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class SuppressTokens:
     """Disable fixed ids at every step (``suppress_tokens``, -1 already expanded)."""
@@ -164,7 +170,11 @@ class SuppressTokens:
 
     def apply(self, logits: np.ndarray, tokens: Sequence[int]) -> None:
         if self.ids:
-            logits[list(self.ids)] = DISABLED
+            logits[self._index] = DISABLED
+
+    @property
+    def _index(self) -> np.ndarray:
+        return _index_array(self.ids)
 
 
 @dataclass(frozen=True)
@@ -208,15 +218,18 @@ class TimestampRules:
                 if token >= ts0:
                     logits[ts0 : token + 1] = DISABLED
                     break
-        self._force_timestamp_if_likely(logits)
+        return self._force_timestamp_if_likely(logits)
 
-    def _force_timestamp_if_likely(self, logits: np.ndarray) -> None:
+    def _force_timestamp_if_likely(self, logits: np.ndarray):
+        """Force a timestamp if likely; return the log-probs of ``logits`` if left unchanged."""
         ts0 = self.timestamp_begin
         logprobs = log_softmax(logits)
         max_text = logprobs[:ts0].max()
         ts_mass = logsumexp(logprobs[ts0 : self.timestamp_end + 1])
         if ts_mass > max_text:
             logits[:ts0] = DISABLED
+            return None
+        return logprobs
 
 
 _UNSUPPORTED_DEFAULTS = {
@@ -340,10 +353,16 @@ class RuleSet:
             no_speech_at_sot=sot_index != prompt_length - 1,
         )
 
-    def apply(self, logits: np.ndarray, tokens: Sequence[int]) -> None:
-        """Apply every rule, in CT2's order, to the [V] float32 logits in place."""
+    def apply(self, logits: np.ndarray, tokens: Sequence[int]):
+        """Apply every rule, in CT2's order, to the [V] float32 logits in place.
+
+        Returns the log-probs of the final logits when the last rule computed
+        them on its way (the timestamp rule does), else None.
+        """
+        cached = None
         for rule in self.rules:
-            rule.apply(logits, tokens)
+            cached = rule.apply(logits, tokens)
+        return cached
 
     def choose(self, logits: np.ndarray, tokens: Sequence[int]) -> tuple[int, np.float32]:
         """Apply the rules (in place) and pick the greedy token.
@@ -352,8 +371,9 @@ class RuleSet:
         log_softmax of the *filtered* logits at the chosen id, which is what
         CT2 adds to the score (the EOT step included).
         """
-        self.apply(logits, tokens)
-        logprobs = log_softmax(logits)
+        logprobs = self.apply(logits, tokens)
+        if logprobs is None:
+            logprobs = log_softmax(logits)
         token = int(np.argmax(logprobs))
         return token, logprobs[token]
 
