@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL = Path("/tmp/models/base")
+from tokenmap.models import resolve_model  # noqa: E402  (after sys.path)
+
+MODEL = resolve_model("base", download=False)  # assembled by `make`
 sys.path.insert(0, str(ROOT))
 
 
@@ -68,8 +70,6 @@ def written_style(s: str) -> str:
 
 @pytest.fixture(scope="module")
 def tok():
-    if not (MODEL / "tokenizer.json").is_file():
-        pytest.skip("no Whisper base tokenizer")
     from tokenmap.textok import TextTokenizer
     return TextTokenizer.from_file(MODEL / "tokenizer.json")
 

@@ -175,7 +175,7 @@ def plot(results: dict, path: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "fairness")
-    ap.add_argument("--model", default="/tmp/models/base")
+    ap.add_argument("--model", default="base")
     args = ap.parse_args(argv)
     from tokenmap.textok import TextTokenizer
 

@@ -9,8 +9,9 @@ from click.testing import CliRunner
 from tokenmap.corpus import synthetic_corpus
 from tokenmap_cli.main import cli
 
-MODEL = Path("/tmp/models/base")
-pytestmark = pytest.mark.skipif(not (MODEL / "tokenizer.json").is_file(), reason="no Whisper base tokenizer")
+from tokenmap.models import resolve_model
+
+MODEL = resolve_model("base", download=False)  # assembled by `make`
 
 
 @pytest.fixture()

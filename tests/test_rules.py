@@ -149,33 +149,14 @@ BASE_SOT = [50258, 50259, 50359]  # <|startoftranscript|><|en|><|transcribe|>
 NO_TS = 50363
 PREV = [50361, 2555, 7406, 264]  # <|startofprev|> + " Please replace the"
 
-SENTENCES = [
-    "Please replace the hydraulic filter on pump number three before Friday.",
-    "Hello world. This is a test of the speech system, with several sentences. "
-    "The quick brown fox jumps over the lazy dog near the river bank.",
-]
+SPEECH = ["en-agent-pass.flac", "en-basic-pbx-ivr-main.flac"]  # committed fixtures (tests/data)
 
 
-@pytest.fixture(scope="module")
-def base_model_dir():
-    path = "/tmp/models/base"
-    if not os.path.exists(os.path.join(path, "model.bin")):
-        pytest.skip("Whisper base model not found in /tmp/models/base")
-    return path
-
-
-def _espeak_audio(tmp_dir, sentences):
-    if not (shutil.which("espeak-ng") and shutil.which("sox")):
-        pytest.skip("espeak-ng and sox are needed to synthesise test speech")
+def _fixture_audio():
     from faster_whisper import decode_audio
 
-    audios = []
-    for i, text in enumerate(sentences):
-        raw, wav = os.path.join(tmp_dir, f"{i}.wav"), os.path.join(tmp_dir, f"{i}_16k.wav")
-        subprocess.run(["espeak-ng", "-w", raw, text], check=True)
-        subprocess.run(["sox", raw, "-r", "16000", "-c", "1", wav], check=True)
-        audios.append(decode_audio(wav))
-    return audios
+    data = os.path.join(os.path.dirname(__file__), "data")
+    return [decode_audio(os.path.join(data, name)) for name in SPEECH]
 
 
 def _encode(model, audio):
@@ -189,12 +170,13 @@ def _encode(model, audio):
 
 
 def _load(model_dir, tmp_path_factory, compute_type="float32"):
-    ctranslate2 = pytest.importorskip("ctranslate2")
-    if not hasattr(ctranslate2.models.Whisper, "forward_step"):
-        pytest.skip("needs the ctranslate2-crisperwhisper fork")
+    from tokenmap.engine import require_step_api
+
+    ctranslate2 = require_step_api()
+    model_dir = str(model_dir)
     model = ctranslate2.models.Whisper(model_dir, device="cpu", compute_type=compute_type,
                                        intra_threads=2)
-    audios = _espeak_audio(str(tmp_path_factory.mktemp("speech")), SENTENCES)
+    audios = _fixture_audio()
     return model, SpecialTokens.from_model_dir(model_dir), [_encode(model, a) for a in audios]
 
 
@@ -260,10 +242,9 @@ def test_reference_matches_generate(base_setup, base_model_dir, case):
 def test_reference_matches_generate_tiny_en(tmp_path_factory):
     from tokenmap.reference import greedy_decode
 
-    path = "/tmp/models/tiny.en"
-    if not os.path.exists(os.path.join(path, "model.bin")):
-        pytest.skip("tiny.en model not found")
-    model, special, encoded = _load(path, tmp_path_factory)
+    from tokenmap.models import resolve_model
+
+    model, special, encoded = _load(resolve_model("tiny.en", download=False), tmp_path_factory)
     for prompt in ([50257], [50257, 50362]):  # <|startoftranscript|> (+ <|notimestamps|>)
         for enc in encoded:
             want = model.generate(enc, [prompt], beam_size=1, return_scores=True,
