@@ -151,3 +151,26 @@ def test_fuzz_array_table(tmp_path, shape, offset, name):
     blob = json.dumps(header).encode()
     path.write_bytes(raw[:12] + struct.pack("<I", len(blob)) + blob + raw[16 + hlen:])
     _check_loader(path)
+
+
+def test_drafter_uses_the_maps_own_order(tmp_path):
+    """A map of order 2 is looked up with 2 tokens of context (not a fixed 3)."""
+    from tokenmap.drafters import TokenMapDrafter
+
+    class Order2:
+        BOS = 0xFFFFFFFF
+        order = 2
+
+        def __init__(self):
+            self.seen = []
+
+        def draft(self, context):
+            self.seen.append(list(context))
+            return [9]
+
+    m = Order2()
+    d = TokenMapDrafter(m)
+    assert d.draft([1, 2, 3, 4], 5) == [9]
+    assert m.seen[-1] == [3, 4]
+    d.draft([1], 5)
+    assert m.seen[-1] == [Order2.BOS, 1]

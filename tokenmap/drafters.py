@@ -64,7 +64,7 @@ class TokenMapDrafter:
     def __init__(self, token_map, timestamp_begin: int | None = None, max_order: int | None = None):
         self.map = token_map
         self.timestamp_begin = timestamp_begin
-        self.order = max_order or int(token_map.header.get("max_order", 3))
+        self.order = max_order or int(getattr(token_map, "order", 3))
 
     def reset(self, history: Sequence[int] = ()) -> None:
         pass
