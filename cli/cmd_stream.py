@@ -1,0 +1,117 @@
+"""`tokenmap stream`: live captions of a file (or the microphone) with self-speculative decoding."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import click
+
+DIM, RESET, CLEAR = "\x1b[2m", "\x1b[0m", "\r\x1b[K"
+
+
+class Display:
+    """TTY: committed text as lines, the tentative tail dimmed on the current line; piped: plain lines."""
+
+    def __init__(self, tty: bool, jsonl: bool):
+        self.tty, self.jsonl = tty and not jsonl, jsonl
+        self.pending = False
+
+    def show(self, u) -> None:
+        if self.jsonl:
+            r = u.record
+            click.echo(json.dumps({
+                "update": u.index, "audio_end": round(u.audio_end, 2), "committed": u.new_committed_text,
+                "tentative": u.tentative_text, "final": u.final, "decode_ms": round(1000 * r.decode_seconds, 1),
+                "encode_ms": round(1000 * r.encode_seconds, 1), "buffer_s": round(r.buffer_seconds, 2),
+                "draft": r.draft, "accepted": r.accepted}, ensure_ascii=False))
+            return
+        if not self.tty:
+            if u.new_committed_text:
+                click.echo(u.new_committed_text)
+            return
+        width = max(20, shutil.get_terminal_size((100, 20)).columns - 1)
+        out = CLEAR
+        if u.new_committed_text:
+            out += u.new_committed_text + "\n"
+        tail = u.tentative_text[-width:]
+        out += f"{DIM}{tail}{RESET}" if tail else ""
+        sys.stdout.write(out)
+        sys.stdout.flush()
+        self.pending = bool(tail)
+
+    def close(self) -> None:
+        if self.tty and self.pending:
+            sys.stdout.write(CLEAR)
+            sys.stdout.flush()
+
+
+def summary_line(s: dict, interrupted: bool) -> str:
+    def fmt(v, spec, unit=""):
+        return "-" if v is None else f"{v:{spec}}{unit}"
+
+    return (
+        f"{'interrupted; ' if interrupted else ''}{s['updates']} updates, decode {s['decode_ms_per_update']:.0f} ms/update"
+        f" (scratch {fmt(s['scratch_ms_per_update'], '.0f', ' ms')}, cost {fmt(s['decode_cost_vs_scratch'], '.2f', 'x')},"
+        f" speed-up {fmt(s['speedup_vs_scratch'], '.2f', 'x')}), encode {s['encode_ms_per_update']:.0f} ms/update;"
+        f" NE {s['ne']:.2f} (mask-{s['mask_k']}: {s['ne_masked']:.2f}), A/D {s['a_d']:.1%}, A/O {s['a_o']:.1%};"
+        f" latency {fmt(s['latency_mean'], '.2f', ' s')} mean, {fmt(s['latency_max'], '.2f', ' s')} max"
+    )
+
+
+@click.command()
+@click.argument("source", type=str)
+@click.option("--model", "-m", default="base", show_default=True, help="Packaged name, CT2 directory or model name.")
+@click.option("--map", "map_path", type=click.Path(dir_okay=False, path_type=str), default=None,
+              help="Token map: drafts beyond the previous hypothesis.")
+@click.option("--language", "-l", default="en", show_default=True, help="Language code; 'auto' detects it.")
+@click.option("--update", "update", type=click.FloatRange(0.2, 10.0), default=1.0, show_default=True,
+              help="Seconds of audio between updates.")
+@click.option("--realtime", is_flag=True, help="Play the file at wall-clock speed (default: as fast as possible).")
+@click.option("--beta", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+              help="Verification bias toward the previous hypothesis (0 = exact greedy).")
+@click.option("--mask-k", type=click.IntRange(0, 50), default=0, show_default=True,
+              help="Hide the last k tentative tokens on screen (display only).")
+@click.option("--jsonl", is_flag=True, help="One JSON object per update, then a summary object.")
+@click.option("--scratch", is_flag=True, help="Also decode every update from scratch to measure the speed-up.")
+@click.option("--compute-type", type=click.Choice(["int8", "float32", "int8_float32"]), default="int8",
+              show_default=True)
+@click.option("--threads", type=click.IntRange(1, 64), default=None, help="CPU threads [default: all, at most 8].")
+def stream(source, model, map_path, language, update, realtime, beta, mask_k, jsonl, scratch, compute_type,
+           threads):
+    """Live captions of SOURCE (an audio file, or 'mic' for the microphone).
+
+    Every update re-decodes the growing buffer with the previous hypothesis as
+    the draft; text that two updates agree on is committed.
+    """
+    from tokenmap.stream import StreamEngine, StreamOptions, StreamTranscriber
+    from tokenmap.stream_audio import AudioSourceError, FileSource, MicrophoneSource
+    from tokenmap.transcriber import AudioError, load_audio
+
+    try:
+        if source == "mic":
+            chunks = MicrophoneSource().chunks(update)
+        else:
+            chunks = FileSource(load_audio(source), realtime=realtime).chunks(update)
+        engine = StreamEngine.load(model, compute_type=compute_type, threads=threads, token_map=map_path)
+    except (AudioError, AudioSourceError) as exc:
+        raise click.ClickException(str(exc))
+    options = StreamOptions(update_seconds=update, beta=beta, mask_k=mask_k,
+                            language=None if language == "auto" else language,
+                            scratch="generate" if scratch else None)
+    st = StreamTranscriber(engine, options)
+    display = Display(sys.stdout.isatty(), jsonl)
+    interrupted = False
+    try:
+        for u in st.run(chunks):
+            display.show(u)
+    except KeyboardInterrupt:
+        interrupted = True
+    display.close()
+    s = st.metrics.summary(mask_k)
+    if jsonl:
+        click.echo(json.dumps({"summary": s, "text": st.committed_text, "interrupted": interrupted}))
+        return
+    # committed text was written line by line as it was committed (also when interrupted)
+    click.echo(summary_line(s, interrupted), err=True)

@@ -1,0 +1,236 @@
+"""Streaming: metrics, commit policy, drafter, sources (pure), and exactness at beta = 0 (model)."""
+
+import numpy as np
+import pytest
+
+from tokenmap.stream import (PreviousHypothesisDrafter, StreamOptions, StreamTranscriber, _Decoded,
+                             biased_accept)
+from tokenmap.stream_audio import FileSource
+from tokenmap.stream_metrics import (agreed_segments, erasures, lcp, mask_display, normalized_erasure,
+                                     parse_segments, shift_timestamps)
+
+TS = 50364  # <|0.00|> of the multilingual vocabulary
+
+
+def ts(seconds):
+    return TS + int(round(seconds / 0.02))
+
+
+def test_normalized_erasure_worked_example():
+    displays = [[1, 2, 3], [1, 2, 4, 5], [1, 2, 4, 5, 6]]
+    assert erasures(displays) == [1, 0]
+    assert normalized_erasure(displays) == pytest.approx(0.2)
+    assert normalized_erasure([]) == 0.0 and normalized_erasure([[1], []]) == 0.0
+    assert lcp([1, 2, 3], [1, 2]) == 2 and lcp([], [1]) == 0
+
+
+def test_display_only_mask_k_hides_the_tail_but_not_committed_text():
+    assert mask_display([1, 2], [3, 4, 5], 2) == [1, 2, 3]
+    assert mask_display([1, 2], [3], 5) == [1, 2]
+    assert mask_display([1], [3, 4], 0) == [1, 3, 4]
+
+
+def test_parse_segments_closed_open_and_empty():
+    tokens = [ts(0), 10, 11, ts(1.5), ts(1.5), 12, ts(2.0), ts(2.0), 13]
+    segs = parse_segments(tokens, TS)
+    assert [s.text for s in segs] == [(10, 11), (12,), (13,)]
+    assert [s.stop for s in segs] == [1.5, 2.0, None]
+    assert segs[1].start == 1.5 and tokens[segs[2].begin:] == [ts(2.0), 13]
+    assert parse_segments([ts(0), ts(1)], TS) == []
+    assert shift_timestamps([ts(2.0), 7, ts(0.2)], TS, TS + 1500, 50) == [ts(1.0), 7, TS]
+
+
+def test_local_agreement_commits_only_agreed_closed_segments():
+    cur = parse_segments([ts(0), 1, 2, ts(1), ts(1), 3, ts(2), ts(2), 4], TS)
+    same = parse_segments([ts(0), 1, 2, ts(1.1), ts(1.1), 3, ts(2), ts(2), 5], TS)
+    assert agreed_segments(cur, [same]) == 2  # timestamps may move, text must agree
+    assert agreed_segments(cur, [parse_segments([ts(0), 1, 9, ts(1)], TS)]) == 0
+    assert agreed_segments(cur, []) == 2 - 0  # no history: every closed segment
+
+
+def test_previous_hypothesis_drafter():
+    prev = [ts(0), 1, 2, 3, ts(1), ts(1), 4, 5, ts(2)]
+    fallback = type("F", (), {"reset": lambda s, h=(): None, "draft": lambda s, t, n: [99]})()
+    d = PreviousHypothesisDrafter(prev, TS, fallback, realign=3)
+    assert d.draft([ts(0)], 100) == prev[1:]
+    assert d.draft([ts(0.2), 1], 2) == [2, 3]  # any timestamp matches any timestamp
+    assert d.on_previous([ts(0), 1], 2) and not d.on_previous([ts(0), 1], 7)
+    # a segment boundary moved: text alignment continues the previous text
+    assert d.draft([ts(0), 1, 2, ts(0.6)], 100)[:3] == [ts(0.6), 3, ts(1)]
+    assert d.draft([ts(0), 1, 7], 100) == [3, ts(1), ts(1)]  # substitution guess, cut to realign
+    assert d.draft([ts(0), 8, 8, 8, 8, 8], 5) == [99]  # nothing fits: the fallback
+
+
+def test_biased_accept_is_eq5_on_softmax():
+    prev = PreviousHypothesisDrafter([ts(0), 1, 2], TS)
+    row = np.log(np.array([0.05, 0.3, 0.25, 0.4], np.float32))  # greedy picks 3
+    assert biased_accept(0.0, prev) is None
+    accept = biased_accept(0.2, prev)
+    # (1-b) P(d) + b >= (1-b) P(c):  0.8*0.25 + 0.2 = 0.40 >= 0.8*0.4 = 0.32
+    assert accept(row.copy(), [ts(0), 1], 2, 3)
+    assert not biased_accept(0.05, prev)(row.copy(), [ts(0), 1], 2, 3)  # 0.2875 < 0.38
+    assert not accept(row.copy(), [ts(0), 1], 0, 3)  # not the previous hypothesis' token
+    disabled = row.copy()
+    disabled[2] = np.finfo(np.float32).min
+    assert not biased_accept(0.9, prev)(disabled, [ts(0), 1], 2, 3)
+
+
+def test_file_source_fast_and_realtime():
+    audio = np.arange(40_000, dtype=np.float32)
+    chunks = list(FileSource(audio).chunks(1.0))
+    assert [len(c) for c in chunks] == [16_000, 16_000, 8_000]
+    now = [0.0]
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += s + (2.0 if len(slept) == 1 else 0.0)  # the first update runs late
+
+    rt = list(FileSource(audio, realtime=True, clock=lambda: now[0], sleep=sleep).chunks(1.0))
+    assert np.concatenate(rt).tolist() == audio.tolist()
+    assert len(rt) == 1  # behind the clock: the next update took everything that had arrived
+
+
+class _Tok:
+    def decode(self, ids):
+        return " ".join(f"w{i}" for i in ids)
+
+    def token_to_id(self, token):
+        return 1
+
+
+class FakeEngine:
+    """No model: the transcriber's decode is scripted (commit policy and robustness tests)."""
+
+    def __init__(self):
+        from tokenmap.rules import SpecialTokens
+
+        self.special = SpecialTokens(sot=50258, eot=50257, no_timestamps=50363, no_speech=50362,
+                                     vocab_size=51865)
+        self.token_map = None
+
+    def encode(self, audio):
+        return None
+
+    def token_id(self, token):
+        return 7
+
+    def text(self, tokens):
+        return " ".join(f"w{t}" for t in tokens if t < self.special.eot)
+
+
+class Scripted(StreamTranscriber):
+    def __init__(self, script, **options):
+        super().__init__(FakeEngine(), StreamOptions(**options))
+        self.script = list(script)
+
+    def _decode(self, enc, prompt, draft):
+        tokens = self.script.pop(0) if self.script else []
+        silent = not tokens
+        return _Decoded(list(tokens), 0.01, 0.9 if silent else 0.0, -2.0 if silent else -0.1)
+
+
+def second(n=1.0):
+    return np.zeros(int(16_000 * n), np.float32)
+
+
+def test_commit_trims_buffer_and_rebases_the_draft():
+    s = Scripted([[ts(0), 1, 2, ts(0.8)], [ts(0), 1, 2, ts(0.8), ts(0.8), 3], [ts(0), 3, 4, ts(1.0)]])
+    u1 = s.update() if not s.push(second()) else None
+    assert u1.committed_text == "" and u1.tentative_text == "w1 w2"
+    s.push(second())
+    u2 = s.update()
+    assert u2.new_committed_text == "w1 w2" and u2.tentative_text == "w3"
+    assert s.offset == pytest.approx(0.8) and len(s.buffer) == int(1.2 * 16_000)
+    assert s.previous == [ts(0), 3]  # the rest of the hypothesis, timestamps moved 0.8 s earlier
+    assert u2.record.commit_latencies[0] == pytest.approx(2.0 - 0.8, abs=0.05)
+    u3 = s.update(final=True)
+    assert u3.committed_text == "w1 w2 w3 w4" and u3.final and len(s.buffer) == 0
+
+
+def test_silence_and_long_pauses_keep_the_buffer_short():
+    s = Scripted([[]] * 40)
+    for _ in range(40):
+        s.push(second())
+        u = s.update()
+    assert u.committed_text == "" and len(s.buffer) <= 2 * 16_000
+    assert s.metrics.summary()["max_buffer_seconds"] <= 2.0
+
+
+def test_buffer_never_exceeds_the_cap_without_agreement():
+    script = [[ts(0), i, ts(5.0), ts(5.0), 100 + i] for i in range(40)]  # never agrees
+    s = Scripted(script, update_seconds=2.0)
+    for _ in range(40):
+        s.push(second(2.0))
+        s.update()
+    assert s.metrics.summary()["max_buffer_seconds"] <= 30.0
+    assert s.committed  # forced commits happened
+
+
+def test_short_audio_and_end_mid_word():
+    s = Scripted([[ts(0), 5, 6]] * 2)  # no closing timestamp: the stream ended mid-word
+    updates = list(s.run([second(0.4)]))
+    assert updates[-1].final and updates[-1].committed_text == "w5 w6"
+    tiny = Scripted([])
+    assert list(tiny.run([np.zeros(100, np.float32)]))[-1].committed_text == ""
+
+
+def test_metrics_summary_with_mask_k():
+    s = Scripted([[ts(0), 1, 2, 3], [ts(0), 1, 4, 5], [ts(0), 1, 4, 5, 6], [ts(0), 1, 4, 5, 6]], agreement=9)
+    for _ in range(3):
+        s.push(second())
+        s.update()
+    s.update(final=True)
+    m = s.metrics.summary(mask_k=2)
+    assert m["ne"] > m["ne_masked"]
+    assert m["ne"] == pytest.approx(2 / 4)  # "2 3" erased once; final display "1 4 5 6"
+    assert m["a_d"] == pytest.approx((2 + 4 + 5) / (4 + 4 + 5))  # sum k / sum m (paper Table 2)
+
+
+# --- with the model (float32: speculative decisions equal step-wise greedy) ---------------------------
+
+@pytest.fixture(scope="module")
+def engine32(base_model_dir):
+    from tokenmap.stream import StreamEngine
+
+    return StreamEngine.load(str(base_model_dir), compute_type="float32", threads=2)
+
+
+def _run(engine, audio, **options):
+    st = StreamTranscriber(engine, StreamOptions(**options))
+    updates = list(st.run(FileSource(audio).chunks(options.get("update_seconds", 1.0))))
+    return st, updates
+
+
+@pytest.mark.model
+def test_beta0_every_update_equals_stepwise_greedy_and_the_final_text(engine32, data_dir):
+    from tokenmap.transcriber import load_audio
+
+    audio = load_audio(data_dir / "en-basic-pbx-ivr-main.flac")[: 16_000 * 14]
+    spec, _ = _run(engine32, audio, update_seconds=3.0, scratch="reference")
+    records = spec.metrics.updates
+    assert all(r.scratch_same for r in records if r.scratch_same is not None)
+    assert sum(r.accepted for r in records) > 0 and spec.committed_text
+    plain, _ = _run(engine32, audio, update_seconds=3.0, decoder="reference")
+    assert spec.committed_text == plain.committed_text
+    assert [r.committed for r in records] == [r.committed for r in plain.metrics.updates]
+
+
+@pytest.mark.model
+def test_beta_biases_toward_the_previous_hypothesis(engine32, data_dir):
+    from tokenmap.transcriber import load_audio
+
+    audio = load_audio(data_dir / "en-agent-pass.flac")
+    exact, _ = _run(engine32, audio, update_seconds=1.0)
+    biased, _ = _run(engine32, audio, update_seconds=1.0, beta=0.6)
+    assert biased.metrics.summary()["a_d"] >= exact.metrics.summary()["a_d"]
+    assert biased.metrics.summary()["ne"] <= exact.metrics.summary()["ne"]
+
+
+@pytest.mark.model
+def test_model_silence_and_short_audio(engine32):
+    rng = np.random.default_rng(0)
+    st, updates = _run(engine32, (rng.standard_normal(16_000 * 4) * 1e-4).astype(np.float32), update_seconds=2.0)
+    assert updates[-1].final and st.metrics.summary()["max_buffer_seconds"] <= 4.0
+    st, updates = _run(engine32, np.zeros(800, np.float32), update_seconds=1.0)
+    assert updates[-1].committed_text == ""
