@@ -106,6 +106,17 @@ def fairness_text(f: dict) -> str:
               f"max {fmt(sp['max'])} ({sp.get('argmax', '–')}), mean {fmt(sp['mean'])}, std {fmt(sp['std'], 3)}.")
 
 
+def fairness_ce_text(f: dict) -> str:
+    if not f or not f.get("D_T"):
+        return ""
+    rows = [[t, fmt(d, 3)] for t, d in f["D_T"].items()]
+    rho = f.get("spearman_D_S")
+    return ("\n\nWith D_T = " + f["D_T_definition"] + " (nats/token; the disparate-impacts paper's "
+            "estimate, the map standing for the drafter):\n\n" + table(["task", "D_T (nats)"], rows)
+            + f"\n\nU = {fmt(f['U'], 4)}; Spearman rank correlation of D_T with S: "
+              f"{fmt(rho, 2) if rho is not None else '–'} (negative: higher divergence, lower speed-up).")
+
+
 def header_text(result: dict) -> str:
     m, o = result["machine"], result["options"]
     return (f"Run {m['date']} on {m['cpu']} ({m['cores']} cores), git {m['git_commit']}.\n"
@@ -125,7 +136,7 @@ def markdown(result: dict) -> str:
              "### Per voice", group_table(agg["groups"]["voice"], "voice"),
              "### Per set", group_table(agg["groups"]["set"], "set"),
              "### Beside the paper's Table I", paper_table(agg),
-             "### Speed-up unfairness (disparate-impacts paper, Definition 1)", fairness_text(agg["fairness"]),
+             "### Speed-up unfairness (disparate-impacts paper, Definition 1)", fairness_text(agg["fairness"]) + fairness_ce_text(agg.get("fairness_ce")),
              "### Definitions", DEFINITIONS]
     if result.get("stock_skipped"):
         parts.insert(1, f"**stock skipped:** {result['stock_skipped']}")

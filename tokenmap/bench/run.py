@@ -55,5 +55,38 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
     result.update(machine=machine_info(ROOT, argv).as_dict(), options=asdict(options), manifest=str(manifest),
                   utterances=len(utterances), maps={f"{d}/{l}": str(p) if p else None for (d, l), p in maps.items()})
     result["aggregates"] = aggregate(result["rows"])
+    result["aggregates"]["fairness_ce"] = cross_entropy_fairness(result["rows"], maps, result["aggregates"],
+                                                                 _eot(options.model))
     paths = write_all(result, out_dir or run_dir(out_root))
     return result, paths
+
+
+def _eot(model: str) -> int:
+    from tokenmap.models import resolve_model
+    from tokenmap.rules import SpecialTokens
+
+    return SpecialTokens.from_model_dir(str(resolve_model(model))).eot
+
+
+def cross_entropy_fairness(rows: list[dict], maps: dict, aggregates: dict, eot: int) -> dict:
+    """Definition 1 with D_T = cross-entropy (nats/token) of each task's map against the
+    model's greedy text tokens on that task's audio, and how well D_T ranks S (Spearman)."""
+    from tokenmap.bench import metrics as M
+    from tokenmap.divergence import cross_entropy, spearman
+    from tokenmap.mapfile import TokenMap
+
+    per_task: dict = {}
+    for r in rows:
+        if r["system"] == "greedy" and maps.get((r["domain"], r["lang"])):
+            per_task.setdefault((r["domain"], r["lang"]), []).append(r.get("token_ids") or [])
+    d_t = {}
+    for (domain, lang), sequences in sorted(per_task.items()):
+        tm = TokenMap.load(maps[(domain, lang)])
+        d_t[f"{domain}/{lang}"] = cross_entropy(tm, [[t for t in s if t < eot] for s in sequences])
+    speed = aggregates["fairness"]["S_spread"]
+    tasks = aggregates["groups"]["task"]
+    s_t = {t: tasks[t]["tokenmap"]["S"] for t in d_t if "tokenmap" in tasks.get(t, {})}
+    common = sorted(set(d_t) & set(s_t))
+    rho = spearman([d_t[t] for t in common], [s_t[t] for t in common]) if len(common) > 2 else None
+    return {"D_T": d_t, "U": M.unfairness(d_t) if d_t else None, "spearman_D_S": rho, "S_spread": speed,
+            "D_T_definition": "cross-entropy of the map's smoothed next-token distribution against greedy tokens"}
