@@ -202,13 +202,15 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
 
 
 def _draft(drafter, win: "_Window", limit: int) -> list[int]:
-    """The drafter's proposal; a timestamped window also gets its usual first token, <|0.00|>."""
+    """The drafter's proposal; at the start of a timestamped window, when the
+    drafter has none, Whisper's usual first token <|0.00|> and what follows it."""
     if limit <= 0:
         return []
-    if win.rules.with_timestamps and not win.tokens:
+    draft = drafter.draft(win.tokens, limit)
+    if not draft and win.rules.with_timestamps and not win.tokens:
         first = win.special.timestamp_begin
-        return [first] + drafter.draft([first], limit - 1)
-    return drafter.draft(win.tokens, limit)
+        draft = [first] + drafter.draft([first], limit - 1)
+    return draft
 
 
 class _Window:
