@@ -30,6 +30,9 @@ import struct
 import sys
 import zlib
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from generate import _write  # noqa: E402  (one writer for every committed split)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ASTERISK_DOC = "/usr/share/doc/asterisk-core-sounds-{lang}/core-sounds-{lang}.txt.gz"
 LIBRIVOX_DIR = "/usr/share/pocketsphinx/test/data/librivox"
@@ -43,23 +46,6 @@ OPEN_TEST_N = 200          # opendomain: test sentences in all (LibriVox clips +
 
 def _h(s: str) -> int:
     return int.from_bytes(hashlib.sha256(s.encode("utf-8")).digest()[:8], "big")
-
-
-def _write(path: str, lines: list[str], check: bool) -> bool:
-    data = "".join(l + "\n" for l in lines).encode("utf-8")
-    if check:
-        try:
-            with open(path, "rb") as f:
-                same = f.read() == data
-        except FileNotFoundError:
-            same = False
-        print(("ok      " if same else "DIFFERS ") + path, file=sys.stderr)
-        return same
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        f.write(data)
-    print(f"wrote {path} ({len(lines)} lines)", file=sys.stderr)
-    return True
 
 
 # --------------------------------------------------------------------------
