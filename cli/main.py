@@ -18,6 +18,7 @@ COMMANDS = {
     "inspect": "tokenmap_cli.cmd_build:inspect_map",
     "calibrate": "tokenmap_cli.cmd_calibrate:calibrate",
     "bench": "tokenmap_cli.cmd_bench:bench",
+    "stream": "tokenmap_cli.cmd_stream:stream",
 }
 
 
