@@ -153,20 +153,36 @@ class SessionCache:
 
 @dataclass
 class ChainDrafter:
-    """Ask drafters in order and return the first non-empty draft."""
+    """Ask drafters in order and return the first non-empty draft.
+
+    With ``controllers`` (a :class:`tokenmap.speculative.ControllerSet`), the
+    i-th drafter is asked for at most ``controllers.member(i).limit()`` tokens
+    (0: skipped), and :meth:`update` reports the verified draft to the
+    controller of the drafter that proposed it.
+    """
 
     drafters: tuple
+    controllers: object = None
+    _last: object = None
 
     def reset(self, history: Sequence[int] = ()) -> None:
         for d in self.drafters:
             d.reset(history)
 
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
-        for d in self.drafters:
-            candidate = d.draft(tokens, limit)
+        self._last = None
+        for i, d in enumerate(self.drafters):
+            control = self.controllers.member(i) if self.controllers is not None else None
+            n = min(limit, control.limit()) if control is not None else limit
+            candidate = d.draft(tokens, n) if n > 0 else []
             if candidate:
+                self._last = control
                 return candidate
         return []
+
+    def update(self, drafted: int, accepted: int) -> None:
+        if self._last is not None:
+            self._last.update(drafted, accepted)
 
 
 class FixedDrafter:
@@ -190,8 +206,11 @@ class FixedDrafter:
 
 
 def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_lookup: bool = True,
-                    session_cache: SessionCache | None = None) -> ChainDrafter:
-    """The drafter tokenmap uses: the token map, then prompt lookup, then the session cache."""
+                    session_cache: SessionCache | None = None, controllers=None) -> ChainDrafter:
+    """The drafter tokenmap uses: the token map, then prompt lookup, then the session cache.
+
+    ``controllers``: a ``ControllerSet`` giving each source its own draft length.
+    """
     drafters = []
     if token_map is not None:
         drafters.append(TokenMapDrafter(token_map, timestamp_begin=timestamp_begin))
@@ -199,4 +218,4 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
         drafters.append(PromptLookupDrafter(timestamp_begin=timestamp_begin))
     if session_cache is not None:
         drafters.append(session_cache)
-    return ChainDrafter(tuple(drafters))
+    return ChainDrafter(tuple(drafters), controllers)

@@ -149,6 +149,38 @@ class AcceptanceController:
         self.rejected = self.decay * self.rejected + (1.0 if accepted < drafted else 0.0)
 
 
+class ControllerSet:
+    """One :class:`AcceptanceController` per drafter of a chain, and the window gate.
+
+    Sources differ: prompt lookup inside a repetitive window is nearly always
+    right while the token map may be from the wrong domain, so each source
+    learns its own acceptance and gets its own draft length. A window is
+    decoded speculatively when any source pays (or as a periodic probe).
+    """
+
+    def __init__(self, cost, probe_windows: int = 8, factory=AcceptanceController):
+        self.cost = cost
+        self.factory = factory
+        self.probe_windows = probe_windows
+        self.members: list = []
+        self._plain_windows = 0
+
+    def member(self, index: int):
+        while len(self.members) <= index:
+            self.members.append(self.factory(self.cost))
+        return self.members[index]
+
+    def use_speculation(self) -> bool:
+        if not self.members or any(m.best()[1] > m.margin_ms for m in self.members):
+            self._plain_windows = 0
+            return True
+        self._plain_windows += 1
+        if self._plain_windows >= self.probe_windows:
+            self._plain_windows = 0
+            return True
+        return False
+
+
 def _rows(logits) -> np.ndarray:
     """[T, V] float32 view of a [1, V] or [1, T, V] logits StorageView."""
     array = np.asarray(logits)
@@ -196,6 +228,8 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
             win.stats.accepted += kept
             if controller:
                 controller.update(len(draft), kept)
+            if hasattr(drafter, "update"):  # a chain with per-source controllers
+                drafter.update(len(draft), kept)
     score = win.rules.final_score(win.total, len(win.tokens))
     win.stats.decoder_seconds = time.perf_counter() - started
     return WindowResult(win.tokens, score, no_speech, win.finished, win.stats)

@@ -31,7 +31,7 @@ import faster_whisper
 from .drafters import SessionCache, default_drafter
 from .engine import require_step_api
 from .rules import SpecialTokens, supports_fast_path
-from .speculative import AcceptanceController, DecodeStats, decode_window
+from .speculative import ControllerSet, DecodeStats, decode_window
 
 logger = logging.getLogger("tokenmap")
 
@@ -48,7 +48,7 @@ class GenerationResult:
 class SpeculativeEngine:
     """Wraps a ``ctranslate2.models.Whisper``; greedy ``generate`` goes speculative.
 
-    ``make_drafter()`` builds a fresh drafter per window (drafters hold
+    ``make_drafter(controllers)`` builds a fresh drafter per window (drafters hold
     per-window state, so concurrent calls never share one). Statistics are
     kept per thread (:meth:`take_stats`).
     """
@@ -67,7 +67,7 @@ class SpeculativeEngine:
     def _thread_stats(self) -> DecodeStats:
         if not hasattr(self._local, "stats"):
             self._local.stats = DecodeStats()
-            self._local.controller = AcceptanceController(self.cost) if self.adaptive else None
+            self._local.controllers = ControllerSet(self.cost) if self.adaptive else None
         return self._local.stats
 
     def take_stats(self) -> DecodeStats:
@@ -82,8 +82,8 @@ class SpeculativeEngine:
             self._thread_stats().fallbacks += 1
             return self._engine.generate(features, prompts, **kwargs)
         stats = self._thread_stats()
-        controller = self._local.controller
-        if controller is not None and not controller.use_speculation():
+        controllers = self._local.controllers
+        if controllers is not None and not controllers.use_speculation():
             started = time.perf_counter()
             result = self._engine.generate(features, prompts, **kwargs)
             stats.add(DecodeStats(windows=1, plain_windows=1, decoder_seconds=time.perf_counter() - started))
@@ -91,8 +91,8 @@ class SpeculativeEngine:
         prompt = list(prompts[0])
         history = prompt[1: self.special.sot_index(prompt)] if prompt[0] != self.special.sot else []
         result = decode_window(
-            self._engine, features, prompt, self.special, self.make_drafter(),
-            controller=self._local.controller, history=history, **kwargs,
+            self._engine, features, prompt, self.special, self.make_drafter(controllers),
+            history=history, **kwargs,
         )
         stats.add(result.stats)
         return [GenerationResult([result.tokens], [result.score], result.no_speech_prob or 0.0)]
@@ -129,9 +129,9 @@ class WhisperModel(faster_whisper.WhisperModel):
             cost_model = load_cost_model(model_dir, kwargs.get("compute_type", "int8"), threads)
         self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost_model, adaptive)
 
-    def _make_drafter(self):
+    def _make_drafter(self, controllers=None):
         return default_drafter(self.token_map, self.model.special.timestamp_begin, self._prompt_lookup,
-                               self.session_cache)
+                               self.session_cache, controllers)
 
     def transcribe(self, audio, *args, **kwargs):
         self.model.take_stats()  # start this thread's counters afresh

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tokenmap.drafters import FixedDrafter, default_drafter
 from tokenmap.rules import SpecialTokens
-from tokenmap.speculative import AcceptanceController, DecodeStats, decode_window
+from tokenmap.speculative import AcceptanceController, ControllerSet, DecodeStats, decode_window
 
 log = logging.getLogger("tokenmap")
 
@@ -117,19 +117,21 @@ def greedy(eng: Engines, enc, prompt):
 
 
 def speculative(eng: Engines, enc, prompt, token_map):
-    """The product's path: one controller per map, kept across utterances (as a
-    ``tokenmap.WhisperModel`` keeps it across windows), which may send a whole
-    window to plain ``generate`` while drafting does not pay."""
-    controller = eng.controllers.setdefault(id(token_map), RecordingController(eng.cost))
+    """The product's path: one set of per-source controllers per map, kept across
+    utterances (as a ``tokenmap.WhisperModel`` keeps it across windows), which may
+    send a whole window to plain ``generate`` while drafting does not pay."""
+    controllers = eng.controllers.setdefault(id(token_map), ControllerSet(eng.cost, factory=RecordingController))
 
     def run() -> Output:
-        start = len(controller.log)
-        if not controller.use_speculation():
+        start = [len(m.log) for m in controllers.members]
+        if not controllers.use_speculation():
             result = eng.main.generate(enc, [prompt], **GENERATE_KW)[0]
             return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
-        drafter = default_drafter(token_map, eng.special.timestamp_begin)
-        result = decode_window(eng.main, enc, prompt, eng.special, drafter, controller=controller, **GENERATE_KW)
-        return Output(result.tokens, result.stats.as_dict(), controller.log[start:])
+        drafter = default_drafter(token_map, eng.special.timestamp_begin, controllers=controllers)
+        result = decode_window(eng.main, enc, prompt, eng.special, drafter, **GENERATE_KW)
+        log = [entry for m, n in zip(controllers.members, start + [0] * len(controllers.members))
+               for entry in m.log[n:]]
+        return Output(result.tokens, result.stats.as_dict(), log)
     return run
 
 
