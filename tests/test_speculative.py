@@ -186,3 +186,32 @@ def test_controller_gates_whole_windows():
     for _ in range(30):
         c.update(6, 6)
     assert c.use_speculation()
+
+
+def test_each_source_learns_its_own_acceptance():
+    """A failing token map is throttled while prompt lookup keeps drafting."""
+    from tokenmap.cost import DEFAULT
+    from tokenmap.drafters import ChainDrafter
+    from tokenmap.speculative import ControllerSet
+
+    class Always:
+        def __init__(self, tokens):
+            self.tokens = tokens
+
+        def reset(self, history=()):
+            pass
+
+        def draft(self, tokens, limit):
+            return self.tokens[:limit]
+
+    controllers = ControllerSet(DEFAULT)
+    chain = ChainDrafter((Always([1, 2, 3, 4]), Always([7, 8, 9])), controllers)
+    for _ in range(40):  # the first source's drafts are always rejected
+        if chain.draft([], 16)[:1] == [1]:
+            chain.update(4, 0)
+    bad, good = controllers.member(0), controllers.member(1)
+    assert bad.limit() == 0 or bad.p < 0.2
+    assert chain.draft([], 16) == [7, 8, 9]  # falls through to the second source
+    chain.update(3, 3)
+    assert good.p > bad.p
+    assert controllers.use_speculation()  # the second source still pays
