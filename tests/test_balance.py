@@ -1,7 +1,6 @@
 """Budget allocation (tokenmap.balance), divergence helpers, and a small --balance build."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest

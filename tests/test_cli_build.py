@@ -1,7 +1,6 @@
 """`tokenmap build` / `tokenmap inspect` through click's CliRunner."""
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner

@@ -1,8 +1,6 @@
 """Packaged-model assembly: found, verified, atomic, and clear when it fails."""
 
 import hashlib
-import sys
-from pathlib import Path
 
 import pytest
 

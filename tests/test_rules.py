@@ -1,8 +1,6 @@
 """Tests of tokenmap.rules (synthetic logits) and tokenmap.reference (real model)."""
 
 import os
-import shutil
-import subprocess
 
 import numpy as np
 import pytest

@@ -26,7 +26,6 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
-import io
 import json
 import logging
 import os
