@@ -70,3 +70,12 @@ def test_style_flags_change_the_map(tmp_path):
     b = json.loads(run("inspect", raw, "--json", "--prefix", "", "--model", MODEL).output)
     assert a["prefix"]["candidates"][0]["text"] == " Pressure 22.5 bar."
     assert b["prefix"]["candidates"][0]["text"] == " pressure twenty two point five bar"
+
+
+def test_build_creates_the_output_directory(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("Please enter your password.\n" * 3)
+    out = tmp_path / "new" / "dir" / "m.tmap"
+    res = run("build", corpus, "-o", out, "--jobs", 1)
+    assert res.exit_code == 0, res.output
+    assert out.is_file()

@@ -250,8 +250,10 @@ def _resolve(output: Path, force: bool, model: str, tokenizer, cost: CostModel |
     """Check ``output`` and default the tokenizer and the cost model (shared with :mod:`tokenmap.balance`)."""
     if output.exists() and not force:
         raise BuildError(f"{output} already exists (use --force to overwrite it)")
-    if not output.parent.is_dir():
-        raise BuildError(f"{output.parent}: no such directory")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)  # like CTranslate2's converter
+    except OSError as exc:
+        raise BuildError(f"{output.parent}: cannot create the output directory ({exc.strerror or exc})") from None
     if tokenizer is None:
         from tokenmap.textok import TextTokenizer
         tokenizer = TextTokenizer.from_model(model)
