@@ -215,3 +215,15 @@ def test_each_source_learns_its_own_acceptance():
     chain.update(3, 3)
     assert good.p > bad.p
     assert controllers.use_speculation()  # the second source still pays
+
+
+def test_untried_sources_do_not_hold_the_gate_open():
+    from tokenmap.cost import DEFAULT
+    from tokenmap.speculative import ControllerSet
+
+    controllers = ControllerSet(DEFAULT, probe_windows=4)
+    controllers.member(1)  # prompt lookup: never drafted, optimistic prior
+    for _ in range(20):
+        controllers.member(0).update(5, 0)  # the map: always wrong
+    gates = [controllers.use_speculation() for _ in range(12)]
+    assert gates.count(True) == 3  # only the probes

@@ -104,6 +104,7 @@ class AcceptanceController:
         self.probe_windows = probe_windows
         self.margin_ms = margin_ms
         self.kept, self.rejected = prior
+        self.verified = 0  # drafts verified so far
         self._since_draft = 0
         self._plain_windows = 0
 
@@ -144,6 +145,7 @@ class AcceptanceController:
     def update(self, drafted: int, accepted: int) -> None:
         if drafted == 0:
             return
+        self.verified += 1
         self._since_draft = 0
         self.kept = self.decay * self.kept + accepted
         self.rejected = self.decay * self.rejected + (1.0 if accepted < drafted else 0.0)
@@ -171,7 +173,10 @@ class ControllerSet:
         return self.members[index]
 
     def use_speculation(self) -> bool:
-        if not self.members or any(m.best()[1] > m.margin_ms for m in self.members):
+        """Open when a source that has drafted pays; sources that never drafted
+        (their acceptance is still the prior) cannot keep the gate open alone."""
+        tried = [m for m in self.members if m.verified]
+        if not tried or any(m.best()[1] > m.margin_ms for m in tried):
             self._plain_windows = 0
             return True
         self._plain_windows += 1
