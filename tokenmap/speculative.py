@@ -78,6 +78,24 @@ class WindowResult:
     stats: DecodeStats = field(default_factory=DecodeStats)
 
 
+class WindowGate:
+    """Lets a window through when drafting pays, else only every ``probe_windows``-th one."""
+
+    def __init__(self, probe_windows: int):
+        self.probe_windows = probe_windows
+        self._plain = 0
+
+    def decide(self, pays: bool) -> bool:
+        if pays:
+            self._plain = 0
+            return True
+        self._plain += 1
+        if self._plain >= self.probe_windows:
+            self._plain = 0
+            return True
+        return False
+
+
 class AcceptanceController:
     """Decides whether and how far to draft, from the cost curve and the running acceptance.
 
@@ -106,7 +124,7 @@ class AcceptanceController:
         self.kept, self.rejected = prior
         self.verified = 0  # drafts verified so far
         self._since_draft = 0
-        self._plain_windows = 0
+        self._gate = WindowGate(probe_windows)
 
     @property
     def p(self) -> float:
@@ -133,14 +151,7 @@ class AcceptanceController:
 
     def use_speculation(self) -> bool:
         """Whether the next window should be decoded speculatively at all."""
-        if self.best()[1] > self.margin_ms:
-            self._plain_windows = 0
-            return True
-        self._plain_windows += 1
-        if self._plain_windows >= self.probe_windows:
-            self._plain_windows = 0
-            return True
-        return False
+        return self._gate.decide(self.best()[1] > self.margin_ms)
 
     def update(self, drafted: int, accepted: int) -> None:
         if drafted == 0:
@@ -165,7 +176,7 @@ class ControllerSet:
         self.factory = factory
         self.probe_windows = probe_windows
         self.members: list = []
-        self._plain_windows = 0
+        self._gate = WindowGate(probe_windows)
 
     def member(self, index: int):
         while len(self.members) <= index:
@@ -176,14 +187,7 @@ class ControllerSet:
         """Open when a source that has drafted pays; sources that never drafted
         (their acceptance is still the prior) cannot keep the gate open alone."""
         tried = [m for m in self.members if m.verified]
-        if not tried or any(m.best()[1] > m.margin_ms for m in tried):
-            self._plain_windows = 0
-            return True
-        self._plain_windows += 1
-        if self._plain_windows >= self.probe_windows:
-            self._plain_windows = 0
-            return True
-        return False
+        return self._gate.decide(not tried or any(m.best()[1] > m.margin_ms for m in tried))
 
 
 def _rows(logits) -> np.ndarray:
