@@ -119,7 +119,6 @@ class AcceptanceController:
         self.max_len = max_len
         self.decay = decay
         self.probe_every = probe_every
-        self.probe_windows = probe_windows
         self.margin_ms = margin_ms
         self.kept, self.rejected = prior
         self.verified = 0  # drafts verified so far
@@ -174,7 +173,6 @@ class ControllerSet:
     def __init__(self, cost, probe_windows: int = 8, factory=AcceptanceController):
         self.cost = cost
         self.factory = factory
-        self.probe_windows = probe_windows
         self.members: list = []
         self._gate = WindowGate(probe_windows)
 
