@@ -153,10 +153,12 @@ def build_runners(state: RunState, utt: Utterance, mel, enc, greedy_tokens, opti
     prompt = eng.prompt(utt.lang, options.timestamps)
     runners = {"greedy": sysm.greedy(eng, enc, prompt)}
     if "tokenmap" in chosen:
-        runners["tokenmap"] = sysm.speculative(eng, enc, prompt, state.token_map(utt.domain, utt.lang))
+        task = f"{utt.domain}/{utt.lang}"
+        runners["tokenmap"] = sysm.speculative(eng, enc, prompt, state.token_map(utt.domain, utt.lang), task)
         if utt.domain in MISMATCH_FOR:
             runners["tokenmap-mismatch"] = sysm.speculative(eng, enc, prompt,
-                                                            state.token_map(MISMATCH_DOMAIN, utt.lang))
+                                                            state.token_map(MISMATCH_DOMAIN, utt.lang),
+                                                            f"mismatch {task}")
     if "oracle" in chosen:
         runners["oracle"] = sysm.oracle(eng, enc, prompt, greedy_tokens)
     if "distil-spec" in chosen and utt.lang == "en" and eng.draft is not None:

@@ -77,7 +77,7 @@ class Engines:
     d2m: list = field(default_factory=list)
     m2d: list = field(default_factory=list)
     spec_tokens: int = 4
-    controllers: dict = field(default_factory=dict)  # id(token map) -> its controller
+    controllers: dict = field(default_factory=dict)  # session (task) -> its ControllerSet
 
     def prompt(self, lang: str, timestamps: bool) -> list[int]:
         ids = {t: i for i, t in enumerate(self.vocab[self.special.eot:], self.special.eot)}
@@ -116,11 +116,11 @@ def greedy(eng: Engines, enc, prompt):
     return run
 
 
-def speculative(eng: Engines, enc, prompt, token_map):
-    """The product's path: one set of per-source controllers per map, kept across
-    utterances (as a ``tokenmap.WhisperModel`` keeps it across windows), which may
-    send a whole window to plain ``generate`` while drafting does not pay."""
-    controllers = eng.controllers.setdefault(id(token_map), ControllerSet(eng.cost, factory=RecordingController))
+def speculative(eng: Engines, enc, prompt, token_map, session: str = ""):
+    """The product's path: one set of per-source controllers per ``session`` (a
+    task, as one user's ``tokenmap.WhisperModel`` keeps it across windows), which
+    may send a whole window to plain ``generate`` while drafting does not pay."""
+    controllers = eng.controllers.setdefault(session, ControllerSet(eng.cost, factory=RecordingController))
 
     def run() -> Output:
         start = [len(m.log) for m in controllers.members]
