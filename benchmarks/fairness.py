@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 from tokenmap.balance import build_balanced  # noqa: E402
 from tokenmap.bench.metrics import unfairness  # noqa: E402
-from tokenmap.builder import BuildOptions, build_map  # noqa: E402
+from tokenmap.builder import BuildOptions, build_map, draft_passes  # noqa: E402
 from tokenmap.cost import DEFAULT, CostModel  # noqa: E402
 from tokenmap.divergence import cross_entropy, spearman  # noqa: E402
 from tokenmap.mapfile import TokenMap  # noqa: E402
@@ -61,19 +61,11 @@ def replay(tm: TokenMap, seqs: list[list[int]], cost: CostModel, per_utt: int = 
         if k % per_utt == 0:
             greedy += prefill + cost.step_ms  # + end-of-text step
             spec += prefill + cost.step_ms
-        ctx, i = [TokenMap.BOS], 0
-        while i < len(ids):
-            d = tm.draft(ctx)
-            a = 0
-            while a < len(d) and i + a < len(ids) and d[a] == ids[i + a]:
-                a += 1
-            drafts += bool(d)
-            drafted += len(d)
+        for n, a in draft_passes(tm, ids):
+            drafts += n > 0
+            drafted += n
             accepted += a
-            spec += cost.batch(len(d) + 1) if d else cost.step_ms
-            step = min(a + 1, len(ids) - i)
-            ctx.extend(ids[i:i + step])
-            i += step
+            spec += cost.batch(n + 1) if n else cost.step_ms
             passes += 1
         tokens += len(ids)
         greedy += len(ids) * cost.step_ms

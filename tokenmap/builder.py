@@ -207,28 +207,35 @@ def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats
     }
 
 
-def simulate(tm: mapfile.TokenMap, utterances: Sequence[Sequence[int]]) -> dict:
-    """Replay greedy drafting over token sequences (as if the model emitted them).
+def draft_passes(tm: mapfile.TokenMap, ids: Sequence[int]):
+    """Replay greedy drafting over one token sequence, as if the model emitted it.
 
     At each position the decoder asks ``tm.draft([BOS] + emitted)``, accepts
-    the agreeing prefix and gets one token from the model; returns
-    ``{tokens, passes, drafts, drafted, accepted, acceptance, tokens_per_pass}``.
+    the agreeing prefix and gets one token from the model; yields
+    ``(draft length, draft tokens accepted)`` per decoder pass.
     """
+    ctx = [mapfile.TokenMap.BOS]
+    i = 0
+    while i < len(ids):
+        d = tm.draft(ctx)
+        a = 0
+        while a < len(d) and i + a < len(ids) and d[a] == ids[i + a]:
+            a += 1
+        yield len(d), a
+        step = min(a + 1, len(ids) - i)
+        ctx.extend(ids[i:i + step])
+        i += step
+
+
+def simulate(tm: mapfile.TokenMap, utterances: Sequence[Sequence[int]]) -> dict:
+    """:func:`draft_passes` over many utterances; returns
+    ``{tokens, passes, drafts, drafted, accepted, acceptance, tokens_per_pass}``."""
     tokens = passes = drafts = drafted = accepted = 0
     for ids in utterances:
-        ctx = [mapfile.TokenMap.BOS]
-        i = 0
-        while i < len(ids):
-            d = tm.draft(ctx)
-            a = 0
-            while a < len(d) and i + a < len(ids) and d[a] == ids[i + a]:
-                a += 1
-            drafts += bool(d)
-            drafted += len(d)
+        for n, a in draft_passes(tm, ids):
+            drafts += n > 0
+            drafted += n
             accepted += a
-            step = min(a + 1, len(ids) - i)
-            ctx.extend(ids[i:i + step])
-            i += step
             passes += 1
         tokens += len(ids)
     return {"tokens": tokens, "passes": passes, "drafts": drafts, "drafted": drafted, "accepted": accepted,
