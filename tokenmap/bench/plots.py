@@ -15,6 +15,13 @@ from pathlib import Path
 log = logging.getLogger("tokenmap")
 
 
+
+def _save(plt, fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
 def _plt():
     try:
         import matplotlib
@@ -43,10 +50,7 @@ def plot_speedup(plt, tasks: dict, path: Path) -> Path:
     ax.set_ylabel("decoder speed-up vs greedy (×)")
     ax.set_title("Speed-up per domain / language")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_acceptance(plt, by_length: dict, path: Path) -> Path:
@@ -61,10 +65,7 @@ def plot_acceptance(plt, by_length: dict, path: Path) -> Path:
     ax2.set_ylabel("drafts verified")
     ax.set_title("Token map: acceptance vs draft length")
     ax.legend(loc="upper right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_cost(plt, cost: dict, path: Path) -> Path:
@@ -79,10 +80,7 @@ def plot_cost(plt, cost: dict, path: Path) -> Path:
     ax.set_ylabel("ms")
     ax.set_title(f"Cost model: {cost.get('source', '')}"[:70])
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_oracle_fraction(plt, fractions: dict, path: Path) -> Path:
@@ -93,10 +91,7 @@ def plot_oracle_fraction(plt, fractions: dict, path: Path) -> Path:
     ax.set_ylabel("% of the oracle's time saving")
     ax.set_title("(T_greedy - T_map) / (T_greedy - T_oracle)")
     plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def write_plots(result: dict, out: Path) -> list[Path]:
