@@ -122,6 +122,7 @@ class AcceptanceController:
         self.margin_ms = margin_ms
         self.kept, self.rejected = prior
         self.verified = 0  # drafts verified so far
+        self._best = None  # (p, best()) cache
         self._since_draft = 0
         self._gate = WindowGate(probe_windows)
 
@@ -130,14 +131,20 @@ class AcceptanceController:
         return self.kept / (self.kept + self.rejected)
 
     def best(self) -> tuple[int, float]:
-        """(draft length, expected saving in ms) of the best draft at the current ``p``."""
-        p, best, best_gain, expected = self.p, 0, 0.0, 0.0
-        for length in range(1, self.max_len + 1):
-            expected += p ** length
-            gain = self.cost.saving(expected, length)
-            if gain > best_gain:
-                best, best_gain = length, gain
-        return best, best_gain
+        """(draft length, expected saving in ms) of the best draft at the current ``p``.
+
+        Asked at every decoder pass but changed only by :meth:`update`, so cached per ``p``.
+        """
+        p = self.p
+        if self._best is None or self._best[0] != p:
+            best, best_gain, expected = 0, 0.0, 0.0
+            for length in range(1, self.max_len + 1):
+                expected += p ** length
+                gain = self.cost.saving(expected, length)
+                if gain > best_gain:
+                    best, best_gain = length, gain
+            self._best = (p, (best, best_gain))
+        return self._best[1]
 
     def limit(self) -> int:
         """How many tokens to draft at the next pass (0: none)."""
