@@ -57,8 +57,38 @@ def test_previous_hypothesis_drafter():
     assert d.on_previous([ts(0), 1], 2) and not d.on_previous([ts(0), 1], 7)
     # a segment boundary moved: text alignment continues the previous text
     assert d.draft([ts(0), 1, 2, ts(0.6)], 100)[:3] == [ts(0.6), 3, ts(1)]
-    assert d.draft([ts(0), 1, 7], 100) == [3, ts(1), ts(1)]  # substitution guess, cut to realign
+    assert d.draft([ts(0), 1, 7], 100) == [99]  # no alignment after a new token: the fallback
+    sub = PreviousHypothesisDrafter(prev, TS, fallback, realign=3, substitute=True)
+    assert sub.draft([ts(0), 1, 7], 100) == [3, ts(1), ts(1)]  # substitution guess, cut to realign
     assert d.draft([ts(0), 8, 8, 8, 8, 8], 5) == [99]  # nothing fits: the fallback
+
+
+def test_previous_hypothesis_drafter_realigns_after_edits():
+    prev = [ts(0), 1, 2, 3, 4, ts(1), ts(1), 5, 6, 7, ts(2)]
+    d = PreviousHypothesisDrafter(prev, TS)
+    assert d.draft([ts(0), 1, 3], 100) == [4, ts(1), ts(1), 5, 6, 7, ts(2)]  # "2" deleted
+    assert d.draft([ts(0), 1, 2, 9, 3], 100)[:2] == [4, ts(1)]  # "9" inserted: realigned on "3"
+    assert d.draft([ts(0), 1, 2, 9, 9, 3, 4], 100)[:2] == [ts(1), ts(1)]  # on the last 2 tokens
+    # the model closed the segment at 1.2 s: the drafted opening timestamp repeats it
+    assert d.draft([ts(0), 1, 2, 3, 4, ts(1.2)], 100)[:2] == [ts(1.2), 5]
+    assert d.draft([ts(0), 1, 2, 3, 4, ts(1.2), ts(1.2)], 100)[:1] == [5]
+    # a lone token far from where it stood is not an alignment; a realigned ". <|t|>" tail is not drafted
+    assert d.draft([ts(0), 8, 8, 8, 8, 8, 8, 8, 8, 1], 100) == []
+    assert d.draft([ts(0), 1, 2, 3, 4, ts(1), ts(1), 5, 9, 6], 100) == []
+
+
+def test_fallback_is_throttled_by_its_controller():
+    from tokenmap.cost import DEFAULT
+    from tokenmap.speculative import AcceptanceController
+
+    fallback = type("F", (), {"reset": lambda s, h=(): None, "draft": lambda s, t, n: [99] * n})()
+    control = AcceptanceController(DEFAULT)
+    d = PreviousHypothesisDrafter([ts(0), 1], TS, fallback, controller=control)
+    assert d.draft([ts(0), 1], 100)  # beyond the previous hypothesis: the fallback drafts
+    for _ in range(30):
+        d.draft([ts(0), 1], 100)
+        d.update(5, 0)  # and is always rejected
+    assert control.limit() == 0 and d.draft([ts(0), 1], 100) == []
 
 
 def test_biased_accept_is_eq5_on_softmax():

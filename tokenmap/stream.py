@@ -45,7 +45,8 @@ import numpy as np
 
 from .drafters import default_drafter
 from .rules import DISABLED, SpecialTokens, softmax
-from .speculative import decode_window
+from .speculative import AcceptanceController, decode_window
+from .stream_draft import PreviousHypothesisDrafter
 from .stream_metrics import (Segment, StreamMetrics, UpdateRecord, agreed_segments, lcp, mask_display,
                              parse_segments, shift_timestamps)
 
@@ -64,7 +65,8 @@ class StreamOptions:
     plain mask-k (drop the last k tokens from the draft); ``agreement``: hypotheses that must
     agree before a segment commits; ``scratch``: also decode every update from scratch
     (``"generate"`` or ``"reference"``, step-wise greedy) to time and check it; ``decoder``:
-    ``"speculative"``, or ``"reference"`` to decode step-wise only (the non-streaming check);
+    ``"speculative"``, ``"reference"`` to decode step-wise only (the non-streaming check), or
+    ``"generate"`` to re-decode every update from scratch with CTranslate2 (the baseline);
     ``recheck_margin``: see :func:`tokenmap.speculative.decode_window` (int8 near-ties)."""
 
     update_seconds: float = 1.0
@@ -99,10 +101,11 @@ class StreamUpdate:
 class StreamEngine:
     """The fork's Whisper model with what streaming needs: features, tokenizer, special ids, map."""
 
-    def __init__(self, model, special: SpecialTokens, tokenizer, token_map=None):
+    def __init__(self, model, special: SpecialTokens, tokenizer, token_map=None, cost=None):
         from faster_whisper.feature_extractor import FeatureExtractor
 
         self.model, self.special, self.tokenizer, self.token_map = model, special, tokenizer, token_map
+        self.cost = cost  # verify-pass cost curve: throttles the fallback drafter (None: no throttle)
         self.features = FeatureExtractor(feature_size=model.n_mels)
 
     @classmethod
@@ -111,17 +114,19 @@ class StreamEngine:
         import ctranslate2
         from tokenizers import Tokenizer
 
+        from .cost import load_cost_model
         from .engine import default_threads, require_step_api
         from .models import resolve_model
         from .whisper import _load_map
 
         require_step_api()
         model_dir = resolve_model(model)
+        threads = threads or default_threads()
         engine = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
-                                            intra_threads=threads or default_threads())
+                                            intra_threads=threads)
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         return cls(engine, SpecialTokens.from_model_dir(str(model_dir)), tokenizer,
-                   _load_map(token_map, tokenizer))
+                   _load_map(token_map, tokenizer), load_cost_model(model_dir, compute_type, threads))
 
     def token_id(self, token: str) -> int:
         found = self.tokenizer.token_to_id(token)
@@ -139,88 +144,6 @@ class StreamEngine:
 
     def text(self, tokens: Sequence[int]) -> str:
         return self.tokenizer.decode([t for t in tokens if t < self.special.eot])
-
-
-class PreviousHypothesisDrafter:
-    """Drafts the previous hypothesis (Algorithm 1), realigns after a mismatch, then falls back.
-
-    While the tokens so far follow ``previous`` (timestamps may differ in value), it
-    proposes the rest of ``previous``; otherwise it looks the last 2-4 tokens up in
-    ``previous`` and proposes what followed; right after a mismatch it guesses a
-    substitution (the rest of ``previous`` after the replaced tokens); otherwise it
-    asks ``fallback``. Realigned drafts are at most ``realign`` tokens long.
-    """
-
-    def __init__(self, previous: Sequence[int], timestamp_begin: int, fallback=None, realign: int = 12):
-        self.previous, self.realign = list(previous), realign
-        self.ts0 = timestamp_begin
-        self.fallback = fallback
-
-    def reset(self, history: Sequence[int] = ()) -> None:
-        if self.fallback is not None:
-            self.fallback.reset(history)
-
-    def follows(self, tokens: Sequence[int]) -> bool:
-        """True if ``tokens`` is a prefix of ``previous`` (any timestamp matches any timestamp)."""
-        if len(tokens) > len(self.previous):
-            return False
-        return all(a == b or (a >= self.ts0 and b >= self.ts0) for a, b in zip(tokens, self.previous))
-
-    def on_previous(self, tokens: Sequence[int], token: int) -> bool:
-        """True if ``token`` is what the previous hypothesis says comes after ``tokens``."""
-        n = len(tokens)
-        return n < len(self.previous) and self.previous[n] == token and self.follows(tokens)
-
-    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
-        if limit <= 0:
-            return []
-        n, prev = len(tokens), self.previous
-        if n < len(prev) and self.follows(tokens):
-            return prev[n: n + limit]
-        aligned = self._text_aligned(tokens)
-        if aligned:
-            return aligned[:limit]
-        if prev and n >= 2:
-            found = _lookup(prev, list(tokens), min(limit, self.realign))
-            if found:
-                return found
-        if n < len(prev) and n - self._diverged(tokens) <= 2:  # just diverged: guess a substitution
-            return prev[n: n + min(limit, self.realign)]
-        return self.fallback.draft(tokens, limit) if self.fallback is not None else []
-
-    def _text_aligned(self, tokens: Sequence[int]) -> list[int]:
-        """The rest of ``previous`` when the text so far (timestamps ignored) is a prefix of its text.
-
-        Segment boundaries move as the buffer grows; after a closing timestamp the usual
-        opening one (same time) comes first.
-        """
-        ts0, prev = self.ts0, self.previous
-        text = [t for t in tokens if t < ts0]
-        positions = [i for i, t in enumerate(prev) if t < ts0]
-        if not text or len(text) >= len(positions) or [prev[i] for i in positions[: len(text)]] != text:
-            return []
-        rest = prev[positions[len(text) - 1] + 1:]
-        if tokens[-1] >= ts0:  # after a timestamp: continue with text
-            rest = prev[positions[len(text)]:]
-            if len(tokens) >= 2 and tokens[-2] < ts0:  # it closed a segment: open the next one
-                rest = [tokens[-1]] + rest
-        return rest
-
-    def _diverged(self, tokens: Sequence[int]) -> int:
-        for i, (a, b) in enumerate(zip(tokens, self.previous)):
-            if a != b and not (a >= self.ts0 and b >= self.ts0):
-                return i
-        return min(len(tokens), len(self.previous))
-
-
-def _lookup(prev: list[int], tokens: list[int], limit: int) -> list[int]:
-    """What follows the latest occurrence in ``prev`` of the last 4, 3 or 2 ``tokens``."""
-    for n in range(min(4, len(tokens)), 1, -1):
-        tail = tokens[-n:]
-        for i in range(len(prev) - n - 1, -1, -1):
-            if prev[i: i + n] == tail:
-                return prev[i + n: i + n + limit]
-    return []
 
 
 def biased_accept(beta: float, drafter: PreviousHypothesisDrafter):
@@ -267,6 +190,8 @@ class StreamTranscriber:
         self.history: list[list[Segment]] = []  # earlier hypotheses' segments, same buffer start
         self.metrics = StreamMetrics()
         self.finished = False
+        cost = getattr(engine, "cost", None)
+        self._controller = AcceptanceController(cost) if cost is not None else None  # the fallback's
 
     @property
     def audio_end(self) -> float:
@@ -345,8 +270,12 @@ class StreamTranscriber:
 
             r = greedy_decode(e.model, enc, prompt, e.special, **KW)
             return _Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score)
+        if self.options.decoder == "generate":
+            g = e.model.generate(enc, [prompt], **KW)[0]
+            return _Decoded(list(g.sequences_ids[0]), time.perf_counter() - t, g.no_speech_prob,
+                            float(g.scores[0]))  # the same length-normalised score decode_window returns
         fallback = default_drafter(e.token_map, self.ts0)
-        drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback)
+        drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback, controller=self._controller)
         history = prompt[1: e.special.sot_index(prompt)]
         r = decode_window(e.model, enc, prompt, e.special, drafter, history=history,
                           accept=biased_accept(self.options.beta, drafter),
