@@ -2,6 +2,11 @@
 
     .venv/bin/python -m pytest benchmarks/bench_map.py --benchmark-enable -q     # lookup, load, 100k build, bridges
     .venv/bin/python benchmarks/bench_map.py --sentences 1000000                # 1M build: time and peak RSS
+    /usr/bin/time -v .venv/bin/python benchmarks/bench_map.py --sentences 250000  # RSS vs corpus size
+
+Peak RSS is the largest single process (main, tokenizer or counting
+worker); counting streams (:mod:`tokenmap.counting`), so it grows with the
+distinct n-grams, not with the sentences.
 
 Corpora come from ``corpora/generate.py`` (domain "maintenance") when it is
 there, else from :func:`tokenmap.corpus.synthetic_corpus`.
@@ -163,7 +168,7 @@ def main(argv=None) -> int:
     rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     print(f"{args.sentences} sentences, {result.tokens} tokens: built in {wall:.1f} s, "
           f"peak RSS {rss / 1024:.0f} MiB (largest process), {result.size_bytes / 1e6:.2f} MB, "
-          f"{result.keys} keys, {result.candidates} candidates")
+          f"{result.keys} keys, {result.candidates} candidates ({result.merged} near-duplicates merged)")
     return 0
 
 

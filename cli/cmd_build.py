@@ -50,6 +50,8 @@ class _Bar:
               help="Candidates kept per key.")
 @click.option("--max-draft-len", default=16, show_default=True, type=click.IntRange(1, 64),
               help="Longest draft in tokens.")
+@click.option("--merge-near-duplicates/--no-merge-near-duplicates", default=True, show_default=True,
+              help="Merge candidates of a key that differ only in their first token.")
 @click.option("--text-column", default="text", show_default=True, help="Text column of .csv/.tsv inputs.")
 @click.option("--style-bridge/--no-style-bridge", default=True, show_default=True,
               help="Rewrite lines in Whisper's style (capital, final period, digits).")
@@ -61,8 +63,8 @@ class _Bar:
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("--balance", is_flag=True,
               help="One map over all tasks (domain/lang), budget shared by excess divergence D_T - D_min.")
-def build(corpus, output, model, max_order, min_count, max_candidates, max_draft_len, text_column,
-          style_bridge, capitalize, final_period, digits, add_raw, jobs, force, balance):
+def build(corpus, output, model, max_order, min_count, max_candidates, max_draft_len, merge_near_duplicates,
+          text_column, style_bridge, capitalize, final_period, digits, add_raw, jobs, force, balance):
     """Build a token map from domain transcripts (.txt, .jsonl, .csv, .tsv, dirs, .gz)."""
     from tokenmap.builder import BuildError, BuildOptions, build_map
     from tokenmap.corpus import CorpusError
@@ -72,8 +74,8 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
 
     style = StyleOptions(capitalize, final_period, digits) if style_bridge else NO_BRIDGE
     options = BuildOptions(max_order=max_order, min_count=min_count, max_candidates=max_candidates,
-                           max_draft_len=max_draft_len, style=style, add_raw=add_raw, text_column=text_column,
-                           jobs=jobs)
+                           max_draft_len=max_draft_len, merge_near_duplicates=merge_near_duplicates, style=style,
+                           add_raw=add_raw, text_column=text_column, jobs=jobs)
     bar = _Bar()
     try:
         if balance:
@@ -87,7 +89,8 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
     bar.close()
     skipped = sum(v for k, v in result.skipped.items() if k != "empty")
     click.echo(f"wrote {result.path}: {result.size_bytes / 1e6:.2f} MB, {result.keys} keys "
-               f"(per order {', '.join(map(str, result.keys_per_order))}), {result.candidates} candidates")
+               f"(per order {', '.join(map(str, result.keys_per_order))}), {result.candidates} candidates"
+               + (f", {result.merged} near-duplicates merged" if merge_near_duplicates and not balance else ""))
     click.echo(f"corpus: {result.utterances} utterances, {result.tokens} tokens"
                + (f", {skipped} lines skipped" if skipped else "") + f"; built in {result.seconds:.1f} s")
     cov = result.coverage

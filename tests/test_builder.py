@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenmap import ngrams
+from tokenmap import counting, ngrams
 from tokenmap.builder import BuildError, BuildOptions, build_map, simulate
 from tokenmap.corpus import synthetic_corpus
 from tokenmap.cost import CostModel
@@ -56,7 +56,7 @@ def test_determinism_byte_identical(tmp_path, corpus, tok, monkeypatch):
 
 def test_parallel_equals_serial(tmp_path, corpus, tok, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
-    monkeypatch.setattr(ngrams, "PARALLEL_MIN_TOKENS", 0)
+    monkeypatch.setattr(counting, "PARALLEL_MIN_TOKENS", 0)
     a = _build(corpus, tmp_path / "a.tmap", tok)
     b = build_map([corpus], tmp_path / "b.tmap", tokenizer=tok, model=str(MODEL), options=BuildOptions(jobs=2))
     assert Path(a.path).read_bytes() == Path(b.path).read_bytes()

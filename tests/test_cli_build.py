@@ -79,3 +79,17 @@ def test_build_creates_the_output_directory(tmp_path):
     res = run("build", corpus, "-o", out, "--jobs", 1)
     assert res.exit_code == 0, res.output
     assert out.is_file()
+
+
+def test_issue_command_on_the_maintenance_corpus(tmp_path, monkeypatch):
+    """Issue 3's "done when": `tokenmap build corpora/maintenance/train.txt -o maint.tmap`, then inspect."""
+    from pathlib import Path
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    out = tmp_path / "maint.tmap"
+    res = run("build", "corpora/maintenance/train.txt", "-o", out, "--model", MODEL)
+    assert res.exit_code == 0, res.output
+    assert "20000 utterances" in res.output and "near-duplicates merged" in res.output
+    info = json.loads(run("inspect", out, "--json").output)
+    assert info["languages"] == {"en": 20000} and info["domains"] == {"maintenance": 20000}
+    text = run("inspect", out, "--prefix", "Tyre pressure front", "--model", MODEL)
+    assert text.exit_code == 0 and "candidate(s)" in text.output

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -86,3 +87,29 @@ def test_directory_walk_skips_held_out_test_files(tmp_path):
     (d / "test.tsv").write_text("a\tPump 3 checked.\n")
     assert [p.name for p in expand_paths([tmp_path])] == ["train.txt"]
     assert [p.name for p in expand_paths([d / "test.txt"])] == ["test.txt"]  # explicit: allowed
+
+
+def test_directory_walk_reads_each_file_once(tmp_path):
+    """Links to a file already listed are dropped (corpora/maintenance/train.txt -> en/train.txt)."""
+    from tokenmap.corpus import expand_paths
+    d = tmp_path / "maintenance"
+    (d / "en").mkdir(parents=True)
+    (d / "en" / "train.txt").write_text("Pump 1 checked.\nValve 2 replaced.\n")
+    (d / "en" / "test.txt").write_text("Pump 2 checked.\n")
+    (d / "train.txt").symlink_to(Path("en") / "train.txt")
+    (d / "test.txt").symlink_to(Path("en") / "test.txt")
+    (d / "heldout.txt").symlink_to(Path("en") / "test.txt")  # a link to a test file is held out too
+    assert [p.relative_to(d).as_posix() for p in expand_paths([d])] == ["en/train.txt"]
+    utts, stats = _read([d, d / "train.txt"])
+    assert len(utts) == 2 and stats.utterances == 2
+    utts, _ = _read([d / "train.txt"])  # the link alone: domain and language from its target
+    assert {(u.domain, u.lang) for u in utts} == {("maintenance", "en")}
+
+
+def test_repository_maintenance_links():
+    from tokenmap.corpus import expand_paths
+    root = Path(__file__).resolve().parents[1] / "corpora" / "maintenance"
+    assert (root / "train.txt").resolve() == (root / "en" / "train.txt").resolve()
+    assert (root / "test.txt").resolve() == (root / "en" / "test.txt").resolve()
+    names = [p.relative_to(root).as_posix() for p in expand_paths([root])]
+    assert names == ["en/train.txt", "en/train_written.txt", "es/train.txt", "fr/train.txt"]

@@ -94,14 +94,28 @@ def _kind(path: Path) -> tuple[str | None, bool]:
     return (KINDS.get(suffixes[-1]) if suffixes else None), gz
 
 
+def _held_out(path: Path) -> bool:
+    """A ``test*`` file, or a link to one (held-out splits never enter a map from a directory walk)."""
+    return path.name.lower().startswith("test") or path.resolve().name.lower().startswith("test")
+
+
 def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """Files named by ``paths`` (directories walked, sorted), errors for missing ones."""
+    """Files named by ``paths`` (directories walked, sorted), errors for missing ones.
+
+    Each file is read once: a second path to the same file (a symbolic link
+    such as ``corpora/maintenance/train.txt -> en/train.txt``, or a file named
+    twice) is dropped.  A directory walk skips ``test*`` files and links to them.
+
+    >>> [str(p) for p in expand_paths(["corpora/maintenance"])]   # doctest: +SKIP
+    ['corpora/maintenance/en/train.txt', 'corpora/maintenance/en/train_written.txt',
+     'corpora/maintenance/es/train.txt', 'corpora/maintenance/fr/train.txt']
+    """
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and _kind(p)[0])
-            held_out = [p for p in found if p.name.lower().startswith("test")]
+            held_out = [p for p in found if _held_out(p)]
             if held_out:  # held-out splits never enter a map unless named one by one
                 log.info("%s: skipping %d held-out file(s) named test*", path, len(held_out))
                 found = [p for p in found if p not in held_out]
@@ -112,7 +126,21 @@ def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
             files.append(path)
         else:
             raise CorpusError(f"{path}: no such file or directory")
-    return files
+    return _dedupe(files)
+
+
+def _dedupe(files: list[Path]) -> list[Path]:
+    """``files`` without later paths to a file already listed (same real path)."""
+    seen: dict[str, Path] = {}
+    out = []
+    for p in files:
+        real = os.path.realpath(p)
+        if real in seen:
+            log.info("%s: same file as %s, read once", p, seen[real])
+            continue
+        seen[real] = p
+        out.append(p)
+    return out
 
 
 def default_domain_lang(path: Path) -> tuple[str, str]:

@@ -1,181 +1,27 @@
-"""Counting frequent n-grams and choosing draft candidates (the core of the builder).
+"""Choosing draft candidates from counted n-grams (the core of the builder's prune step).
 
-Counting is level by level (apriori): level m holds the m-grams whose count
-reaches ``min_count``; only their positions are extended to m + 1.  Keys are
-exact: an m-gram is ``(row of its (m-1)-gram prefix, last token)`` packed in
-a ``uint64``, so no hash collision can merge two n-grams.  The stream can be
-split by first token into independent partitions (:func:`count_partition`),
-one per core.
+Counting lives in :mod:`tokenmap.counting` (re-exported here: :func:`count_levels`,
+:class:`Level`, :class:`TokenFile`).  For every key (a frequent context of
+1..N tokens) :func:`select_candidates` walks the trie of its continuations,
+one branch per frequent next token, cuts each draft where its expected
+saving peaks (:class:`tokenmap.cost.CostModel`), merges near-duplicate
+branches (:func:`near_duplicates`) and keeps the best ``max_candidates``.
 
 Example::
 
     >>> tok = np.array([9, 1, 2, 3, 10, 9, 1, 2, 4, 10], dtype=np.uint32)   # BOS=9, SEP=10
     >>> levels = count_levels(tok, sep=10, min_count=2, max_len=4)
-    >>> [len(lv.token) for lv in levels]        # 1-grams 9,1,2; 2-grams (9 1),(1 2); 3-gram (9 1 2)
-    [3, 2, 1]
+    >>> ranked_children(len(levels[1].token), levels[2], 1)[0].tolist()   # 2-grams (1 2), (9 1): best child
+    [-1, 0]
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 
 from tokenmap import mapfile
 from tokenmap.cost import CostModel
-
-
-@dataclass(frozen=True)
-class Level:
-    """Frequent m-grams of one length m, sorted by (parent, token).
-
-    ``parent`` int64 [S] row in level m-1 (-1 for m = 1), ``token`` uint32 [S],
-    ``count`` int64 [S] corpus occurrences.
-    """
-
-    parent: np.ndarray
-    token: np.ndarray
-    count: np.ndarray
-
-
-# -- 3. count ----------------------------------------------------------------
-def count_levels(tok: np.ndarray, sep: int, min_count: int, max_len: int, jobs: int = 1) -> list[Level]:
-    """Frequent m-grams (m = 1..max_len) of a ``BOS ... SEP`` stream (apriori).
-
-    ``tok`` uint32 [T]; m-grams never contain ``sep``.  Level 0 of the result
-    holds the unigrams (``token`` = the id itself), level m-1 the m-grams.
-    With ``jobs > 1`` the start positions are split by first token into
-    ``jobs`` partitions counted in forked processes; the result is identical.
-    """
-    counts = np.bincount(tok, minlength=sep + 1)
-    counts[sep] = 0
-    uni_tokens = np.flatnonzero(counts >= min_count).astype(np.uint32)
-    lut = np.full(len(counts), -1, dtype=np.int64)
-    lut[uni_tokens] = np.arange(len(uni_tokens))
-    levels = [Level(np.full(len(uni_tokens), -1, dtype=np.int64), uni_tokens, counts[uni_tokens].astype(np.int64))]
-    jobs = max(1, min(jobs, len(uni_tokens)))
-    if jobs == 1 or len(tok) < PARALLEL_MIN_TOKENS:
-        parts = [count_partition(tok, lut, np.ones(len(uni_tokens), dtype=bool), sep, min_count, max_len)]
-    else:
-        parts = _count_parallel(tok, lut, levels[0].count, sep, min_count, max_len, jobs)
-    return levels + _merge_partitions(parts)
-
-
-def count_partition(tok: np.ndarray, lut: np.ndarray, member: np.ndarray, sep: int, min_count: int,
-                    max_len: int) -> list[Level]:
-    """Levels 2..max_len for the positions whose first token's unigram row is in ``member``.
-
-    ``lut`` maps a token id to its unigram row (-1 = rare); parents of the
-    2-grams are unigram rows, deeper parents are rows local to this partition.
-    """
-    idx = np.int32 if len(tok) < 2**31 - 64 else np.int64  # halves memory on corpora < 2**31 tokens
-    ids = lut.astype(np.int32)[tok]
-    sel = ids >= 0
-    sel[sel] = member[ids[sel]]
-    act = np.flatnonzero(sel).astype(idx)
-    del sel
-    ids = ids[act]
-    tbits = int(sep).bit_length()
-    out: list[Level] = []
-    for m in range(2, max_len + 1):
-        nxt_pos = act + (m - 1)
-        ok = nxt_pos < len(tok)
-        act, ids, nxt_pos = act[ok], ids[ok], nxt_pos[ok]
-        nxt = tok[nxt_pos]
-        ok = nxt != sep
-        act, ids, nxt = act[ok], ids[ok], nxt[ok]
-        if not len(act):
-            break
-        level, act, ids = _extend(act, ids, nxt, min_count, tbits)
-        if level is None:
-            break
-        out.append(level)
-    return out
-
-
-_SHARED: dict = {}
-PARALLEL_MIN_TOKENS = 1_000_000
-
-
-def _partition_worker(k: int) -> list[Level]:
-    s = _SHARED
-    return count_partition(s["tok"], s["lut"], s["parts"] == k, s["sep"], s["min_count"], s["max_len"])
-
-
-def _count_parallel(tok, lut, uni_counts, sep, min_count, max_len, jobs) -> list[list[Level]]:
-    """Balance unigrams over ``jobs`` partitions by count and count them in forked workers."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    parts = np.zeros(len(uni_counts), dtype=np.int64)
-    load = [0] * jobs
-    for row in np.argsort(-uni_counts, kind="stable").tolist():  # heaviest first, to the lightest part
-        k = load.index(min(load))
-        parts[row] = k
-        load[k] += int(uni_counts[row])
-    _SHARED.update(tok=tok, lut=lut, parts=parts, sep=sep, min_count=min_count, max_len=max_len)
-    try:
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
-            return list(pool.map(_partition_worker, range(jobs)))
-    finally:
-        _SHARED.clear()
-
-
-def _merge_partitions(parts: list[list[Level]]) -> list[Level]:
-    """Concatenate per-partition levels, shifting parent rows (partition-local from level 3)."""
-    merged: list[Level] = []
-    depth = max((len(p) for p in parts), default=0)
-    prev_sizes = None
-    for j in range(depth):
-        chunks = [p[j] for p in parts if j < len(p)]
-        sizes = [len(p[j].token) if j < len(p) else 0 for p in parts]
-        parents = []
-        for k, p in enumerate(parts):
-            if j < len(p):
-                shift = 0 if j == 0 else sum(prev_sizes[:k])
-                parents.append(p[j].parent + shift)
-        merged.append(Level(np.concatenate(parents), np.concatenate([c.token for c in chunks]),
-                            np.concatenate([c.count for c in chunks])))
-        prev_sizes = sizes
-    return merged
-
-
-def _extend(act: np.ndarray, ids: np.ndarray, nxt: np.ndarray, min_count: int, tbits: int):
-    """Count the keys ``(ids, nxt)`` of the active positions; keep the frequent ones.
-
-    Sorts one packed ``uint64`` (parent id | token | row) when it fits in 64
-    bits (3x faster than ``argsort``).  Returns ``(Level | None, act, ids)``.
-    """
-    n = len(act)
-    pbits = max(1, int(ids.max()).bit_length())
-    ibits = max(1, (n - 1).bit_length())
-    u64 = np.uint64
-    if pbits + tbits + ibits <= 64:
-        packed = (ids.astype(u64) << u64(tbits + ibits)) | (nxt.astype(u64) << u64(ibits))
-        packed |= np.arange(n, dtype=u64)
-        packed.sort()
-        perm = (packed & u64((1 << ibits) - 1)).astype(np.int32 if ibits < 31 else np.int64)
-        packed >>= u64(ibits)
-        keys = packed
-    else:  # pragma: no cover - needs > 2**40 positions or ids
-        keys = (ids.astype(u64) << u64(tbits)) | nxt.astype(u64)
-        perm = np.argsort(keys, kind="stable")
-        keys = keys[perm]
-    first = np.empty(n, dtype=bool)
-    first[0] = True
-    np.not_equal(keys[1:], keys[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    cnt = np.diff(np.append(starts, n))
-    survive = cnt >= min_count
-    if not survive.any():
-        return None, act[:0], ids[:0]
-    group = np.cumsum(first, dtype=np.int64) - 1
-    pos_keep = survive[group]
-    new_id = (np.cumsum(survive) - 1).astype(np.int32 if len(survive) < 2**31 else np.int64)
-    kept = keys[starts[survive]]
-    level = Level((kept >> u64(tbits)).astype(np.int64), (kept & u64((1 << tbits) - 1)).astype(np.uint32),
-                  cnt[survive].astype(np.int64))
-    return level, act[perm[pos_keep]], new_id[group[pos_keep]]
+from tokenmap.counting import CHUNK_TOKENS, Level, TokenFile, child_rank, count_levels  # noqa: F401  (re-exported)
 
 
 def ranked_children(parent_level_size: int, child: Level, ranks: int) -> np.ndarray:
@@ -186,14 +32,10 @@ def ranked_children(parent_level_size: int, child: Level, ranks: int) -> np.ndar
     out = np.full((ranks, parent_level_size), -1, dtype=np.int64)
     if not len(child.parent):
         return out
-    order = np.lexsort((-child.count, child.parent))
-    parents = child.parent[order]
-    starts = np.flatnonzero(np.r_[True, parents[1:] != parents[:-1]])
-    group_start = np.repeat(starts, np.diff(np.r_[starts, len(parents)]))
-    rank = np.arange(len(parents)) - group_start
+    rank = child_rank(child)
     for r in range(ranks):
-        sel = rank == r
-        out[r, parents[sel]] = order[sel]
+        rows = np.flatnonzero(rank == r)
+        out[r, child.parent[rows]] = rows
     return out
 
 
@@ -239,28 +81,108 @@ def _walk(levels: list[Level], best: list[np.ndarray], n: int, first: np.ndarray
     return tokens, pick + 1, expected[rows, pick], saving[rows, pick]
 
 
-def select_candidates(levels: list[Level], options, cost: CostModel, bos: int) -> dict[str, np.ndarray]:
+#: keys walked at a time (bounds the walk's float64 [keys, depth] temporaries)
+WALK_BLOCK = 1 << 15
+
+
+def _walk_branches(levels: list[Level], best: list[np.ndarray], n: int, firsts: np.ndarray, key_count: np.ndarray,
+                   cost: CostModel, max_len: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_walk` for every branch (``firsts`` [R, K]) in blocks of :data:`WALK_BLOCK` keys.
+
+    Returns ``tokens`` uint32 [R, K, D], ``length`` int64 [R, K], ``expected`` and ``saving`` float64 [R, K].
+    """
+    ranks, k = firsts.shape
+    depth = max(1, min(max_len, len(levels) - n))
+    tokens = np.empty((ranks, k, depth), dtype=np.uint32)
+    length = np.empty((ranks, k), dtype=np.int64)
+    expected, saving = np.empty((ranks, k)), np.empty((ranks, k))
+    for a in range(0, k, WALK_BLOCK):
+        b = min(k, a + WALK_BLOCK)
+        for r in range(ranks):
+            tokens[r, a:b], length[r, a:b], expected[r, a:b], saving[r, a:b] = _walk(
+                levels, best, n, firsts[r, a:b], key_count[a:b], cost, max_len)
+    return tokens, length, expected, saving
+
+
+def near_duplicates(tokens: np.ndarray, lengths: np.ndarray, savings: np.ndarray, keep: int) -> tuple[np.ndarray, int]:
+    """Merge near-duplicate candidates of each key; returns ``(savings, merged)``.
+
+    ``tokens`` [R, K, D], ``lengths`` and ``savings`` [R, K] hold the
+    candidates of K keys, branch by branch (branch r starts at the r-th most
+    frequent next token, so two candidates of a key always differ in their
+    first token).  Two candidates are *near-duplicates* when that is their only
+    difference over the shorter one's length, at least 2 tokens (e.g. after
+    "Pump" the drafts " 3 inspected." and " 4 inspected" differ only in the
+    number).  Best saving first, a candidate that nearly duplicates a better
+    kept one is merged into it: dropped (its saving becomes ``-inf``) and
+    counted in ``merged``.  The kept one's expected saving is not raised by the
+    merged one's occurrences: verification is exact, so where the merged
+    branch occurs the kept draft is rejected at its first token.  The freed
+    slots go to the branches ``r >= keep`` (best saving first, themselves not
+    near-duplicates); without merges the result equals the first ``keep``
+    branches'.
+
+    >>> t = np.array([[[5, 7, 8]], [[6, 7, 8]], [[4, 9, 9]]], dtype=np.uint32)
+    >>> sav, merged = near_duplicates(t, np.array([[3], [2], [3]]), np.array([[9.0], [4.0], [2.0]]), keep=2)
+    >>> sav[:, 0].tolist(), merged        # branch 1 merged into branch 0, branch 2 takes its slot
+    ([9.0, -inf, 2.0], 1)
+    """
+    r_all, k = savings.shape
+    tail = np.arange(1, tokens.shape[2])[None, :]
+    near = np.zeros((r_all, r_all, k), dtype=bool)  # branch pairs, symmetric
+    for i in range(r_all):
+        for j in range(i + 1, r_all):
+            short = np.minimum(lengths[i], lengths[j])
+            same = ((tokens[i][:, 1:] == tokens[j][:, 1:]) | (tail >= short[:, None])).all(axis=1)
+            near[i, j] = near[j, i] = same & (short >= 2)
+    order = np.argsort(-savings, axis=0, kind="stable")  # [R, K]: slot -> branch, best saving first
+    cols = np.arange(k)
+    ssav = savings[order, cols]
+    alive = ssav > 0
+    dup = np.zeros_like(alive)
+    for s in range(1, r_all):
+        for t in range(s):
+            dup[s] |= alive[t] & ~dup[t] & near[order[t], order[s], cols]
+    extra = order >= keep
+    merged = alive & dup & ~extra
+    freed = merged.sum(axis=0)
+    kept = alive & ~dup
+    kept &= ~extra | (np.cumsum(kept & extra, axis=0) <= freed[None, :])
+    out = np.full_like(savings, -np.inf)
+    out[order, cols] = np.where(kept, ssav, -np.inf)
+    return out, int(merged.sum())
+
+
+def select_candidates(levels: list[Level], options, cost: CostModel, bos: int,
+                      report: dict | None = None) -> dict[str, np.ndarray]:
     """Keys (orders 1..N) and their ranked, pruned candidates as map arrays.
 
     A key is stored when it has a candidate, or (order >= 2) when its
     (n-1)-token suffix has one: then ``draft`` returns ``[]`` there instead of
-    backing off to a shorter, misleading context.
+    backing off to a shorter, misleading context.  With
+    ``options.merge_near_duplicates`` one more branch per key is walked and
+    :func:`near_duplicates` merges; ``report["merged"]`` gets their number.
+    Levels deeper than N + 1 need only their most frequent children
+    (``count_levels(full_len=N, branches=branches_needed(options))``).
     """
     n_max = min(options.max_order, len(levels))
-    ranks = options.max_candidates
-    children = [ranked_children(len(levels[m].token), levels[m + 1], ranks) for m in range(len(levels) - 1)]
+    keep = options.max_candidates
+    ranks = branches_needed(options)
+    children = [ranked_children(len(levels[m].token), levels[m + 1], ranks if m < n_max else 1)
+                for m in range(len(levels) - 1)]
     best = [c[0] for c in children]
-    blocks, has_cand_prev, hashes_prev = [], None, None
+    blocks, has_cand_prev, hashes_prev, merged = [], None, None, 0
     for n in range(1, n_max + 1):
         lv = levels[n - 1]
         ktok = key_tokens(levels, n)
         ktok[ktok == bos] = mapfile.TokenMap.BOS
         kcount = lv.count
-        cands = []
-        for r in range(ranks):
-            first = children[n - 1][r] if n - 1 < len(children) else np.full(len(kcount), -1, dtype=np.int64)
-            cands.append(_walk(levels, best, n, first, kcount, cost, options.max_draft_len))
-        savings = np.stack([c[3] for c in cands], axis=1)  # [K, ranks]
+        firsts = children[n - 1] if n - 1 < len(children) else np.full((ranks, len(kcount)), -1, dtype=np.int64)
+        cands = _walk_branches(levels, best, n, firsts, kcount, cost, options.max_draft_len)
+        savings = cands[3].T  # [K, ranks]
+        if ranks > keep:
+            sav_t, m = near_duplicates(cands[0], cands[1], cands[3], keep)
+            savings, merged = sav_t.T, merged + m
         has_cand = savings.max(axis=1) > 0
         hashes = mapfile.key_hash_rows(ktok)
         store = has_cand.copy()
@@ -273,7 +195,14 @@ def select_candidates(levels: list[Level], options, cost: CostModel, bos: int) -
         hashes_prev, has_cand_prev = hashes[order], has_cand[order]
         rows = order[store[order]]
         blocks.append((n, rows, hashes[rows], ktok[rows], kcount[rows], cands, savings[rows]))
+    if report is not None:
+        report["merged"] = merged
     return _assemble(blocks, n_max, options)
+
+
+def branches_needed(options) -> int:
+    """Branches walked per key: ``max_candidates``, plus one to refill merged slots."""
+    return options.max_candidates + (1 if getattr(options, "merge_near_duplicates", False) else 0)
 
 
 def _assemble(blocks: list, n_max: int, options) -> dict[str, np.ndarray]:
@@ -293,11 +222,10 @@ def _assemble(blocks: list, n_max: int, options) -> dict[str, np.ndarray]:
         key_idx, slot = np.nonzero(valid)  # row-major: keys in order, candidates best first
         r = rank_order[key_idx, slot]
         src = rows[key_idx]
-        tokens = np.stack([c[0] for c in cands])  # [ranks, K, D]
-        lengths = np.stack([c[1] for c in cands])
+        tokens, lengths, expected, saving = cands  # [ranks, K, D], [ranks, K] x 3
         cand_len.append(lengths[r, src])
-        cand_exp.append(np.stack([c[2] for c in cands])[r, src])
-        cand_sav.append(np.stack([c[3] for c in cands])[r, src])
+        cand_exp.append(expected[r, src])
+        cand_sav.append(saving[r, src])
         sel = tokens[r, src]  # [C_n, D]
         mask = np.arange(sel.shape[1])[None, :] < cand_len[-1][:, None]
         cand_tok_chunks.append(sel[mask])
