@@ -2,9 +2,10 @@
 
 Every update re-decodes the whole buffer (at most 30 s). The previous update's
 hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding
-paper): it is verified in one decoder pass and usually survives up to the
-last word or two, so only the new tail is decoded step by step; beyond the
-previous hypothesis the token map (or prompt lookup) drafts as usual.
+paper): it is verified in one decoder pass, realigned to the output after
+each mismatch (:mod:`tokenmap.stream_draft`), so mostly only the new tail is
+decoded step by step; beyond the previous hypothesis the token map (or
+prompt lookup) drafts, throttled by its own acceptance controller.
 
 Commit policy (LocalAgreement-2 over whole segments, segment-end trimming):
 Whisper splits the buffer into timestamped segments. A leading segment is
