@@ -213,6 +213,7 @@ def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats
         "fingerprint": tokenizer.fingerprint,
         "family": tokenizer.family,
         "vocab_size": tokenizer.vocab_size,
+        "tokenizer_repairs": list(getattr(tokenizer, "repairs", [])),  # BPE merges restored (textok.repair_merges)
         "model": model,
         "order": options.max_order,
         "params": params,

@@ -33,6 +33,44 @@ class TokenizerError(RuntimeError):
     """The tokenizer could not be found or loaded (one-line message)."""
 
 
+def repair_merges(spec: dict) -> list[str]:
+    """Restore BPE merges missing from a ``tokenizer.json`` dict (in place); return them.
+
+    In a GPT-2-style byte-level vocabulary, token ``i >= 256`` is made by merge
+    rank ``i - 256``. Some Whisper ``tokenizer.json`` files (e.g. the one of
+    faster-whisper's ``base``) lost the first merge, ``"Ġ t"``, so ``" the"``
+    encodes as ``[220, 3322]`` while Whisper itself emits ``[264]``; a map built
+    from that would draft tokens the model never produces. A token with no
+    merge that yields it gets one back at its rank.
+
+    >>> vocab = {"a": 0, "b": 1, "c": 2, "ab": 256, "bc": 257}
+    >>> spec = {"model": {"type": "BPE", "vocab": vocab, "merges": ["b c"]}}
+    >>> repair_merges(spec), spec["model"]["merges"]
+    (['a b'], ['a b', 'b c'])
+    """
+    model = spec.get("model") or {}
+    merges, vocab = model.get("merges"), model.get("vocab")
+    if model.get("type") != "BPE" or not merges or not isinstance(vocab, dict):
+        return []
+    as_pairs = not isinstance(merges[0], str)
+    pairs = [tuple(m) if as_pairs else tuple(m.split(" ", 1)) for m in merges]
+    made = {a + b for a, b in pairs}
+    added = {t["id"] for t in spec.get("added_tokens", [])}
+    missing = sorted((i, t) for t, i in vocab.items() if i >= 256 and i not in added and len(t) > 1
+                     and t not in made)
+    restored = []
+    for i, token in missing:
+        split = next(((token[:k], token[k:]) for k in range(1, len(token))
+                      if token[:k] in vocab and token[k:] in vocab), None)
+        if split is None or i - 256 > len(pairs):
+            continue
+        pairs.insert(i - 256, split)
+        restored.append(" ".join(split))
+    if restored:
+        model["merges"] = [list(p) for p in pairs] if as_pairs else [" ".join(p) for p in pairs]
+    return restored
+
+
 def model_dir_for(name_or_path: str | os.PathLike) -> Path:
     """Return the model directory for a model name or a directory path."""
     path = Path(name_or_path).expanduser()
@@ -53,10 +91,11 @@ class TextTokenizer:
 
     CACHE_LIMIT = 1_000_000
 
-    def __init__(self, tokenizer, source: str = "") -> None:
+    def __init__(self, tokenizer, source: str = "", repairs: Sequence[str] = ()) -> None:
         self._tok = tokenizer
         self._cache: dict[str, list[int]] = {}
         self.source = source
+        self.repairs = list(repairs)  # merges restored by :func:`repair_merges`
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         items = sorted(((i, t) for t, i in vocab.items()))
         canonical = json.dumps(items, ensure_ascii=False, separators=(",", ":"))
@@ -74,10 +113,15 @@ class TextTokenizer:
         if not path.is_file():
             raise TokenizerError(f"no tokenizer at {path}")
         try:
-            tok = Tokenizer.from_file(str(path))
+            spec = json.loads(path.read_text(encoding="utf-8"))
+            repairs = repair_merges(spec)
+            tok = Tokenizer.from_str(json.dumps(spec))
         except Exception as exc:
             raise TokenizerError(f"cannot load tokenizer {path}: {exc}") from exc
-        return cls(tok, source=str(path))
+        if repairs:
+            log.info("%s: restored %d missing BPE merge(s) (%s) so text encodes as Whisper emits it",
+                     path, len(repairs), ", ".join(repairs[:5]))
+        return cls(tok, source=str(path), repairs=repairs)
 
     @classmethod
     def from_model(cls, name_or_path: str | os.PathLike) -> "TextTokenizer":

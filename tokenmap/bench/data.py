@@ -86,7 +86,7 @@ def corpus_path(corpora: Path, domain: str, lang: str) -> Path:
 def _stamp(corpus: Path, model: str) -> dict:
     st = corpus.stat()
     return {"corpus": str(corpus.resolve()), "size": st.st_size, "mtime": int(st.st_mtime),
-            "model": str(model), "version": 1}
+            "model": str(model), "version": 2}  # 2: tokenizer merges repaired
 
 
 def ensure_map(corpora: Path, domain: str, lang: str, cache: Path, model: str) -> Path | None:
