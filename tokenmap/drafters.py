@@ -155,7 +155,7 @@ class SessionCache:
 class ChainDrafter:
     """Ask drafters in order and return the first non-empty draft.
 
-    With ``controllers`` (a :class:`tokenmap.speculative.ControllerSet`), the
+    With ``controllers`` (a :class:`tokenmap.control.ControllerSet`), the
     i-th drafter is asked for at most ``controllers.member(i).limit()`` tokens
     (0: skipped), and :meth:`update` reports the verified draft to the
     controller of the drafter that proposed it.

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from tokenmap.drafters import FixedDrafter, default_drafter
 from tokenmap.rules import SpecialTokens
-from tokenmap.speculative import AcceptanceController, ControllerSet, DecodeStats, decode_window
+from tokenmap.control import ControllerSet
+from tokenmap.speculative import DecodeStats, decode_window
 
 log = logging.getLogger("tokenmap")
 
@@ -39,19 +40,6 @@ class Output:
     tokens: list
     stats: dict = field(default_factory=dict)
     drafts_log: list = field(default_factory=list)  # (drafted, accepted) per verified draft
-
-
-class RecordingController(AcceptanceController):
-    """The product's controller, also logging ``(drafted, accepted)`` per draft."""
-
-    def __init__(self, cost):
-        super().__init__(cost)
-        self.log: list[tuple[int, int]] = []
-
-    def update(self, drafted: int, accepted: int) -> None:
-        if drafted:
-            self.log.append((drafted, accepted))
-        super().update(drafted, accepted)
 
 
 def vocabulary(model_dir: Path) -> list[str]:
@@ -120,7 +108,7 @@ def speculative(eng: Engines, enc, prompt, token_map, session: str = ""):
     """The product's path: one set of per-source controllers per ``session`` (a
     task, as one user's ``tokenmap.WhisperModel`` keeps it across windows), which
     may send a whole window to plain ``generate`` while drafting does not pay."""
-    controllers = eng.controllers.setdefault(session, ControllerSet(eng.cost, factory=RecordingController))
+    controllers = eng.controllers.setdefault(session, ControllerSet(eng.cost, record=True))
 
     def run() -> Output:
         start = [len(m.log) for m in controllers.members]
