@@ -46,6 +46,8 @@ NOISE_SHARE = 0.2                      # share of synthetic utterances with whit
 SNR_DB = (8.0, 20.0)                   # noise level range
 DICTATION_MAX_S = 24.0                 # estimated length cap of a dictation window (real: 20-30 s)
 QUICK_QUOTA = {"synthetic": 1, "telephony": 6, "opendomain": 5, "dictation": 1}
+#: the full run's subset (full.jsonl, under an hour on 2 cores): per (set, domain, lang, voice) group
+FULL_QUOTA = {"synthetic": 3, "telephony": 40, "opendomain": 5, "dictation": 4}
 
 # name -> (engine, engine voice, lang); espeak "+f3" etc. are its voice variants
 VOICES = {f"flite-{v}": ("flite", v, "en") for v in ("kal16", "awb", "rms", "slt")}
@@ -448,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     write_jsonl(a.out / "quick.jsonl", quick)
     if not a.quick:
         write_jsonl(a.out / "manifest.jsonl", records)
+        full = select_quick(records, FULL_QUOTA, seed=a.seed)
+        write_jsonl(a.out / "full.jsonl", full)
+        print(f"full.jsonl: {len(full)} utterances, {sum(r['duration'] for r in full) / 3600:.3f} h")
     print(summary(records))
     print(f"quick.jsonl: {len(quick)} utterances, {sum(r['duration'] for r in quick) / 3600:.3f} h")
     return 0 if len(records) == len(jobs) else 1

@@ -4,7 +4,9 @@ Examples::
 
     tokenmap bench --quick                                   # bench-data/quick.jsonl, < 10 min on 2 cores
     tokenmap bench --systems greedy,tokenmap,oracle --reps 5 --limit 50
-    tokenmap bench --update-docs docs/BENCHMARKS.md          # full run, regenerate the docs section
+    tokenmap bench --map-mode per-task,multi,balanced --update-docs docs/BENCHMARKS.md
+                                        # the full run (bench-data/full.jsonl, < 1 h), regenerate the docs
+    tokenmap bench --manifest bench-data/manifest.jsonl      # every utterance (about 3 h)
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
 
 @click.command()
 @click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="JSON-lines manifest  [default: bench-data/manifest.jsonl, quick.jsonl with --quick]")
+              help="JSON-lines manifest  [default: bench-data/full.jsonl (the full run), quick.jsonl with --quick; manifest.jsonl holds every utterance]")
 @click.option("--quick", is_flag=True, help="The quick set (bench-data/quick.jsonl), end-to-end timed once.")
 @click.option("--systems", default=SYSTEMS, show_default=True,
               help="Comma-separated systems (greedy is always run: it is the baseline).")
@@ -72,17 +74,21 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
               show_default=True, help="Results root: runs go to OUT/<timestamp>/, maps are cached in OUT/maps/.")
 @click.option("--stock-python", default=".venv-stock/bin/python", show_default=True,
               help="Python of the stock faster-whisper environment (make bench-stock).")
+@click.option("--map-mode", "map_modes", default="per-task", show_default=True,
+              help="Comma-separated map modes: per-task (each task's own map; always run), multi (one map "
+                   "over every task's corpus: system tokenmap-multi), balanced (`tokenmap build --balance` "
+                   "over the same corpora: tokenmap-balanced).")
 @click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Regenerate the generated section of this Markdown file (e.g. docs/BENCHMARKS.md).")
 def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,
-          timestamps, out, stock_python, update_docs):
+          timestamps, out, stock_python, map_modes, update_docs):
     """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
     from tokenmap.bench.data import BenchDataError
     from tokenmap.bench.harness import BenchOptions
     from tokenmap.bench.report import update_docs as write_docs
     from tokenmap.bench.run import bench as run_bench
 
-    manifest = manifest or Path("bench-data") / ("quick.jsonl" if quick else "manifest.jsonl")
+    manifest = manifest or Path("bench-data") / ("quick.jsonl" if quick else "full.jsonl")
     if not manifest.is_file():
         _fail(f"{manifest}: no benchmark data; run `make bench-data` first")
     chosen = tuple(s.strip() for s in systems.split(",") if s.strip())
@@ -91,6 +97,8 @@ def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, thre
                                reps=reps, e2e_reps=e2e_reps if e2e_reps is not None else (1 if quick else reps),
                                systems=tuple(dict.fromkeys(("greedy",) + chosen)), timestamps=timestamps,
                                spec_tokens=spec_tokens, stock_python=stock_python,
+                               map_modes=tuple(dict.fromkeys(("per-task",) + tuple(
+                                   m.strip() for m in map_modes.split(",") if m.strip()))),
                                heavy_per_group=heavy_per_group if heavy_per_group is not None else int(quick))
     except ValueError as exc:
         _fail(str(exc))

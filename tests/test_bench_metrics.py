@@ -169,3 +169,29 @@ def test_markdown_report_renders(tmp_path):
               "options": BenchOptions().__dict__, "cost_model": {"source": "default"}, "peak_rss_mb": {}}
     md = markdown(result)
     assert "| tokenmap |" in md and "Table I" in md and "U = " in md
+
+
+def test_options_reject_unknown_map_mode():
+    with pytest.raises(ValueError, match="map modes"):
+        BenchOptions(map_modes=("per-task", "shared"))
+    assert BenchOptions(map_modes=("per-task", "multi", "balanced")).map_modes[1:] == ("multi", "balanced")
+
+
+def test_map_modes_report_per_system_fairness():
+    rows = _rows()
+    # a balanced map that helps the slow task (incar/fr) and keeps the fast one (maintenance/en)
+    rows += [dict(r, system="tokenmap-balanced",
+                  decoder_s=r["decoder_s"] if r["task"] == "maintenance/en" else 2.0,
+                  accepted=8 if r["task"] == "maintenance/en" else 6)
+             for r in rows if r["system"] == "tokenmap"]
+    agg = A.aggregate(rows)
+    modes = agg["map_modes"]
+    assert set(modes) == {"tokenmap", "tokenmap-balanced"}
+    assert modes["tokenmap-balanced"]["U"] < modes["tokenmap"]["U"]
+    assert modes["tokenmap-balanced"]["S_spread"]["min"] == pytest.approx(1.5)
+    assert modes["tokenmap-balanced"]["S_spread"]["max"] == modes["tokenmap"]["S_spread"]["max"] == pytest.approx(2.0)
+    result = {"aggregates": agg, "machine": {"date": "d", "cpu": "cpu", "cores": 2, "git_commit": "abc",
+              "command": "tokenmap bench"}, "manifest": "m.jsonl", "utterances": 2,
+              "options": BenchOptions().__dict__, "cost_model": {"source": "default"}, "peak_rss_mb": {}}
+    md = markdown(result)
+    assert "#### Map modes" in md and "| `tokenmap-balanced` |" in md

@@ -73,6 +73,13 @@ def fairness(task_table: dict, system: str = "tokenmap") -> dict:
             "D_T_definition": "1 - A_r(T) (expected total variation of point-mass draft vs greedy token)"}
 
 
+def map_modes(rows: list[dict], task_table: dict) -> dict:
+    """``{system: fairness}`` for the per-task map (``tokenmap``) and every shared-map
+    system (``tokenmap-multi``, ``tokenmap-balanced``) run on the same audio."""
+    names = sorted({r["system"] for r in rows if r["system"] in ("tokenmap", "tokenmap-multi", "tokenmap-balanced")})
+    return {name: fairness(task_table, name) for name in names}
+
+
 def acceptance_by_length(rows: list[dict], system: str = "tokenmap") -> dict:
     """``{draft length: {"drafts", "A_r", "A_l"}}`` from the per-draft logs of ``system``."""
     acc: dict = defaultdict(lambda: [0, 0])
@@ -91,4 +98,5 @@ def aggregate(rows: list[dict]) -> dict:
             "oracle_fraction": {"all": oracle_fractions({"all": summarize_systems(rows)}).get("all"),
                                 "task": oracle_fractions(groups["task"])},
             "fairness": fairness(groups["task"]), "fairness_oracle": fairness(groups["task"], "oracle"),
+            "map_modes": map_modes(rows, groups["task"]),
             "acceptance_by_length": acceptance_by_length(rows)}

@@ -113,6 +113,37 @@ def ensure_map(corpora: Path, domain: str, lang: str, cache: Path, model: str) -
     return target
 
 
+#: map modes of ``tokenmap bench --map-mode``: one map per task, one map over all tasks,
+#: and one balanced map over all tasks (``tokenmap build --balance``)
+MAP_MODES = ("per-task", "multi", "balanced")
+
+
+def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str) -> Path | None:
+    """The cached ``multi`` or ``balanced`` map over the train corpora of ``tasks``
+    (``(domain, lang)`` pairs; those without a corpus are left out), or None."""
+    from tokenmap.balance import build_balanced
+    from tokenmap.builder import BuildOptions, build_map
+
+    corpus = [corpus_path(corpora, d, l) for d, l in sorted(tasks) if corpus_path(corpora, d, l).is_file()]
+    if not corpus:
+        return None
+    cache.mkdir(parents=True, exist_ok=True)
+    target = cache / f"{mode}-{len(corpus)}tasks.tmap"
+    stamp_file = target.with_suffix(".json")
+    stamp = {"mode": mode, "corpora": [_stamp(c, model) for c in corpus]}
+    if target.is_file() and stamp_file.is_file():
+        try:
+            if json.loads(stamp_file.read_text(encoding="utf-8")) == stamp:
+                return target
+        except ValueError:
+            pass
+    log.info("building %s map %s from %d corpora", mode, target, len(corpus))
+    build = build_balanced if mode == "balanced" else build_map
+    build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True)
+    stamp_file.write_text(json.dumps(stamp) + "\n", encoding="utf-8")
+    return target
+
+
 def ensure_maps(utterances, corpora: Path, cache: Path, model: str, mismatch: bool = True) -> dict:
     """``{(domain, lang): map path or None}`` for every task in ``utterances``
     (plus the mismatch map of each language when ``mismatch``)."""

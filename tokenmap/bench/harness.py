@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenmap.bench import systems as sysm
-from tokenmap.bench.data import MISMATCH_DOMAIN, Utterance
+from tokenmap.bench.data import MAP_MODES, MISMATCH_DOMAIN, Utterance
 
 log = logging.getLogger("tokenmap")
 
@@ -52,11 +52,16 @@ class BenchOptions:
     spec_tokens: int = 4
     stock_python: str = ".venv-stock/bin/python"
     heavy_per_group: int = 0  # distil-spec, e2e, stock only on the first N of each set/domain/lang (0 = all)
+    map_modes: tuple = ("per-task",)  # "multi" / "balanced" add systems tokenmap-multi / tokenmap-balanced
 
     def __post_init__(self) -> None:
         unknown = set(self.systems) - set(ALL_SYSTEMS)
         if unknown:
             raise ValueError(f"unknown systems: {', '.join(sorted(unknown))} (choose from {', '.join(ALL_SYSTEMS)})")
+        bad_modes = set(self.map_modes) - set(MAP_MODES)
+        if bad_modes or "per-task" not in self.map_modes:
+            raise ValueError(f"map modes: {', '.join(self.map_modes)} (choose from {', '.join(MAP_MODES)}; "
+                             "per-task is always run)")
         if self.reps < 1 or self.e2e_reps < 0 or self.threads < 1:
             raise ValueError("reps and threads must be >= 1")
 
@@ -72,8 +77,9 @@ class RunState:
     fw: object = None
     tm: object = None
 
-    def token_map(self, domain: str, lang: str):
-        key = (domain, lang)
+    def token_map(self, domain: str, lang: str | None = None):
+        """The map of task ``domain/lang``, or the shared map ``domain`` (a map mode) when ``lang`` is None."""
+        key = (domain, lang) if lang is not None else domain
         if key not in self.loaded_maps:
             path = self.maps.get(key)
             if path is None:
@@ -155,6 +161,8 @@ def build_runners(state: RunState, utt: Utterance, mel, enc, greedy_tokens, opti
     if "tokenmap" in chosen:
         task = f"{utt.domain}/{utt.lang}"
         runners["tokenmap"] = sysm.speculative(eng, enc, prompt, state.token_map(utt.domain, utt.lang), task)
+        for mode in options.map_modes[1:]:
+            runners[f"tokenmap-{mode}"] = sysm.speculative(eng, enc, prompt, state.token_map(mode), f"{mode} {task}")
         if utt.domain in MISMATCH_FOR:
             runners["tokenmap-mismatch"] = sysm.speculative(eng, enc, prompt,
                                                             state.token_map(MISMATCH_DOMAIN, utt.lang),

@@ -37,8 +37,9 @@ def _nan0(x) -> float:
     return 0.0 if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
-def plot_speedup(plt, tasks: dict, path: Path) -> Path:
-    names = [s for s in ("tokenmap", "oracle", "distil-spec") if any(s in v for v in tasks.values())]
+def plot_speedup(plt, tasks: dict, path: Path, systems=("tokenmap", "oracle", "distil-spec"),
+                 title: str = "Speed-up per domain / language") -> Path:
+    names = [s for s in systems if any(s in v for v in tasks.values())]
     keys = list(tasks)
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(keys) + 2), 4))
     width = 0.8 / max(1, len(names))
@@ -48,7 +49,7 @@ def plot_speedup(plt, tasks: dict, path: Path) -> Path:
     ax.axhline(1.0, color="black", lw=0.8)
     ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(keys))], keys, rotation=30, ha="right")
     ax.set_ylabel("decoder speed-up vs greedy (×)")
-    ax.set_title("Speed-up per domain / language")
+    ax.set_title(title)
     ax.legend()
     return _save(plt, fig, path)
 
@@ -101,6 +102,9 @@ def write_plots(result: dict, out: Path) -> list[Path]:
     agg = result["aggregates"]
     paths = [plot_speedup(plt, agg["groups"]["task"], out / "speedup.png"),
              plot_cost(plt, result["cost_model"], out / "cost_curve.png")]
+    if len(agg.get("map_modes", {})) > 1:
+        paths.append(plot_speedup(plt, agg["groups"]["task"], out / "map_modes.png", tuple(agg["map_modes"]),
+                                  "Speed-up per task: per-task, multi-task and balanced maps"))
     if agg["acceptance_by_length"]:
         paths.append(plot_acceptance(plt, agg["acceptance_by_length"], out / "acceptance_length.png"))
     if agg["oracle_fraction"]["task"]:

@@ -117,6 +117,25 @@ def fairness_ce_text(f: dict) -> str:
               f"{fmt(rho, 2) if rho is not None else '–'} (negative: higher divergence, lower speed-up).")
 
 
+def map_modes_text(agg: dict) -> str:
+    """Per-task maps against one multi-task map and one balanced map (issue 7), same audio."""
+    modes = agg.get("map_modes", {})
+    if len(modes) < 2:
+        return ""
+    rows = []
+    for name, f in modes.items():
+        ce = agg.get("fairness_ce") if name == "tokenmap" else f.get("fairness_ce")
+        sp = f["S_spread"]
+        rows.append([f"`{name}`", fmt(f["U"], 4), fmt((ce or {}).get("U"), 4), fmt(sp["mean"]), fmt(sp["std"], 3),
+                     f"{fmt(sp['min'])} ({sp.get('argmin', '–')})", f"{fmt(sp['max'])} ({sp.get('argmax', '–')})"])
+    return ("\n\n#### Map modes (`--map-mode`)\n\n`tokenmap` drafts from each task's own map, "
+            "`tokenmap-multi` from one map built over every task's corpus, `tokenmap-balanced` from "
+            "`tokenmap build --balance` over the same corpora; U with D_T = 1 − A_r and with D_T = the "
+            "map's cross-entropy on the task's greedy output.\n\n"
+            + table(["system", "U (1 − A_r)", "U (cross-entropy)", "mean S", "std S", "min S (task)",
+                     "max S (task)"], rows))
+
+
 def header_text(result: dict) -> str:
     m, o = result["machine"], result["options"]
     return (f"Run {m['date']} on {m['cpu']} ({m['cores']} cores), git {m['git_commit']}.\n"
@@ -136,7 +155,7 @@ def markdown(result: dict) -> str:
              "### Per voice", group_table(agg["groups"]["voice"], "voice"),
              "### Per set", group_table(agg["groups"]["set"], "set"),
              "### Beside the paper's Table I", paper_table(agg),
-             "### Speed-up unfairness (disparate-impacts paper, Definition 1)", fairness_text(agg["fairness"]) + fairness_ce_text(agg.get("fairness_ce")),
+             "### Speed-up unfairness (disparate-impacts paper, Definition 1)", fairness_text(agg["fairness"]) + fairness_ce_text(agg.get("fairness_ce")) + map_modes_text(agg),
              "### Definitions", DEFINITIONS]
     if result.get("stock_skipped"):
         parts.insert(1, f"**stock skipped:** {result['stock_skipped']}")

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tokenmap.bench.aggregate import aggregate
-from tokenmap.bench.data import ensure_maps, load_manifest, machine_info
+from tokenmap.bench.data import ensure_maps, ensure_shared_map, load_manifest, machine_info
 from tokenmap.bench.harness import BenchOptions, run_benchmark
 from tokenmap.bench.report import write_all
 
@@ -48,15 +48,23 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
         progress("maps", None)
     maps = ensure_maps(utterances, corpora, out_root / "maps", options.model) if "tokenmap" in options.systems \
         or "e2e" in options.systems else {}
+    tasks = {(u.domain, u.lang) for u in utterances}
+    for mode in options.map_modes[1:]:
+        maps[mode] = ensure_shared_map(mode, tasks, corpora, out_root / "maps", options.model)
     maps_s = time.perf_counter() - t0
     result = run_benchmark(utterances, options, maps, progress=(lambda u: progress("utt", u)) if progress else None)
     result["seconds"]["maps"] = round(maps_s, 1)
     result["seconds"]["total"] = round(time.perf_counter() - t0, 1)
     result.update(machine=machine_info(ROOT, argv).as_dict(), options=asdict(options), manifest=str(manifest),
-                  utterances=len(utterances), maps={f"{d}/{l}": str(p) if p else None for (d, l), p in maps.items()})
+                  utterances=len(utterances), maps={key if isinstance(key, str) else "/".join(key): str(p) if p else None
+                                                    for key, p in maps.items()})
     result["aggregates"] = aggregate(result["rows"])
-    result["aggregates"]["fairness_ce"] = cross_entropy_fairness(result["rows"], maps, result["aggregates"],
-                                                                 _eot(options.model))
+    eot = _eot(options.model)
+    result["aggregates"]["fairness_ce"] = cross_entropy_fairness(result["rows"], maps, result["aggregates"], eot)
+    for mode in options.map_modes[1:]:
+        shared = {key: maps[mode] for key in maps if not isinstance(key, str)} if maps.get(mode) else {}
+        result["aggregates"]["map_modes"][f"tokenmap-{mode}"]["fairness_ce"] = cross_entropy_fairness(
+            result["rows"], shared, result["aggregates"], eot, system=f"tokenmap-{mode}")
     paths = write_all(result, out_dir or run_dir(out_root))
     return result, paths
 
@@ -68,9 +76,11 @@ def _eot(model: str) -> int:
     return SpecialTokens.from_model_dir(str(resolve_model(model))).eot
 
 
-def cross_entropy_fairness(rows: list[dict], maps: dict, aggregates: dict, eot: int) -> dict:
-    """Definition 1 with D_T = cross-entropy (nats/token) of each task's map against the
-    model's greedy text tokens on that task's audio, and how well D_T ranks S (Spearman)."""
+def cross_entropy_fairness(rows: list[dict], maps: dict, aggregates: dict, eot: int,
+                           system: str = "tokenmap") -> dict:
+    """Definition 1 with D_T = cross-entropy (nats/token) of the map ``system`` drafts from
+    (``maps[(domain, lang)]``) against the model's greedy text tokens on that task's audio,
+    and how well D_T ranks ``system``'s S (Spearman)."""
     from tokenmap.bench import metrics as M
     from tokenmap.divergence import cross_entropy, spearman
     from tokenmap.mapfile import TokenMap
@@ -83,9 +93,9 @@ def cross_entropy_fairness(rows: list[dict], maps: dict, aggregates: dict, eot: 
     for (domain, lang), sequences in sorted(per_task.items()):
         tm = TokenMap.load(maps[(domain, lang)])
         d_t[f"{domain}/{lang}"] = cross_entropy(tm, [[t for t in s if t < eot] for s in sequences])
-    speed = aggregates["fairness"]["S_spread"]
     tasks = aggregates["groups"]["task"]
-    s_t = {t: tasks[t]["tokenmap"]["S"] for t in d_t if "tokenmap" in tasks.get(t, {})}
+    s_t = {t: tasks[t][system]["S"] for t in d_t if system in tasks.get(t, {})}
+    speed = M.spread(s_t)
     common = sorted(set(d_t) & set(s_t))
     rho = spearman([d_t[t] for t in common], [s_t[t] for t in common]) if len(common) > 2 else None
     return {"D_T": d_t, "U": M.unfairness(d_t) if d_t else None, "spearman_D_S": rho, "S_spread": speed,
