@@ -79,7 +79,7 @@ def test_previous_hypothesis_drafter_realigns_after_edits():
 
 def test_fallback_is_throttled_by_its_controller():
     from tokenmap.cost import DEFAULT
-    from tokenmap.speculative import AcceptanceController
+    from tokenmap.control import AcceptanceController
 
     fallback = type("F", (), {"reset": lambda s, h=(): None, "draft": lambda s, t, n: [99] * n})()
     control = AcceptanceController(DEFAULT)

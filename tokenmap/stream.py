@@ -46,7 +46,8 @@ import numpy as np
 
 from .drafters import default_drafter
 from .rules import DISABLED, SpecialTokens, softmax
-from .speculative import AcceptanceController, decode_window
+from .control import AcceptanceController
+from .speculative import decode_window
 from .stream_draft import PreviousHypothesisDrafter
 from .stream_metrics import (Segment, StreamMetrics, UpdateRecord, agreed_segments, lcp, mask_display,
                              parse_segments, shift_timestamps)
