@@ -9,8 +9,8 @@ Example::
 
     >>> d = PromptLookupDrafter(min_match=2)
     >>> d.reset(history=[5, 6, 7, 8, 9])
-    >>> d.draft([1, 6, 7], limit=3)
-    [8, 9]
+    >>> d.draft([1, 6, 7], limit=3)      # "6 7" occurred in the history: copy what followed
+    [8, 9, 1]
 
 Token ids are Whisper vocabulary ids; ``timestamp_begin`` (the first
 timestamp id) lets drafters skip timestamps, which a text map cannot predict.

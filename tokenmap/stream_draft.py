@@ -29,7 +29,9 @@ proposed on its own.
     >>> d = PreviousHypothesisDrafter([ts, 1, 2, 3, 4, 5, ts + 9], ts)
     >>> d.draft([ts, 1, 3], 9)        # "2" deleted: realigned on "3"
     [4, 5, 109]
-    >>> d.draft([ts, 1, 7], 9)        # "2" replaced by "7"
+    >>> d.draft([ts, 1, 7], 9)        # "2" replaced by "7": rule 4 is off by default
+    []
+    >>> PreviousHypothesisDrafter([ts, 1, 2, 3, 4, 5, ts + 9], ts, substitute=True).draft([ts, 1, 7], 9)
     [3, 4, 5, 109]
 """
 

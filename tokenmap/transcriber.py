@@ -8,7 +8,7 @@ a user can cause (a missing path, a file that is not audio) raise
 Example::
 
     >>> model = load_model("base", compute_type="int8")          # doctest: +SKIP
-    >>> t = transcribe_file(model, "prompt.wav", TranscribeOptions(language="en"))
+    >>> t = transcribe_file(model, "prompt.wav", TranscribeOptions(language="en"))  # doctest: +SKIP
     >>> t.text                                                     # doctest: +SKIP
     'Please enter the number of the mailbox.'
 """
