@@ -7,8 +7,10 @@ per-utterance warm-up); then ``reps`` repetitions, each running every system
 once in an order rotated by one place per repetition (so no system always
 runs first or right after another one); the figure of a system is the
 median of its repetitions. The first utterance is also run once through all
-systems before anything is timed (global warm-up). The stock engine runs
-afterwards in its own process (:mod:`tokenmap.bench.stock`).
+systems before anything is timed (global warm-up). Stock faster-whisper on
+stock CTranslate2 runs in its own process (:class:`tokenmap.bench.stock.StockServer`)
+but inside the same rotation: its runs are timed in that process while this
+one waits.
 
 End-to-end systems time a whole ``transcribe()`` of the file (audio
 decoding, features, every window, VAD off, language given, greedy):
@@ -76,6 +78,8 @@ class RunState:
     tokenizer: object = None
     fw: object = None
     tm: object = None
+    stock: object = None  # StockServer, or None
+    stock_skipped: str | None = None
 
     def token_map(self, domain: str, lang: str | None = None):
         """The map of task ``domain/lang``, or the shared map ``domain`` (a map mode) when ``lang`` is None."""
@@ -109,7 +113,22 @@ def load_state(options: BenchOptions, maps: dict) -> RunState:
         kw = dict(device="cpu", compute_type=options.compute_type, cpu_threads=options.threads)
         state.fw = faster_whisper.WhisperModel(str(model_dir), **kw)
         state.tm = WhisperModel(str(model_dir), token_map=None, session_cache=False, cost_model=eng.cost, **kw)
+    if "stock" in options.systems:
+        from tokenmap.bench.stock import start_server
+
+        state.stock, state.stock_skipped = start_server(options, str(model_dir))
     return state
+
+
+def stock_runner(state: RunState, system: str):
+    """``stock`` / ``stock-e2e`` on the utterance the stock process last prepared;
+    ``Output.stats["timed_s"]`` is the time measured inside that process."""
+    def run() -> sysm.Output:
+        answer = state.stock.run(system)
+        if system == "stock":
+            return sysm.Output(answer["token_ids"], {"timed_s": answer["seconds"]})
+        return sysm.Output([], {"text": answer["text"], "timed_s": answer["seconds"]})
+    return run
 
 
 def features(utt: Utterance):
@@ -178,13 +197,20 @@ def build_runners(state: RunState, utt: Utterance, mel, enc, greedy_tokens, opti
         runners["fw-e2e"] = e2e_runner(state.fw, utt, options.timestamps, state)
         runners["tokenmap-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
                                              state.token_map(utt.domain, utt.lang))
+    if heavy and "stock" in chosen and state.stock is not None:
+        runners["stock"] = stock_runner(state, "stock")
+        if "e2e" in chosen:
+            runners["stock-e2e"] = stock_runner(state, "stock-e2e")
     return runners
 
 
 def _timed(run) -> tuple[float, sysm.Output]:
+    """(seconds, output); a run timed in another process reports ``stats["timed_s"]``."""
     t0 = time.perf_counter()
     out = run()
-    return time.perf_counter() - t0, out
+    seconds = time.perf_counter() - t0
+    stats = getattr(out, "stats", None) or {}
+    return stats.get("timed_s", seconds), out
 
 
 def run_utterance(state: RunState, utt: Utterance, options: BenchOptions, index: int,
@@ -194,6 +220,13 @@ def run_utterance(state: RunState, utt: Utterance, options: BenchOptions, index:
     encode_s, enc = _timed(lambda: state.eng.main.encode(mel))
     greedy_tokens = sysm.greedy(state.eng, enc, state.eng.prompt(utt.lang, options.timestamps))().tokens
     runners = build_runners(state, utt, mel, enc, greedy_tokens, options, heavy)
+    if "stock" in runners:
+        try:
+            state.stock.prepare(utt, state.eng.prompt(utt.lang, options.timestamps))
+        except RuntimeError as exc:  # the stock process died: go on without it
+            log.warning("%s; stock skipped from here on", exc)
+            state.stock, state.stock_skipped = None, str(exc)
+            runners = {k: v for k, v in runners.items() if not k.startswith("stock")}
     names = list(runners)
     times: dict = {n: [] for n in names}
     outs: dict = {}
@@ -255,18 +288,10 @@ def run_benchmark(utterances: list[Utterance], options: BenchOptions, maps: dict
             progress(utt)
     result = {"rows": rows, "peak_rss_mb": {"harness": peak_rss_mb()}, "cost_model": state.eng.cost.to_json(),
               "seconds": {"main": round(time.perf_counter() - started, 1)}}
-    if "stock" in options.systems:
-        from tokenmap.bench.stock import run_stock
-
-        t0 = time.perf_counter()
-        stock = run_stock([u for u in utterances if u.id in heavy], options, state, {r["id"]: r["token_ids"] for r in rows
-                                                       if r["system"] == "greedy"})
-        audio = {r["id"]: r["audio_s"] for r in rows if r["system"] == "greedy"}
-        for row in stock["rows"]:
-            row["audio_s"] = audio.get(row["id"], row["audio_s"])
-        rows.extend(stock["rows"])
-        result["stock_skipped"] = stock.get("skipped")
-        result["peak_rss_mb"]["stock"] = stock.get("peak_rss_mb")
-        result["stock_versions"] = stock.get("versions", {})
-        result["seconds"]["stock"] = round(time.perf_counter() - t0, 1)
+    if state.stock is not None:
+        info = state.stock.close()
+        result["peak_rss_mb"]["stock"] = info.get("peak_rss_mb")
+        result["stock_versions"] = info.get("versions", {})
+    if state.stock_skipped:
+        result["stock_skipped"] = state.stock_skipped
     return result

@@ -2,7 +2,9 @@
 
 The stock environment (``.venv-stock``: faster-whisper 1.2.1 on stock
 CTranslate2 4.8.5) is created by ``make bench-stock``. When it is missing
-the ``stock`` system is skipped with a warning naming that command.
+the ``stock`` system is skipped with a warning naming that command. The
+runner is a long-lived process (``--serve``) so that ``stock`` is timed in
+the same interleaved rotation as the other systems.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import json
 import logging
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from tokenmap.bench.systems import GENERATE_KW
@@ -28,40 +29,61 @@ def stock_python(path: str) -> Path | None:
     return exe if exe.is_file() else None
 
 
-def run_stock(utterances, options, state, greedy_tokens: dict) -> dict:
-    """Rows for ``stock`` and ``stock-e2e`` (same fields as the main harness); empty when unavailable."""
+class StockServer:
+    """The stock runner in ``--serve`` mode: ``stock`` and ``stock-e2e`` timed in the
+    main harness's rotation, on the same utterance as the other systems.
+
+    Each run is timed inside the stock process (:meth:`run` returns those
+    seconds); the main process waits meanwhile, so the 2 cores are not shared.
+    """
+
+    def __init__(self, exe: Path, options, model_dir: str):
+        self.proc = subprocess.Popen([str(exe), str(RUNNER), "--serve"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.call({"op": "load", "model_dir": model_dir, "compute_type": options.compute_type,
+                   "threads": options.threads, "timestamps": options.timestamps, "generate_kw": GENERATE_KW})
+
+    def call(self, request: dict) -> dict:
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"stock runner exited (code {self.proc.poll()}) on {request['op']}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"stock runner: {answer['error']}")
+        return answer
+
+    def prepare(self, utt, prompt) -> float:
+        """Encode ``utt`` in the stock process (and warm up); returns its encode seconds."""
+        request = {"op": "prepare", "utt": {"id": utt.id, "audio": utt.audio, "lang": utt.lang, "prompt": prompt}}
+        return self.call(request)["encode_s"]
+
+    def run(self, system: str) -> dict:
+        """One timed ``stock`` (``seconds``, ``token_ids``) or ``stock-e2e`` (``seconds``, ``text``) run."""
+        return self.call({"op": system})
+
+    def close(self) -> dict:
+        """Stop the process; returns its ``peak_rss_mb`` and library ``versions``."""
+        try:
+            info = self.call({"op": "done"})
+        finally:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        return info
+
+
+def start_server(options, model_dir: str):
+    """A :class:`StockServer`, or ``(None, reason)`` when the stock environment is missing or fails."""
     exe = stock_python(options.stock_python)
     if exe is None:
         log.warning(STOCK_HINT.format(path=options.stock_python))
-        return {"rows": [], "skipped": STOCK_HINT.format(path=options.stock_python)}
-    from tokenmap.models import resolve_model
-
-    by_id = {u.id: u for u in utterances}
-    e2e_reps = options.e2e_reps if "e2e" in options.systems else 0
-    job = {"model_dir": str(resolve_model(options.model)), "compute_type": options.compute_type,
-           "threads": options.threads, "reps": options.reps, "e2e_reps": e2e_reps,
-           "timestamps": options.timestamps, "generate_kw": GENERATE_KW,
-           "utterances": [{"id": u.id, "audio": u.audio, "lang": u.lang,
-                           "prompt": state.eng.prompt(u.lang, options.timestamps)} for u in utterances]}
-    with tempfile.TemporaryDirectory(prefix="tokenmap-stock-") as tmp:
-        job_path, out_path = Path(tmp) / "job.json", Path(tmp) / "out.json"
-        job_path.write_text(json.dumps(job), encoding="utf-8")
-        proc = subprocess.run([str(exe), str(RUNNER), str(job_path), str(out_path)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-        if proc.returncode != 0 or not out_path.is_file():
-            tail = (proc.stderr or "").strip().splitlines()[-1:] or ["no output"]
-            log.warning("stock runner failed (exit %s): %s", proc.returncode, tail[0])
-            return {"rows": [], "skipped": f"stock runner failed: {tail[0]}"}
-        out = json.loads(out_path.read_text(encoding="utf-8"))
-    for row in out["rows"]:
-        utt = by_id[row["id"]]
-        row.update(kind="e2e" if row["system"].endswith("-e2e") else "decoder", domain=utt.domain,
-                   lang=utt.lang, voice=utt.voice, set=utt.set, task=utt.task, ref=utt.text,
-                   audio_s=utt.duration or 0.0)
-        if row["system"] == "stock":
-            ids = row.pop("token_ids")
-            row.update(text=state.text(ids), tokens=len(ids), identical=ids == greedy_tokens.get(row["id"]))
-    return out
+        return None, STOCK_HINT.format(path=options.stock_python)
+    try:
+        return StockServer(exe, options, model_dir), None
+    except (OSError, RuntimeError, ValueError) as exc:
+        log.warning("stock runner failed: %s", exc)
+        return None, f"stock runner failed: {exc}"
 
 
 if __name__ == "__main__":  # pragma: no cover

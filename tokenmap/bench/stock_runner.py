@@ -4,19 +4,23 @@ Standalone on purpose: it imports only faster_whisper, ctranslate2 and numpy
 (the fork and stock CTranslate2 cannot share one process), so the launcher
 (:mod:`tokenmap.bench.stock`) runs it by path::
 
-    .venv-stock/bin/python tokenmap/bench/stock_runner.py job.json out.json
+    .venv-stock/bin/python tokenmap/bench/stock_runner.py --serve
 
-``job.json``: ``{"model_dir", "compute_type", "threads", "reps", "e2e_reps",
-"timestamps", "generate_kw", "utterances": [{"id", "audio", "lang", "prompt"}]}``.
-Per utterance it times, interleaved and repeated like the main harness:
-``stock`` = ``generate`` on its own encoder output of the first 30 s window
-(decode only), ``stock-e2e`` = a whole ``transcribe()`` (language given, VAD
-off, greedy). ``out.json``: ``{"rows", "peak_rss_mb", "versions"}``.
+It times, on the utterance the harness names, ``stock`` = ``generate`` on
+its own encoder output of the first 30 s window (decode only) and
+``stock-e2e`` = a whole ``transcribe()`` (language given, VAD off, greedy).
+
+It answers one JSON request per stdin line on stdout, so the
+main harness can time ``stock`` inside its own rotation of systems
+(:class:`tokenmap.bench.stock.StockServer`): ``{"op": "load", <job fields>}``,
+``{"op": "prepare", "utt": {...}}`` (encode, untimed warm-up decode),
+``{"op": "stock"}`` / ``{"op": "stock-e2e"}`` (one timed run: ``seconds`` and
+``token_ids`` or ``text``), ``{"op": "done"}`` (``peak_rss_mb``, ``versions``).
+Anything the libraries print goes to stderr.
 """
 
 import json
 import resource
-import statistics
 import sys
 import time
 
@@ -40,60 +44,63 @@ def _features(audio_path, n_mels):
     return ctranslate2.StorageView.from_array(np.ascontiguousarray(mel, dtype=np.float32))
 
 
-def run_one(model, utt, job, reps, e2e_reps):
-    engine = model.model
-    encode_s, enc = _timed(lambda: engine.encode(_features(utt["audio"], engine.n_mels)))
-    kw = job["generate_kw"]
-
-    def decode():
-        return list(engine.generate(enc, [utt["prompt"]], **kw)[0].sequences_ids[0])
-
-    def e2e():
-        segments, _ = model.transcribe(utt["audio"], language=utt["lang"], beam_size=1, vad_filter=False,
-                                       without_timestamps=not job["timestamps"], temperature=0.0)
-        return " ".join(s.text.strip() for s in segments)
-
-    decode()  # per-utterance warm-up, as in the main harness
-    runs = {"stock": decode, "stock-e2e": e2e}
-    times = {"stock": [], "stock-e2e": []}
-    outs = {}
-    for rep in range(reps):
-        order = ["stock", "stock-e2e"] if rep % 2 == 0 else ["stock-e2e", "stock"]
-        for name in order:
-            if name == "stock-e2e" and rep >= e2e_reps:
-                continue
-            seconds, outs[name] = _timed(runs[name])
-            times[name].append(seconds)
-    rows = [{"id": utt["id"], "system": "stock", "decoder_s": statistics.median(times["stock"]),
-             "times": times["stock"], "encode_s": encode_s, "token_ids": outs["stock"]}]
-    if times["stock-e2e"]:
-        rows.append({"id": utt["id"], "system": "stock-e2e", "decoder_s": statistics.median(times["stock-e2e"]),
-                     "times": times["stock-e2e"], "text": outs["stock-e2e"]})
-    return rows
+def _peak_mb():
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    with open("/proc/self/status", encoding="ascii") as f:
+        return next((int(l.split()[1]) / 1024.0 for l in f if l.startswith("VmHWM:")), peak)
 
 
-def main(job_path, out_path):
+def serve(stdin, out):
+    """The ``--serve`` loop: one JSON request a line in, one JSON answer a line out."""
     import ctranslate2
     import faster_whisper
 
-    with open(job_path, encoding="utf-8") as f:
-        job = json.load(f)
-    model = faster_whisper.WhisperModel(job["model_dir"], device="cpu", compute_type=job["compute_type"],
-                                        cpu_threads=job["threads"])
-    utts = job["utterances"]
-    if utts:
-        run_one(model, utts[0], job, 1, 1)  # global warm-up
-    rows = []
-    for i, utt in enumerate(utts):
-        rows.extend(run_one(model, utt, job, job["reps"], job["e2e_reps"]))
-        print(f"{i + 1}/{len(utts)}", file=sys.stderr, flush=True)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # includes the parent's at exec
-    with open("/proc/self/status", encoding="ascii") as f:  # VmHWM: this process's own peak
-        peak = next((int(l.split()[1]) / 1024.0 for l in f if l.startswith("VmHWM:")), peak)
-    versions = {"ctranslate2": ctranslate2.__version__, "faster_whisper": faster_whisper.__version__}
-    with open(out_path, "w", encoding="utf-8") as f:
-        json.dump({"rows": rows, "peak_rss_mb": round(peak, 1), "versions": versions}, f)
+    model, job, current = None, None, {}
+    for line in stdin:
+        req = json.loads(line)
+        op = req["op"]
+        if op == "load":
+            job = req
+            model = faster_whisper.WhisperModel(job["model_dir"], device="cpu", compute_type=job["compute_type"],
+                                                cpu_threads=job["threads"])
+            answer = {"ok": True}
+        elif op == "prepare":
+            utt = req["utt"]
+            engine = model.model
+            encode_s, enc = _timed(lambda: engine.encode(_features(utt["audio"], engine.n_mels)))
+            current = {"utt": utt, "enc": enc}
+            engine.generate(enc, [utt["prompt"]], **job["generate_kw"])  # per-utterance warm-up
+            answer = {"encode_s": encode_s}
+        elif op == "stock":
+            utt = current["utt"]
+            seconds, res = _timed(lambda: model.model.generate(current["enc"], [utt["prompt"]], **job["generate_kw"]))
+            answer = {"seconds": seconds, "token_ids": list(res[0].sequences_ids[0])}
+        elif op == "stock-e2e":
+            utt = current["utt"]
+
+            def e2e():
+                segments, _ = model.transcribe(utt["audio"], language=utt["lang"], beam_size=1, vad_filter=False,
+                                               without_timestamps=not job["timestamps"], temperature=0.0)
+                return " ".join(s.text.strip() for s in segments)
+            seconds, text = _timed(e2e)
+            answer = {"seconds": seconds, "text": text}
+        elif op == "done":
+            answer = {"peak_rss_mb": round(_peak_mb(), 1),
+                      "versions": {"ctranslate2": ctranslate2.__version__, "faster_whisper": faster_whisper.__version__}}
+        else:
+            answer = {"error": f"unknown op {op!r}"}
+        out.write(json.dumps(answer) + "\n")
+        out.flush()
+        if op == "done":
+            return
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1:] == ["--serve"]:
+        import os
+
+        protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
+        os.dup2(2, 1)  # library output goes to stderr, never into the protocol
+        serve(sys.stdin, protocol)
+    else:
+        sys.exit("usage: stock_runner.py --serve  (started by tokenmap bench)")
