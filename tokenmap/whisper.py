@@ -70,6 +70,10 @@ class SpeculativeEngine:
             self._local.controllers = ControllerSet(self.cost) if self.adaptive else None
         return self._local.stats
 
+    def current_stats(self) -> DecodeStats:
+        """This thread's statistics since the last :meth:`take_stats` (not reset)."""
+        return self._thread_stats()
+
     def take_stats(self) -> DecodeStats:
         """This thread's statistics since the last call; resets them."""
         stats = self._thread_stats()
@@ -107,7 +111,9 @@ class WhisperModel(faster_whisper.WhisperModel):
     cost curve and the running acceptance decide how far to draft),
     ``cost_model`` (a :class:`tokenmap.cost.CostModel`; default: this
     machine's calibration or the built-in curve). All other arguments are
-    faster-whisper's.
+    faster-whisper's; ``cpu_threads=0`` (faster-whisper's default, CTranslate2's
+    own choice) becomes :func:`tokenmap.engine.default_threads`, so the engine
+    runs with the thread count its cost curve was calibrated for.
     """
 
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
@@ -115,7 +121,11 @@ class WhisperModel(faster_whisper.WhisperModel):
         require_step_api()
         from .models import resolve_model
 
+        from .engine import default_threads
+
         model_dir = resolve_model(model_size_or_path)
+        if not kwargs.get("cpu_threads"):  # one thread count for the engine and its calibrated cost curve
+            kwargs["cpu_threads"] = default_threads()
         super().__init__(str(model_dir), **kwargs)
         special = SpecialTokens.from_model_dir(str(model_dir))
         self.token_map = _load_map(token_map, self.hf_tokenizer)
@@ -123,10 +133,8 @@ class WhisperModel(faster_whisper.WhisperModel):
         self._prompt_lookup = prompt_lookup
         if cost_model is None:
             from .cost import load_cost_model
-            from .engine import default_threads
 
-            threads = kwargs.get("cpu_threads") or default_threads()
-            cost_model = load_cost_model(model_dir, kwargs.get("compute_type", "int8"), threads)
+            cost_model = load_cost_model(model_dir, kwargs.get("compute_type", "int8"), kwargs["cpu_threads"])
         self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost_model, adaptive)
 
     def _make_drafter(self, controllers=None):
@@ -146,7 +154,7 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     def last_stats(self) -> dict:
         """Decoder statistics of this thread's last ``transcribe`` (as it has run so far)."""
-        return self.model._thread_stats().as_dict()
+        return self.model.current_stats().as_dict()
 
 
 def _load_map(token_map, hf_tokenizer):
