@@ -62,3 +62,11 @@ def sox():
         subprocess.run([exe, *map(str, args)], check=True, capture_output=True)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def tok(base_model_dir):
+    """The base model's :class:`tokenmap.textok.TextTokenizer` (BPE merges repaired)."""
+    from tokenmap.textok import TextTokenizer
+
+    return TextTokenizer.from_file(base_model_dir / "tokenizer.json")

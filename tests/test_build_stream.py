@@ -11,16 +11,7 @@ from tokenmap.builder import BuildOptions, build_map, encode_texts
 from tokenmap.corpus import synthetic_corpus
 from tokenmap.cost import DEFAULT
 from tokenmap.mapfile import TokenMap
-from tokenmap.models import resolve_model
 from tokenmap.style import StyleOptions
-
-MODEL = resolve_model("base", download=False)  # assembled by `make`
-
-
-@pytest.fixture(scope="module")
-def tok():
-    from tokenmap.textok import TextTokenizer
-    return TextTokenizer.from_file(MODEL / "tokenizer.json")
 
 
 @pytest.fixture(scope="module")

@@ -18,12 +18,6 @@ MODEL = resolve_model("base", download=False)  # assembled by `make`
 
 
 @pytest.fixture(scope="module")
-def tok():
-    from tokenmap.textok import TextTokenizer
-    return TextTokenizer.from_file(MODEL / "tokenizer.json")
-
-
-@pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     path = tmp_path_factory.mktemp("corpus") / "maint.txt"
     path.write_text("\n".join(synthetic_corpus(3000, seed=3)) + "\n", encoding="utf-8")

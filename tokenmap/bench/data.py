@@ -97,18 +97,23 @@ def ensure_map(corpora: Path, domain: str, lang: str, cache: Path, model: str) -
     if not corpus.is_file():
         log.warning("no corpus %s: %s/%s decoded without a token map", corpus, domain, lang)
         return None
-    cache.mkdir(parents=True, exist_ok=True)
-    target = cache / f"{domain}-{lang}.tmap"
+    return _cached(cache / f"{domain}-{lang}.tmap", _stamp(corpus, model),
+                   lambda target: build_map([corpus], target, model=str(model), options=BuildOptions(jobs=1),
+                                            force=True))
+
+
+def _cached(target: Path, stamp: dict, build) -> Path:
+    """``target``, rebuilt by ``build(target)`` unless its ``.json`` stamp equals ``stamp``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
     stamp_file = target.with_suffix(".json")
-    stamp = _stamp(corpus, model)
     if target.is_file() and stamp_file.is_file():
         try:
             if json.loads(stamp_file.read_text(encoding="utf-8")) == stamp:
                 return target
         except ValueError:
             pass
-    log.info("building map %s from %s", target, corpus)
-    build_map([corpus], target, model=str(model), options=BuildOptions(jobs=1), force=True)
+    log.info("building map %s", target)
+    build(target)
     stamp_file.write_text(json.dumps(stamp) + "\n", encoding="utf-8")
     return target
 
@@ -127,21 +132,10 @@ def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str) 
     corpus = [corpus_path(corpora, d, l) for d, l in sorted(tasks) if corpus_path(corpora, d, l).is_file()]
     if not corpus:
         return None
-    cache.mkdir(parents=True, exist_ok=True)
-    target = cache / f"{mode}-{len(corpus)}tasks.tmap"
-    stamp_file = target.with_suffix(".json")
-    stamp = {"mode": mode, "corpora": [_stamp(c, model) for c in corpus]}
-    if target.is_file() and stamp_file.is_file():
-        try:
-            if json.loads(stamp_file.read_text(encoding="utf-8")) == stamp:
-                return target
-        except ValueError:
-            pass
-    log.info("building %s map %s from %d corpora", mode, target, len(corpus))
     build = build_balanced if mode == "balanced" else build_map
-    build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True)
-    stamp_file.write_text(json.dumps(stamp) + "\n", encoding="utf-8")
-    return target
+    return _cached(cache / f"{mode}-{len(corpus)}tasks.tmap",
+                   {"mode": mode, "corpora": [_stamp(c, model) for c in corpus]},
+                   lambda target: build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True))
 
 
 def ensure_maps(utterances, corpora: Path, cache: Path, model: str, mismatch: bool = True) -> dict:
