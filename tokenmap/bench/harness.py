@@ -80,6 +80,7 @@ class RunState:
     tm: object = None
     stock: object = None  # StockServer, or None
     stock_skipped: str | None = None
+    failed: dict = field(default_factory=dict)  # utterance id -> {system: error}: left out of the rows
 
     def token_map(self, domain: str, lang: str | None = None):
         """The map of task ``domain/lang``, or the shared map ``domain`` (a map mode) when ``lang`` is None."""
@@ -233,9 +234,15 @@ def run_utterance(state: RunState, utt: Utterance, options: BenchOptions, index:
     for rep in range(options.reps):
         shift = (rep + index) % len(names)
         for name in names[shift:] + names[:shift]:
-            if name.endswith("-e2e") and rep >= options.e2e_reps:
+            if name.endswith("-e2e") and rep >= options.e2e_reps or name in state.failed.get(utt.id, {}):
                 continue
-            seconds, outs[name] = _timed(runners[name])
+            try:
+                seconds, outs[name] = _timed(runners[name])
+            except RuntimeError as exc:  # one system failing on one utterance: recorded, the run goes on
+                log.warning("%s failed on %s: %s", name, utt.id, exc)
+                state.failed.setdefault(utt.id, {})[name] = str(exc)
+                times[name] = []
+                continue
             times[name].append(seconds)
     nots_ref = outs["greedy-nots"].tokens if "greedy-nots" in outs else greedy_tokens
     return [_row(utt, name, times[name], outs[name], audio_s, encode_s, state,
@@ -294,4 +301,5 @@ def run_benchmark(utterances: list[Utterance], options: BenchOptions, maps: dict
         result["stock_versions"] = info.get("versions", {})
     if state.stock_skipped:
         result["stock_skipped"] = state.stock_skipped
+    result["failed_runs"] = state.failed
     return result

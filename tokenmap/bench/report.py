@@ -159,6 +159,9 @@ def markdown(result: dict) -> str:
              "### Definitions", DEFINITIONS]
     if result.get("stock_skipped"):
         parts.insert(1, f"**stock skipped:** {result['stock_skipped']}")
+    if result.get("failed_runs"):
+        failed = "; ".join(f"{s} on {u}: {e}" for u, f in result["failed_runs"].items() for s, e in f.items())
+        parts.insert(1, f"**failed runs (left out of the tables):** {failed}")
     return "\n\n".join(parts) + "\n"
 
 

@@ -133,14 +133,20 @@ def oracle(eng: Engines, enc, prompt, greedy_tokens):
 
 
 def distil_spec(eng: Engines, features, enc, prompt):
-    """tiny.en drafting: ``features`` (mel StorageView) are encoded by the draft inside the call."""
+    """tiny.en drafting: ``features`` (mel StorageView) are encoded by the draft inside the call.
+
+    The fork's loop may run up to K tokens past ``max_length`` and then fails
+    ("no position encodings ... >= 448") on a window that decodes to the
+    limit (a repetition loop), so its ``max_length`` leaves room for one draft.
+    """
     suppress = list(eng.special.suppress_ids)
+    max_length = GENERATE_KW["max_length"] - len(prompt) - eng.spec_tokens - 1
 
     def run() -> Output:
         draft_enc = eng.draft.encode(features)
         tokens = eng.main.generate_speculative(
             eng.draft, enc, draft_enc, prompt=list(prompt), num_speculative_tokens=eng.spec_tokens,
-            max_length=GENERATE_KW["max_length"], eot_id=eng.special.eot, suppress_tokens=suppress,
+            max_length=max_length, eot_id=eng.special.eot, suppress_tokens=suppress,
             d2m=eng.d2m, m2d=eng.m2d)
         tokens = list(tokens)
         if tokens and tokens[-1] == eng.special.eot:
