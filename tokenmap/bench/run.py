@@ -89,9 +89,12 @@ def cross_entropy_fairness(rows: list[dict], maps: dict, aggregates: dict, eot: 
     for r in rows:
         if r["system"] == "greedy" and maps.get((r["domain"], r["lang"])):
             per_task.setdefault((r["domain"], r["lang"]), []).append(r.get("token_ids") or [])
-    d_t = {}
+    d_t, loaded = {}, {}  # a shared map serves every task: load (and verify) it once
     for (domain, lang), sequences in sorted(per_task.items()):
-        tm = TokenMap.load(maps[(domain, lang)])
+        path = maps[(domain, lang)]
+        if path not in loaded:
+            loaded[path] = TokenMap.load(path)
+        tm = loaded[path]
         d_t[f"{domain}/{lang}"] = cross_entropy(tm, [[t for t in s if t < eot] for s in sequences])
     tasks = aggregates["groups"]["task"]
     s_t = {t: tasks[t][system]["S"] for t in d_t if system in tasks.get(t, {})}
