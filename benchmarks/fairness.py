@@ -33,6 +33,7 @@ import json
 import math
 import statistics
 import sys
+from typing import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -74,18 +75,56 @@ def replay(tm: TokenMap, seqs: list[list[int]], cost: CostModel, per_utt: int = 
             "S": greedy / spec if spec else math.nan}
 
 
-def build_maps(out: Path, tok, model: str) -> dict:
+def split_corpora(out: Path, split: str) -> tuple[dict, dict]:
+    """``({task: training file}, {task: evaluation lines})`` for ``split``.
+
+    ``test``: the corpora's train.txt / test.txt.  ``dev``: train.txt split as
+    :func:`tokenmap.balance.split_dev` does (every 10th line is dev), the rest
+    written to ``out/split-dev/<domain>/<lang>/train.txt``; choices tuned on
+    ``dev`` never see a test sentence.
+    """
+    from tokenmap.balance import split_dev
+
+    def lines(path):
+        return [x.strip() for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+    src = {t: ROOT / "corpora" / t[0] / t[1] for t in TASKS}
+    if split == "test":
+        return {t: src[t] / "train.txt" for t in TASKS}, {t: lines(src[t] / "test.txt") for t in TASKS}
+    files, evals = {}, {}
+    for t in TASKS:
+        train, dev = split_dev(lines(src[t] / "train.txt"))
+        files[t] = out / "split-dev" / t[0] / t[1] / "train.txt"
+        files[t].parent.mkdir(parents=True, exist_ok=True)
+        files[t].write_text("\n".join(train) + "\n", encoding="utf-8")
+        evals[t] = dev
+    return files, evals
+
+
+def parse_variant(spec: str) -> tuple[str, dict]:
+    """``name=min_count,max_candidates,max_draft_len,weight[@protect]`` -> (name, build_balanced kwargs)."""
+    from tokenmap.balance import Budget
+
+    name, _, rest = spec.partition("=")
+    budget, _, protect = rest.partition("@")
+    mc, cand, dl, w = budget.split(",")
+    kw = {"generous": Budget(int(mc), int(cand), int(dl), float(w))}
+    if protect:
+        kw["protect"] = float(protect)
+    return name, kw
+
+
+def build_maps(out: Path, tok, model: str, corpus: dict, variants: Sequence[str] = ()) -> dict:
     """``{config: {task: map path}}`` (built once into ``out/maps``; delete the folder to rebuild)."""
     maps = out / "maps"
     maps.mkdir(parents=True, exist_ok=True)
-    corpus = {t: ROOT / "corpora" / t[0] / t[1] / "train.txt" for t in TASKS}
     opts = BuildOptions(jobs=1)
 
-    def make(name, files, balanced=False):
+    def make(name, files, balanced=False, **kw):
         path = maps / f"{name}.tmap"
         if not path.is_file():
             fn = build_balanced if balanced else build_map
-            fn([str(f) for f in files], path, model=model, tokenizer=tok, options=opts, force=True)
+            fn([str(f) for f in files], path, model=model, tokenizer=tok, options=opts, force=True, **kw)
         return path
 
     out_maps = {"per-task": {t: make(f"{t[0]}-{t[1]}", [corpus[t]]) for t in TASKS}}
@@ -94,13 +133,15 @@ def build_maps(out: Path, tok, model: str) -> dict:
     out_maps["per-lang"] = {t: per_lang[t[1]] for t in TASKS}
     out_maps["multi"] = dict.fromkeys(TASKS, make("multi", corpus.values()))
     out_maps["balanced"] = dict.fromkeys(TASKS, make("balanced", corpus.values(), balanced=True))
+    for spec in variants:  # maps are cached by name: give a changed variant a new name
+        name, kw = parse_variant(spec)
+        out_maps[name] = dict.fromkeys(TASKS, make(name, corpus.values(), balanced=True, **kw))
     return out_maps
 
 
-def measure(maps: dict, tok, cost: CostModel) -> dict:
-    """``{config: {task: replay + D_T}}``."""
-    tests = {t: [tok.encode(line.strip()) for line in (ROOT / "corpora" / t[0] / t[1] / "test.txt")
-                 .read_text(encoding="utf-8").splitlines() if line.strip()] for t in TASKS}
+def measure(maps: dict, tok, cost: CostModel, evals: dict) -> dict:
+    """``{config: {task: replay + D_T}}`` on ``evals`` (``{task: lines}``)."""
+    tests = {t: [tok.encode(line) for line in evals[t]] for t in TASKS}
     loaded: dict = {}
     out: dict = {}
     for config, per_task in maps.items():
@@ -168,13 +209,18 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "fairness")
     ap.add_argument("--model", default="base")
+    ap.add_argument("--split", choices=("test", "dev"), default="test",
+                    help="evaluate on the held-out test sentences, or on a dev split of the training corpora")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=MC,CAND,LEN,WEIGHT[@PROTECT]",
+                    help="also a balanced map with this worst-task budget (and protection threshold)")
     args = ap.parse_args(argv)
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_model(args.model)
     args.out.mkdir(parents=True, exist_ok=True)
-    maps = build_maps(args.out, tok, args.model)
-    results = measure(maps, tok, DEFAULT)
+    corpus, evals = split_corpora(args.out, args.split)
+    maps = build_maps(args.out, tok, args.model, corpus, args.variant)
+    results = measure(maps, tok, DEFAULT, evals)
     multi = results["multi"]
     fastest = max(multi, key=lambda t: multi[t]["S"])
     summ = summary(results, fastest)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tokenmap.balance import (DEFAULT_BUDGET, GENEROUS, Budget, allocate, best_task, excess, merge_arrays,
-                              shares, split_dev)
+                              protected_tasks, shares, split_dev)
 from tokenmap.cost import DEFAULT
 from tokenmap.divergence import cross_entropy, ranks, spearman
 from tokenmap.mapfile import TokenMap
@@ -44,6 +44,14 @@ def test_best_task_keeps_the_defaults():
     assert best_task(d) == "maint/en"
     assert alloc["maint/en"] == default
     assert allocate(d)["maint/en"] == DEFAULT_BUDGET
+
+
+def test_protected_tasks_are_the_near_best_in_order():
+    d = {"maint/en": 2.0, "maint/es": 2.5, "tel/en": 7.0, "tel/es": 4.5}  # w = 0, 0.1, 1, 0.5
+    assert protected_tasks(d, 0.0) == ["maint/en"]
+    assert protected_tasks(d, 0.1) == ["maint/en", "maint/es"]
+    assert protected_tasks(d, 0.5) == ["maint/en", "maint/es", "tel/es"]
+    assert protected_tasks({"a": 3.0, "b": 3.0}, 0.0) == ["a", "b"]  # all equal: all are best
 
 
 def test_worst_task_gets_the_bound_and_all_stay_within_bounds():
@@ -103,16 +111,20 @@ def test_merge_keeps_best_task_first_and_pools_the_rest():
     best = {(bos,): (100, [((1, 2, 3), 2.5, 20.0)]), (5,): (50, [((6,), 0.9, 9.0)])}
     thin = {(bos,): (10, [((7, 8), 1.8, 15.0)]), (9,): (4, [((10, 11), 1.5, 12.0)])}
     budgets = {"best": DEFAULT_BUDGET, "thin": BOUND}
-    arrays = merge_arrays({"best": _arrays(best), "thin": _arrays(thin)}, budgets, "best", 2, DEFAULT)
+    arrays = merge_arrays({"best": _arrays(best), "thin": _arrays(thin)}, budgets, ["best"], 2, DEFAULT)
     tm = TokenMap({"order": 2}, arrays)
     assert tm.draft([bos]) == [1, 2, 3]  # the best task's draft is unchanged at a shared key
     assert [c[0] for c in tm.candidates([bos])] == [[1, 2, 3], [7, 8]]
     assert tm.draft([bos, 5]) == [6] and tm.draft([bos, 9]) == [10, 11]  # keys of one task survive
     # without a protected task, the thin task's weight can win the shared key
     heavy = {"best": DEFAULT_BUDGET, "thin": Budget(weight=40.0)}
-    tm2 = TokenMap({"order": 2}, merge_arrays({"best": _arrays(best), "thin": _arrays(thin)}, heavy, None, 2,
+    tm2 = TokenMap({"order": 2}, merge_arrays({"best": _arrays(best), "thin": _arrays(thin)}, heavy, [], 2,
                                               DEFAULT))
     assert tm2.draft([bos]) == [7, 8]
+    # two protected tasks: the first listed leads, the second's candidate follows
+    tm3 = TokenMap({"order": 2}, merge_arrays({"best": _arrays(best), "thin": _arrays(thin)}, heavy,
+                                              ["thin", "best"], 2, DEFAULT))
+    assert [c[0] for c in tm3.candidates([bos])] == [[7, 8], [1, 2, 3]]
 
 
 def test_cross_entropy_prefers_the_fitting_map():
@@ -151,3 +163,23 @@ def test_build_balanced_records_the_allocation(tmp_path):
     assert result.keys == tm.num_keys > 0 and np.all(np.diff(tm.arrays["order_offsets"]) >= 0)
     ids = tok.encode("Please call hydraulic pump 3 inspected")
     assert isinstance(tm.draft([TokenMap.BOS] + ids[:2]), list)
+
+
+def test_protected_tasks_keep_the_default_budget():
+    d = {"maint/en": 2.0, "incar/en": 3.0, "tel/en": 7.0}  # w = 0, 0.2, 1
+    alloc = allocate(d, generous=BOUND, protect=0.25)
+    assert alloc["incar/en"] == DEFAULT_BUDGET and alloc["tel/en"] == BOUND
+    assert allocate(d, generous=BOUND)["incar/en"] != DEFAULT_BUDGET
+
+
+def test_rare_keys_seen_in_other_tasks_are_dropped():
+    from tokenmap.balance import drop_foreign_rare
+
+    bos = TokenMap.BOS
+    thin = {(bos,): (1, [((1, 2), 0.9, 5.0)]), (5,): (1, [((6,), 0.9, 5.0)]), (9,): (1, [((10,), 0.9, 5.0)]),
+            (5, 7): (3, [((8,), 0.9, 5.0)])}
+    other = np.array([bos, 5, 4, 5, 7, 3], dtype=np.uint32)  # has (bos,), (5,), (5, 7) but never 9
+    tm = TokenMap({"order": 2}, drop_foreign_rare(_arrays(thin), [other], min_count=2, order=2))
+    assert tm.draft([9]) == [10]  # rare, but no other task has the context: kept
+    assert tm.draft([bos]) == [] and tm.draft([4, 5]) == []  # rare and seen elsewhere: dropped
+    assert tm.draft([5, 7]) == [8]  # frequent enough: kept although seen elsewhere

@@ -133,8 +133,13 @@ def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str) 
     if not corpus:
         return None
     build = build_balanced if mode == "balanced" else build_map
-    return _cached(cache / f"{mode}-{len(corpus)}tasks.tmap",
-                   {"mode": mode, "corpora": [_stamp(c, model) for c in corpus]},
+    stamp = {"mode": mode, "corpora": [_stamp(c, model) for c in corpus]}
+    if mode == "balanced":  # a changed allocation rebuilds the map
+        from dataclasses import asdict
+
+        from tokenmap.balance import GENEROUS, PROTECT
+        stamp["balance"] = {"generous": asdict(GENEROUS), "protect": PROTECT}
+    return _cached(cache / f"{mode}-{len(corpus)}tasks.tmap", stamp,
                    lambda target: build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True))
 
 
