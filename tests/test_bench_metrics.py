@@ -195,3 +195,15 @@ def test_map_modes_report_per_system_fairness():
               "options": BenchOptions().__dict__, "cost_model": {"source": "default"}, "peak_rss_mb": {}}
     md = markdown(result)
     assert "#### Map modes" in md and "| `tokenmap-balanced` |" in md
+
+
+def test_bench_maps_name_the_map_each_system_drafts_from(tmp_path):
+    from tokenmap.bench.data import BenchMaps
+
+    own = {("maintenance", "en"): tmp_path / "m.tmap", ("telephony", "en"): None}
+    maps = BenchMaps(tasks=own, shared={"multi": tmp_path / "multi.tmap", "balanced": None})
+    assert maps.drafted_by("tokenmap") == own
+    assert maps.drafted_by("tokenmap-multi") == dict.fromkeys(own, tmp_path / "multi.tmap")
+    assert maps.drafted_by("tokenmap-balanced") == {}
+    assert maps.as_dict() == {"maintenance/en": str(tmp_path / "m.tmap"), "telephony/en": None,
+                              "multi": str(tmp_path / "multi.tmap"), "balanced": None}

@@ -34,14 +34,18 @@ def test_bench_two_utterances(tmp_path, data_dir):
     docs = tmp_path / "BENCHMARKS.md"
     out = tmp_path / "results"
     result = CliRunner().invoke(bench, ["--manifest", str(manifest), "--systems", "greedy,tokenmap,oracle",
-                                        "--reps", "1", "--out", str(out), "--update-docs", str(docs)],
+                                        "--reps", "1", "--out", str(out), "--update-docs", str(docs),
+                                        "--map-mode", "per-task,multi"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "tokenmap" in result.output and "unfairness U" in result.output
     run = next(p for p in out.iterdir() if p.name != "maps")
     data = json.loads((run / "results.json").read_text())
     systems = {(r["id"], r["system"]) for r in data["rows"]}
-    assert systems == {(f"telephony/{n}", s) for n in names for s in ("greedy", "tokenmap", "oracle")}
+    assert systems == {(f"telephony/{n}", s) for n in names
+                       for s in ("greedy", "tokenmap", "tokenmap-multi", "oracle")}
+    assert data["maps"]["telephony/en"].endswith("telephony-en.tmap") and data["maps"]["multi"].endswith(".tmap")
+    assert "fairness_ce" in data["aggregates"]["map_modes"]["tokenmap-multi"]
     assert data["options"]["threads"] == 2 and data["machine"]["cores"] >= 1
     agg = data["aggregates"]["systems"]
     assert agg["greedy"]["S"] == 1.0 and agg["oracle"]["A_r"] == 1.0

@@ -19,7 +19,7 @@ import os
 import platform
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 log = logging.getLogger("tokenmap")
@@ -135,12 +135,35 @@ def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str) 
     build = build_balanced if mode == "balanced" else build_map
     stamp = {"mode": mode, "corpora": [_stamp(c, model) for c in corpus]}
     if mode == "balanced":  # a changed allocation rebuilds the map
-        from dataclasses import asdict
-
         from tokenmap.balance import GENEROUS, PROTECT
-        stamp["balance"] = {"generous": asdict(GENEROUS), "protect": PROTECT}
+        stamp["balance"] = {"generous": asdict(GENEROUS), "protect": PROTECT, "merge": 2}
     return _cached(cache / f"{mode}-{len(corpus)}tasks.tmap", stamp,
                    lambda target: build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True))
+
+
+@dataclass
+class BenchMaps:
+    """The map files a run drafts from (None where a task has no corpus).
+
+    ``tasks[(domain, lang)]`` is each task's own map (system ``tokenmap``; the
+    ``MISMATCH_DOMAIN`` maps serve ``tokenmap-mismatch``); ``shared[mode]`` is
+    one map over every task (``multi``, ``balanced``: system ``tokenmap-<mode>``).
+    """
+
+    tasks: dict = field(default_factory=dict)
+    shared: dict = field(default_factory=dict)
+
+    def drafted_by(self, system: str) -> dict:
+        """``{(domain, lang): path}``: the map each task drafts from under ``system``."""
+        mode = system[len("tokenmap-"):] if system.startswith("tokenmap-") else None
+        if mode in self.shared:
+            return dict.fromkeys(self.tasks, self.shared[mode]) if self.shared[mode] else {}
+        return dict(self.tasks)
+
+    def as_dict(self) -> dict:
+        """``{"domain/lang" or mode: path string or None}`` (for results.json)."""
+        named = {**{"/".join(k): p for k, p in self.tasks.items()}, **self.shared}
+        return {k: str(p) if p else None for k, p in named.items()}
 
 
 def ensure_maps(utterances, corpora: Path, cache: Path, model: str, mismatch: bool = True) -> dict:

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenmap.bench import systems as sysm
-from tokenmap.bench.data import MAP_MODES, MISMATCH_DOMAIN, Utterance
+from tokenmap.bench.data import MAP_MODES, MISMATCH_DOMAIN, BenchMaps, Utterance
 
 log = logging.getLogger("tokenmap")
 
@@ -73,8 +73,8 @@ class RunState:
     """Models loaded once for the run."""
 
     eng: sysm.Engines
-    maps: dict
-    loaded_maps: dict = field(default_factory=dict)
+    maps: BenchMaps
+    loaded_maps: dict = field(default_factory=dict)  # path -> TokenMap
     tokenizer: object = None
     fw: object = None
     tm: object = None
@@ -82,23 +82,27 @@ class RunState:
     stock_skipped: str | None = None
     failed: dict = field(default_factory=dict)  # utterance id -> {system: error}: left out of the rows
 
-    def token_map(self, domain: str, lang: str | None = None):
-        """The map of task ``domain/lang``, or the shared map ``domain`` (a map mode) when ``lang`` is None."""
-        key = (domain, lang) if lang is not None else domain
-        if key not in self.loaded_maps:
-            path = self.maps.get(key)
-            if path is None:
-                self.loaded_maps[key] = None
-            else:
-                from tokenmap.mapfile import TokenMap
-                self.loaded_maps[key] = TokenMap.load(path)
-        return self.loaded_maps[key]
+    def token_map(self, domain: str, lang: str):
+        """The own map of task ``domain/lang`` (None without one)."""
+        return self._load(self.maps.tasks.get((domain, lang)))
+
+    def shared_map(self, mode: str):
+        """The shared map of a map mode (``multi``, ``balanced``), or None."""
+        return self._load(self.maps.shared.get(mode))
+
+    def _load(self, path):
+        if path is None:
+            return None
+        if path not in self.loaded_maps:
+            from tokenmap.mapfile import TokenMap
+            self.loaded_maps[path] = TokenMap.load(path)
+        return self.loaded_maps[path]
 
     def text(self, tokens) -> str:
         return self.tokenizer.decode([t for t in tokens if t < self.eng.special.eot]).strip()
 
 
-def load_state(options: BenchOptions, maps: dict) -> RunState:
+def load_state(options: BenchOptions, maps: BenchMaps) -> RunState:
     from tokenizers import Tokenizer
 
     from tokenmap.models import resolve_model
@@ -182,7 +186,7 @@ def build_runners(state: RunState, utt: Utterance, mel, enc, greedy_tokens, opti
         task = f"{utt.domain}/{utt.lang}"
         runners["tokenmap"] = sysm.speculative(eng, enc, prompt, state.token_map(utt.domain, utt.lang), task)
         for mode in options.map_modes[1:]:
-            runners[f"tokenmap-{mode}"] = sysm.speculative(eng, enc, prompt, state.token_map(mode), f"{mode} {task}")
+            runners[f"tokenmap-{mode}"] = sysm.speculative(eng, enc, prompt, state.shared_map(mode), f"{mode} {task}")
         if utt.domain in MISMATCH_FOR:
             runners["tokenmap-mismatch"] = sysm.speculative(eng, enc, prompt,
                                                             state.token_map(MISMATCH_DOMAIN, utt.lang),
@@ -281,7 +285,7 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
 
 
-def run_benchmark(utterances: list[Utterance], options: BenchOptions, maps: dict, progress=None) -> dict:
+def run_benchmark(utterances: list[Utterance], options: BenchOptions, maps: BenchMaps, progress=None) -> dict:
     """Run every selected system; returns ``{"rows", "options", "peak_rss_mb", ...}``."""
     started = time.perf_counter()
     state = load_state(options, maps)

@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tokenmap.bench.aggregate import aggregate
-from tokenmap.bench.data import ensure_maps, ensure_shared_map, load_manifest, machine_info
+from tokenmap.bench.data import BenchMaps, ensure_maps, ensure_shared_map, load_manifest, machine_info
 from tokenmap.bench.harness import BenchOptions, run_benchmark
 from tokenmap.bench.report import write_all
 
@@ -46,25 +46,26 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
     corpora = corpora or ROOT / "corpora"
     if progress:
         progress("maps", None)
-    maps = ensure_maps(utterances, corpora, out_root / "maps", options.model) if "tokenmap" in options.systems \
-        or "e2e" in options.systems else {}
+    maps = BenchMaps()
+    if "tokenmap" in options.systems or "e2e" in options.systems:
+        maps.tasks = ensure_maps(utterances, corpora, out_root / "maps", options.model)
     tasks = {(u.domain, u.lang) for u in utterances}
     for mode in options.map_modes[1:]:
-        maps[mode] = ensure_shared_map(mode, tasks, corpora, out_root / "maps", options.model)
+        maps.shared[mode] = ensure_shared_map(mode, tasks, corpora, out_root / "maps", options.model)
     maps_s = time.perf_counter() - t0
     result = run_benchmark(utterances, options, maps, progress=(lambda u: progress("utt", u)) if progress else None)
     result["seconds"]["maps"] = round(maps_s, 1)
     result["seconds"]["total"] = round(time.perf_counter() - t0, 1)
     result.update(machine=machine_info(ROOT, argv).as_dict(), options=asdict(options), manifest=str(manifest),
-                  utterances=len(utterances), maps={key if isinstance(key, str) else "/".join(key): str(p) if p else None
-                                                    for key, p in maps.items()})
+                  utterances=len(utterances), maps=maps.as_dict())
     result["aggregates"] = aggregate(result["rows"])
     eot = _eot(options.model)
-    result["aggregates"]["fairness_ce"] = cross_entropy_fairness(result["rows"], maps, result["aggregates"], eot)
+    result["aggregates"]["fairness_ce"] = cross_entropy_fairness(result["rows"], maps.drafted_by("tokenmap"),
+                                                                 result["aggregates"], eot)
     for mode in options.map_modes[1:]:
-        shared = {key: maps[mode] for key in maps if not isinstance(key, str)} if maps.get(mode) else {}
-        result["aggregates"]["map_modes"][f"tokenmap-{mode}"]["fairness_ce"] = cross_entropy_fairness(
-            result["rows"], shared, result["aggregates"], eot, system=f"tokenmap-{mode}")
+        system = f"tokenmap-{mode}"
+        result["aggregates"]["map_modes"][system]["fairness_ce"] = cross_entropy_fairness(
+            result["rows"], maps.drafted_by(system), result["aggregates"], eot, system=system)
     paths = write_all(result, out_dir or run_dir(out_root))
     return result, paths
 
