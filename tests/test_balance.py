@@ -121,10 +121,12 @@ def test_merge_keeps_best_task_first_and_pools_the_rest():
     tm2 = TokenMap({"order": 2}, merge_arrays({"best": _arrays(best), "thin": _arrays(thin)}, heavy, [], 2,
                                               DEFAULT))
     assert tm2.draft([bos]) == [7, 8]
-    # two protected tasks: the first listed leads, the second's candidate follows
-    tm3 = TokenMap({"order": 2}, merge_arrays({"best": _arrays(best), "thin": _arrays(thin)}, heavy,
-                                              ["thin", "best"], 2, DEFAULT))
-    assert [c[0] for c in tm3.candidates([bos])] == [[7, 8], [1, 2, 3]]
+    # two protected tasks are pooled among themselves by weighted count, as a plain multi-task map would
+    both = {"best": _arrays(best), "thin": _arrays(thin)}
+    tm3 = TokenMap({"order": 2}, merge_arrays(both, budgets | {"thin": DEFAULT_BUDGET}, ["best", "thin"], 2, DEFAULT))
+    assert tm3.draft([bos]) == [1, 2, 3]  # counts 100 vs 10 (the thin share no longer pays: dropped)
+    tm4 = TokenMap({"order": 2}, merge_arrays(both, heavy, ["best", "thin"], 2, DEFAULT))
+    assert tm4.draft([bos]) == [7, 8]  # 10 x weight 40 outweighs 100
 
 
 def test_cross_entropy_prefers_the_fitting_map():

@@ -16,8 +16,9 @@ the map's budget is for the task (:data:`GENEROUS` is the worst task's):
 bound in proportion to ``w_T = (D_T - D_min) / (D_max - D_min)``: the best
 task (``w = 0``) keeps the defaults, the worst (``w = 1``) gets the bound.
 Tasks within :data:`PROTECT` of the best (``w_T <= PROTECT``) are
-*protected*: they keep the defaults and their own candidates lead every key
-they share, best first, so the well-served tasks keep their drafts.
+*protected*: they keep the defaults, and at every key their candidates
+(pooled among themselves as in a plain multi-task map) lead the others', so
+the thin tasks' extra budget does not displace the well-served tasks' drafts.
 ``D_T`` comes from :mod:`tokenmap.divergence` on a dev split of each task's
 training corpus (every 10th line), never on test sentences.
 
@@ -40,7 +41,7 @@ rare n-grams only where no other task's corpus has that context
 (:func:`drop_foreign_rare`); then the keys are merged (:func:`merge_arrays`):
 a key seen in several tasks keeps the candidates of each, ranked by their
 saving under the weighted share of the key's count, except that the
-protected tasks' own candidates come first.
+protected tasks' candidates come first.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def best_task(divergence: Mapping[str, float]) -> str | None:
 
 
 def protected_tasks(divergence: Mapping[str, float], below: float = PROTECT) -> list[str]:
-    """Tasks with ``w_T <= below``, best first: their own candidates lead every key they share.
+    """Tasks with ``w_T <= below``, best first: their candidates lead every key they share.
 
     The best task is always protected (``below = 0`` protects it alone).
     """
@@ -248,24 +249,19 @@ def _entries(arrays: dict) -> dict:
     return out
 
 
-def _rank_key(contrib: list, budgets: Mapping[str, Budget], protected: Sequence[str], cost: CostModel) -> list:
-    """Merged, ranked candidates of one key from ``[(task, count, cands)]``.
+def _pool(contrib: list, budgets: Mapping[str, Budget], cost: CostModel) -> list:
+    """Candidates of ``[(task, count, cands)]`` pooled by first token, best saving first.
 
-    Candidates of all tasks that start with the same token are pooled: their
-    expected accepted tokens add up, weighted by ``weight_T * count_T`` (as
-    if the tasks' weighted corpora were counted together), and the tokens of
-    the largest contributor are kept.  The candidates of the ``protected``
-    tasks come first, in that order.
+    Candidates that start with the same token add their expected accepted
+    tokens, weighted by ``weight_T * count_T`` (as if the tasks' weighted
+    corpora were counted together); the tokens of the largest contributor are
+    kept; candidates that would not save time are dropped.
     """
     total = sum(budgets[t].weight * count for t, count, _ in contrib) or 1.0
     pooled: dict = {}  # first token -> [expected, (contribution, tokens)]
-    rank = {t: i for i, t in enumerate(protected)}
-    own = []
-    for task, count, cands in sorted(contrib, key=lambda c: rank.get(c[0], len(rank))):
+    for task, count, cands in contrib:
         mass = budgets[task].weight * count / total
-        for toks, exp, sav in cands:
-            if task in rank:
-                own.append((toks, exp, sav))
+        for toks, exp, _ in cands:
             entry = pooled.setdefault(toks[0], [0.0, (-1.0, toks)])
             entry[0] += exp * mass
             entry[1] = max(entry[1], (exp * mass, toks))
@@ -274,10 +270,21 @@ def _rank_key(contrib: list, budgets: Mapping[str, Budget], protected: Sequence[
         sav = exp * cost.step_ms - (cost.batch(len(toks) + 1) - cost.step_ms)
         if sav > 0:
             scored.append((toks, exp, sav))
-    scored.sort(key=lambda c: -c[2])
+    return sorted(scored, key=lambda c: -c[2])
+
+
+def _rank_key(contrib: list, budgets: Mapping[str, Budget], protected: Sequence[str], cost: CostModel) -> list:
+    """Merged, ranked candidates of one key from ``[(task, count, cands)]``.
+
+    The protected tasks' candidates come first, pooled among themselves as a
+    plain multi-task map would (:func:`_pool`, default weights), then those
+    of every task pooled with the budgets' weights.
+    """
+    own = [c for c in contrib if c[0] in set(protected)]
+    ranked = (_pool(own, budgets, cost) if own else []) + _pool(contrib, budgets, cost)
     cap = max(budgets[t].max_candidates for t, _, _ in contrib)
     out, firsts = [], set()
-    for toks, exp, sav in own + scored:  # protected tasks' own rankings first: their drafts are unchanged
+    for toks, exp, sav in ranked:
         if toks[0] not in firsts and len(out) < cap:
             firsts.add(toks[0])
             out.append((toks, exp, sav))
