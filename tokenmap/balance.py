@@ -273,14 +273,14 @@ def _pool(contrib: list, budgets: Mapping[str, Budget], cost: CostModel) -> list
     return sorted(scored, key=lambda c: -c[2])
 
 
-def _rank_key(contrib: list, budgets: Mapping[str, Budget], protected: Sequence[str], cost: CostModel) -> list:
+def _rank_key(contrib: list, budgets: Mapping[str, Budget], protected: frozenset, cost: CostModel) -> list:
     """Merged, ranked candidates of one key from ``[(task, count, cands)]``.
 
     The protected tasks' candidates come first, pooled among themselves as a
     plain multi-task map would (:func:`_pool`, default weights), then those
     of every task pooled with the budgets' weights.
     """
-    own = [c for c in contrib if c[0] in set(protected)]
+    own = [c for c in contrib if c[0] in protected]
     ranked = (_pool(own, budgets, cost) if own else []) + _pool(contrib, budgets, cost)
     cap = max(budgets[t].max_candidates for t, _, _ in contrib)
     out, firsts = [], set()
@@ -298,6 +298,7 @@ def merge_arrays(per_task: Mapping[str, dict], budgets: Mapping[str, Budget], pr
     for task in sorted(per_task):
         for key, (count, cands) in _entries(per_task[task]).items():
             keys.setdefault(key, []).append((task, count, cands))
+    protected = frozenset(protected)
     merged = {key: (sum(c for _, c, _ in contrib), _rank_key(contrib, budgets, protected, cost))
               for key, contrib in keys.items()}
     return _to_arrays(merged, order)
