@@ -185,3 +185,46 @@ def test_rare_keys_seen_in_other_tasks_are_dropped():
     assert tm.draft([9]) == [10]  # rare, but no other task has the context: kept
     assert tm.draft([bos]) == [] and tm.draft([4, 5]) == []  # rare and seen elsewhere: dropped
     assert tm.draft([5, 7]) == [8]  # frequent enough: kept although seen elsewhere
+
+
+def test_thin_task_keys_never_shadow_a_protected_context():
+    from tokenmap.balance import drop_shadowing
+
+    bos = TokenMap.BOS
+    protected_stream = np.array([bos, 1, 2, 3, 4], dtype=np.uint32)
+    protected = _arrays({(2,): (5, [((3, 4), 1.5, 9.0)])})  # (1, 2) and (2, 3) were pruned from its map
+    thin = {(1, 2): (3, [((9,), 0.9, 5.0)]), (2,): (2, [((8,), 0.9, 5.0)]), (7, 2): (3, [((6,), 0.9, 5.0)])}
+    tm = TokenMap({"order": 2}, drop_shadowing(_arrays(thin), protected_stream, protected, order=2))
+    assert tm.draft([1, 2]) == [8]  # the protected corpora have (1, 2): that key is dropped, (2,) answers
+    assert tm.draft([7, 2]) == [6]  # a context only the thin task has survives
+    assert tm.draft([5, 2]) == [8]  # a key the protected map has too is kept (its candidates lead in the merge)
+
+
+def test_balanced_map_drafts_like_the_protected_map_on_protected_text(tmp_path):
+    from tokenmap.balance import PROTECTED, build_balanced
+    from tokenmap.builder import BuildOptions
+    from tokenmap.corpus import synthetic_corpus
+    from tokenmap.textok import TextTokenizer
+
+    tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
+    maint = list(synthetic_corpus(2000, seed=5))
+    thin = [f"Please call {x.lower()}" for x in synthetic_corpus(80, seed=9)]
+    files = []
+    for dom, lines in (("maint", maint), ("thin", thin)):
+        (tmp_path / dom / "en").mkdir(parents=True)
+        files.append(tmp_path / dom / "en" / "train.txt")
+        files[-1].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    opts = BuildOptions(jobs=1)
+    build_balanced(files, tmp_path / "bal.tmap", tokenizer=tok, model=str(MODEL), options=opts, protect=0.0)
+    bal = TokenMap.load(tmp_path / "bal.tmap", tok.fingerprint)
+    assert bal.header["balance"]["protected"] == [bal.header["balance"]["best"]]
+    build_balanced(files[:1], tmp_path / "ref.tmap", tokenizer=tok, model=str(MODEL), options=opts)
+    ref = TokenMap.load(tmp_path / "ref.tmap", tok.fingerprint)  # one task: the protected map alone
+    assert bal.header["balance"]["best"] == "maint/en"
+    checked = 0
+    for line in maint[:200]:
+        ids = [TokenMap.BOS] + tok.encode(line)
+        for i in range(1, len(ids)):
+            assert bal.draft(ids[:i]) == ref.draft(ids[:i]), (line, i)
+            checked += 1
+    assert checked > 1000 and PROTECTED == "(protected)"

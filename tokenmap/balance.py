@@ -16,8 +16,10 @@ the map's budget is for the task (:data:`GENEROUS` is the worst task's):
 bound in proportion to ``w_T = (D_T - D_min) / (D_max - D_min)``: the best
 task (``w = 0``) keeps the defaults, the worst (``w = 1``) gets the bound.
 Tasks within :data:`PROTECT` of the best (``w_T <= PROTECT``) are
-*protected*: they keep the defaults, and at every key their candidates
-(pooled among themselves as in a plain multi-task map) lead the others', so
+*protected*: their corpora are counted together with the default budget
+(exactly a plain multi-task map over them), their candidates lead every
+key, and another task's key is dropped where the protected corpora have
+that context but their map backs off from it (:func:`drop_shadowing`), so
 the thin tasks' extra budget does not displace the well-served tasks' drafts.
 ``D_T`` comes from :mod:`tokenmap.divergence` on a dev split of each task's
 training corpus (every 10th line), never on test sentences.
@@ -36,7 +38,7 @@ Worked example (defaults 2/3/16/1, worst-task bound 1/6/24/8)::
     Budget(min_count=2, max_candidates=3, max_draft_len=16, weight=1.0)
 
 :func:`build_balanced` (``tokenmap build --balance``) counts and prunes each
-task with its budget; a task whose count threshold was lowered keeps its
+unprotected task with its budget (the protected ones as one stream); a task whose count threshold was lowered keeps its
 rare n-grams only where no other task's corpus has that context
 (:func:`drop_foreign_rare`); then the keys are merged (:func:`merge_arrays`):
 a key seen in several tasks keeps the candidates of each, ranked by their
@@ -83,6 +85,7 @@ DEFAULT_BUDGET = Budget()
 #: corpus they give confident wrong drafts, hence :data:`PROTECT`; drafts longer than 8 lowered S.
 GENEROUS = Budget(min_count=1, max_candidates=6, max_draft_len=8, weight=8.0)
 DEV_EVERY = 10  # every 10th training line of a task is its dev split
+PROTECTED = "(protected)"  # the protected tasks' corpora, counted as one
 #: tasks with w_T <= PROTECT keep the default budget and lead the keys they share (the best task
 #: always does).  0.65 on the dev split: the structured domains (w <= 0.60) are protected, the
 #: telephony prompts (w >= 0.87) get the budget; at 0.25 / 0.5 maintenance/en lost 5-6 % of its S.
@@ -278,9 +281,12 @@ def _rank_key(contrib: list, budgets: Mapping[str, Budget], protected: frozenset
 
     The protected tasks' candidates come first, pooled among themselves as a
     plain multi-task map would (:func:`_pool`, default weights), then those
-    of every task pooled with the budgets' weights.
+    of every task pooled with the budgets' weights; a key the protected map
+    holds without candidates keeps none.
     """
     own = [c for c in contrib if c[0] in protected]
+    if own and not any(cands for _, _, cands in own):
+        return []  # the protected map stops its back-off here without a draft: so does the merged map
     ranked = (_pool(own, budgets, cost) if own else []) + _pool(contrib, budgets, cost)
     cap = max(budgets[t].max_candidates for t, _, _ in contrib)
     out, firsts = [], set()
@@ -289,6 +295,23 @@ def _rank_key(contrib: list, budgets: Mapping[str, Budget], protected: frozenset
             firsts.add(toks[0])
             out.append((toks, exp, sav))
     return out
+
+
+def drop_shadowing(arrays: dict, protected_stream: np.ndarray, protected_arrays: dict, order: int) -> dict:
+    """``arrays`` without the keys the protected corpora contain but their map left out.
+
+    Such a context is the protected tasks' own, and their map backs off from
+    it to a shorter key; another task's key there would take their drafts over.
+    """
+    entries = _entries(arrays)
+    own = set(_entries(protected_arrays))
+    drop = set()
+    for n in range(1, order + 1):
+        cand = [k for k in entries if len(k) == n and k not in own]
+        if cand:
+            seen = np.isin(mapfile.key_hash_rows(np.array(cand, np.uint32)), ngram_hashes([protected_stream], n))
+            drop.update(k for k, hit in zip(cand, seen.tolist()) if hit)
+    return _to_arrays({k: v for k, v in entries.items() if k not in drop}, order) if drop else arrays
 
 
 def merge_arrays(per_task: Mapping[str, dict], budgets: Mapping[str, Budget], protected: Sequence[str],
@@ -381,12 +404,19 @@ def build_balanced(corpus: Sequence, output, *, model: str = "base", tokenizer=N
     if progress:
         progress("count", 0)
     streams = {task: encode_stream(texts, tokenizer, options) for task, texts in tasks.items()}
-    per_task = {task: task_arrays(streams[task], budgets[task], options, cost, bos, sep) for task in tasks}
+    per_task = {task: task_arrays(streams[task], budgets[task], options, cost, bos, sep)
+                for task in tasks if task not in protected}
+    joint = np.concatenate([streams[t] for t in protected])  # counted together, as a plain multi map
+    per_task[PROTECTED] = task_arrays(joint, default, options, cost, bos, sep)
+    budgets = {**budgets, PROTECTED: default}
     for task, budget in budgets.items():
         if budget.min_count < default.min_count:
             others = [streams[t] for t in streams if t != task]
             per_task[task] = drop_foreign_rare(per_task[task], others, default.min_count, options.max_order)
-    arrays = merge_arrays(per_task, budgets, protected, options.max_order, cost)
+    for task in per_task:
+        if task != PROTECTED:
+            per_task[task] = drop_shadowing(per_task[task], joint, per_task[PROTECTED], options.max_order)
+    arrays = merge_arrays(per_task, budgets, [PROTECTED], options.max_order, cost)
     n_tokens = sum(len(s) for s in streams.values()) - 2 * stats.utterances
     header = make_header(tokenizer, model, options, stats, cost, n_tokens)
     w = shares(divergence)

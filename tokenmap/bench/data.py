@@ -136,7 +136,7 @@ def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str) 
     stamp = {"mode": mode, "corpora": [_stamp(c, model) for c in corpus]}
     if mode == "balanced":  # a changed allocation rebuilds the map
         from tokenmap.balance import GENEROUS, PROTECT
-        stamp["balance"] = {"generous": asdict(GENEROUS), "protect": PROTECT, "merge": 2}
+        stamp["balance"] = {"generous": asdict(GENEROUS), "protect": PROTECT, "merge": 3}
     return _cached(cache / f"{mode}-{len(corpus)}tasks.tmap", stamp,
                    lambda target: build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True))
 
