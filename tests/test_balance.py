@@ -194,7 +194,8 @@ def test_thin_task_keys_never_shadow_a_protected_context():
     protected_stream = np.array([bos, 1, 2, 3, 4], dtype=np.uint32)
     protected = _arrays({(2,): (5, [((3, 4), 1.5, 9.0)])})  # (1, 2) and (2, 3) were pruned from its map
     thin = {(1, 2): (3, [((9,), 0.9, 5.0)]), (2,): (2, [((8,), 0.9, 5.0)]), (7, 2): (3, [((6,), 0.9, 5.0)])}
-    tm = TokenMap({"order": 2}, drop_shadowing(_arrays(thin), protected_stream, protected, order=2))
+    kept = drop_shadowing({"thin": _arrays(thin)}, protected_stream, protected, order=2)
+    tm = TokenMap({"order": 2}, kept["thin"])
     assert tm.draft([1, 2]) == [8]  # the protected corpora have (1, 2): that key is dropped, (2,) answers
     assert tm.draft([7, 2]) == [6]  # a context only the thin task has survives
     assert tm.draft([5, 2]) == [8]  # a key the protected map has too is kept (its candidates lead in the merge)

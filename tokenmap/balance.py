@@ -298,21 +298,27 @@ def _rank_key(contrib: list, budgets: Mapping[str, Budget], protected: frozenset
     return out
 
 
-def drop_shadowing(arrays: dict, protected_stream: np.ndarray, protected_arrays: dict, order: int) -> dict:
-    """``arrays`` without the keys the protected corpora contain but their map left out.
+def drop_shadowing(per_task: Mapping[str, dict], protected_stream: np.ndarray, protected_arrays: dict,
+                   order: int) -> dict:
+    """``{task: arrays}`` without the keys the protected corpora contain but their map left out.
 
     Such a context is the protected tasks' own, and their map backs off from
     it to a shorter key; another task's key there would take their drafts over.
+    The protected n-grams are hashed once for all tasks.
     """
-    entries = _entries(arrays)
     own = set(_entries(protected_arrays))
-    drop = set()
-    for n in range(1, order + 1):
-        cand = [k for k in entries if len(k) == n and k not in own]
-        if cand:
-            seen = np.isin(mapfile.key_hash_rows(np.array(cand, np.uint32)), ngram_hashes([protected_stream], n))
-            drop.update(k for k, hit in zip(cand, seen.tolist()) if hit)
-    return _to_arrays({k: v for k, v in entries.items() if k not in drop}, order) if drop else arrays
+    seen = {n: ngram_hashes([protected_stream], n) for n in range(1, order + 1)}
+    out = {}
+    for task, arrays in per_task.items():
+        entries = _entries(arrays)
+        drop = set()
+        for n in range(1, order + 1):
+            cand = [k for k in entries if len(k) == n and k not in own]
+            if cand:
+                hit = np.isin(mapfile.key_hash_rows(np.array(cand, np.uint32)), seen[n])
+                drop.update(k for k, h in zip(cand, hit.tolist()) if h)
+        out[task] = _to_arrays({k: v for k, v in entries.items() if k not in drop}, order) if drop else arrays
+    return out
 
 
 def merge_arrays(per_task: Mapping[str, dict], budgets: Mapping[str, Budget], protected: Sequence[str],
@@ -414,9 +420,8 @@ def build_balanced(corpus: Sequence, output, *, model: str = "base", tokenizer=N
         if budget.min_count < default.min_count:
             others = [streams[t] for t in streams if t != task]
             per_task[task] = drop_foreign_rare(per_task[task], others, default.min_count, options.max_order)
-    for task in per_task:
-        if task != PROTECTED:
-            per_task[task] = drop_shadowing(per_task[task], joint, per_task[PROTECTED], options.max_order)
+    others = {task: arrays for task, arrays in per_task.items() if task != PROTECTED}
+    per_task.update(drop_shadowing(others, joint, per_task[PROTECTED], options.max_order))
     arrays = merge_arrays(per_task, budgets, [PROTECTED], options.max_order, cost)
     n_tokens = sum(len(s) for s in streams.values()) - 2 * stats.utterances
     header = make_header(tokenizer, model, options, stats, cost, n_tokens)
