@@ -69,6 +69,8 @@ def aggregate(results, mask_k=0):
         "identical": sum(bool(u.scratch_same) for u in timed) / max(1, len(timed)),
         "latency": _mean([x for u in ups for x in u.commit_latencies]),
         "updates": len(ups),
+        "buffer": _mean([u.buffer_seconds for u in ups]),
+        "tokens": _mean([u.output for u in ups]),
     }
 
 
@@ -79,11 +81,12 @@ def _mean(xs):
 def row(label, a):
     return (f"| {label} | {a['wer']:.1%} | {a['ne']:.2f} | {a['a_d']:.1%} | {a['a_o']:.1%} | {a['ms']:.0f} | "
             f"{a['scratch_ms']:.0f} | {a['cost']:.2f}x | {1 / a['cost']:.2f}x | {a['identical']:.0%} | "
-            f"{a['latency']:.1f} s |")
+            f"{a['latency']:.1f} s | {a['buffer']:.1f} s | {a['tokens']:.1f} |")
 
 
 HEADER = ("| {0} | WER | NE | A/D | A/O | decode ms/update | scratch ms/update | cost vs scratch | speed-up | "
-          "same tokens as generate | commit latency |\n|---|---|---|---|---|---|---|---|---|---|---|")
+          "same tokens as generate | commit latency | mean buffer | tokens/update |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
 def final_vs_scratch(engine, data, base, by_beta):
