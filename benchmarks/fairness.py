@@ -21,9 +21,17 @@ Definition 1 over the tasks.  Map configurations:
 * ``multi``: one plain map over every corpus (``tokenmap build`` of all of them);
 * ``balanced``: ``tokenmap build --balance`` over every corpus.
 
+With ``--greedy RESULTS_JSON`` the replay runs instead on the model's own
+greedy output of a ``tokenmap bench`` run (its results.json, cut into
+segments at the timestamps, one prefill per utterance) with that run's
+cached maps (``--bench-maps``, default results/maps): the same measurement
+on what the decoder really sees on audio, free of timing noise (the
+acceptance controller is not replayed, so bad drafts count in full).
+
 Usage::
 
     python benchmarks/fairness.py --out results/fairness        # ~1 minute on 2 cores
+    python benchmarks/fairness.py --greedy results/<run>/results.json --out /tmp/fair-audio
 """
 
 from __future__ import annotations
@@ -54,12 +62,14 @@ CONFIGS = ("per-task", "per-lang", "multi", "balanced")
 
 
 def replay(tm: TokenMap, seqs: list[list[int]], cost: CostModel, per_utt: int = SENTENCES,
-           prefill: float = PREFILL_MS) -> dict:
-    """Drafting replayed over ``seqs``: counts, acceptance and the cost-model speed-up."""
+           prefill: float = PREFILL_MS, starts: set | None = None) -> dict:
+    """Drafting replayed over ``seqs``: counts, acceptance and the cost-model speed-up.
+
+    A prefill is paid every ``per_utt`` sequences, or at the indexes in ``starts`` when given."""
     greedy = spec = 0.0
     drafts = drafted = accepted = passes = tokens = 0
     for k, ids in enumerate(seqs):
-        if k % per_utt == 0:
+        if (k in starts) if starts is not None else (k % per_utt == 0):
             greedy += prefill + cost.step_ms  # + end-of-text step
             spec += prefill + cost.step_ms
         for n, a in draft_passes(tm, ids):
@@ -154,6 +164,46 @@ def measure(maps: dict, tok, cost: CostModel, evals: dict) -> dict:
     return out
 
 
+def greedy_segments(results_json: Path, timestamp_begin: int) -> dict:
+    """``{task: (segment texts, indexes of each utterance's first segment)}`` from the greedy
+    rows of a ``tokenmap bench`` results.json: the model's own output on the bench audio, cut
+    at timestamps as the decoder's map drafter sees it."""
+    rows = json.loads(results_json.read_text(encoding="utf-8"))["rows"]
+    out: dict = {}
+    for r in rows:
+        if r["system"] != "greedy" or r["kind"] != "decoder":
+            continue
+        segs, starts = out.setdefault(r["task"], ([], set()))
+        starts.add(len(segs))
+        cur: list = []
+        for t in [*r["token_ids"], timestamp_begin]:
+            if t < timestamp_begin:
+                cur.append(t)
+            elif cur:
+                segs.append(cur)
+                cur = []
+    return out
+
+
+def measure_greedy(maps_dir: Path, results_json: Path, cost: CostModel, timestamp_begin: int) -> dict:
+    """:func:`measure` on a bench run's greedy outputs with that run's cached maps
+    (``<task>.tmap``, ``multi-<N>tasks.tmap``, ``balanced-<N>tasks.tmap``)."""
+    evals = greedy_segments(results_json, timestamp_begin)
+    shared = {m: sorted(maps_dir.glob(f"{m}-*tasks.tmap")) for m in ("multi", "balanced")}
+    maps = {"per-task": {t: maps_dir / f"{t.replace('/', '-')}.tmap" for t in evals}}
+    maps.update({m: dict.fromkeys(evals, paths[-1]) for m, paths in shared.items() if paths})
+    out: dict = {}
+    for config, per_task in maps.items():
+        out[config] = {}
+        for task, path in per_task.items():
+            tm = TokenMap.load(path)
+            segs, starts = evals[task]
+            row = replay(tm, segs, cost, starts=starts)
+            row["D_T"] = cross_entropy(tm, segs)
+            out[config][task] = row
+    return out
+
+
 def summary(results: dict, fastest: str) -> dict:
     """Per config: U, spread/mean of S, the ``fastest`` task's S and A_r, rank correlation of D_T with S."""
     out = {}
@@ -213,14 +263,26 @@ def main(argv=None) -> int:
                     help="evaluate on the held-out test sentences, or on a dev split of the training corpora")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=MC,CAND,LEN,WEIGHT[@PROTECT]",
                     help="also a balanced map with this worst-task budget (and protection threshold)")
+    ap.add_argument("--greedy", type=Path, metavar="RESULTS_JSON",
+                    help="instead of sentences, replay on the greedy outputs of a `tokenmap bench` run "
+                         "(its results.json) with that run's maps (--bench-maps)")
+    ap.add_argument("--bench-maps", type=Path, default=ROOT / "results" / "maps")
     args = ap.parse_args(argv)
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_model(args.model)
     args.out.mkdir(parents=True, exist_ok=True)
-    corpus, evals = split_corpora(args.out, args.split)
-    maps = build_maps(args.out, tok, args.model, corpus, args.variant)
-    results = measure(maps, tok, DEFAULT, evals)
+    if args.greedy:
+        cost = CostModel.from_json(json.loads(args.greedy.read_text(encoding="utf-8"))["cost_model"])
+        from tokenmap.models import resolve_model
+        from tokenmap.rules import SpecialTokens
+
+        ts0 = SpecialTokens.from_model_dir(str(resolve_model(args.model))).timestamp_begin
+        results = measure_greedy(args.bench_maps, args.greedy, cost, ts0)
+    else:
+        corpus, evals = split_corpora(args.out, args.split)
+        maps = build_maps(args.out, tok, args.model, corpus, args.variant)
+        results = measure(maps, tok, DEFAULT, evals)
     multi = results["multi"]
     fastest = max(multi, key=lambda t: multi[t]["S"])
     summ = summary(results, fastest)
