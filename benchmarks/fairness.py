@@ -185,13 +185,23 @@ def greedy_segments(results_json: Path, timestamp_begin: int) -> dict:
     return out
 
 
-def measure_greedy(maps_dir: Path, results_json: Path, cost: CostModel, timestamp_begin: int) -> dict:
+def measure_greedy(maps_dir: Path, results_json: Path, cost: CostModel, timestamp_begin: int,
+                   variants: Sequence[str] = (), out: Path | None = None, model: str = "base") -> dict:
     """:func:`measure` on a bench run's greedy outputs with that run's cached maps
-    (``<task>.tmap``, ``multi-<N>tasks.tmap``, ``balanced-<N>tasks.tmap``)."""
+    (``<task>.tmap``, ``multi-<N>tasks.tmap``, ``balanced-<N>tasks.tmap``), plus a balanced
+    map over the same tasks' corpora for each of ``variants`` (built into ``out/maps``)."""
     evals = greedy_segments(results_json, timestamp_begin)
     shared = {m: sorted(maps_dir.glob(f"{m}-*tasks.tmap")) for m in ("multi", "balanced")}
     maps = {"per-task": {t: maps_dir / f"{t.replace('/', '-')}.tmap" for t in evals}}
     maps.update({m: dict.fromkeys(evals, paths[-1]) for m, paths in shared.items() if paths})
+    corpus = [c for c in (ROOT / "corpora" / t / "train.txt" for t in sorted(evals)) if c.is_file()]
+    for spec in variants:  # cached by name, as in build_maps
+        name, kw = parse_variant(spec)
+        path = out / "maps" / f"greedy-{name}.tmap"
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            build_balanced([str(c) for c in corpus], path, model=model, options=BuildOptions(jobs=1), force=True, **kw)
+        maps[name] = dict.fromkeys(evals, path)
     out: dict = {}
     for config, per_task in maps.items():
         out[config] = {}
@@ -278,7 +288,7 @@ def main(argv=None) -> int:
         from tokenmap.rules import SpecialTokens
 
         ts0 = SpecialTokens.from_model_dir(str(resolve_model(args.model))).timestamp_begin
-        results = measure_greedy(args.bench_maps, args.greedy, cost, ts0)
+        results = measure_greedy(args.bench_maps, args.greedy, cost, ts0, args.variant, args.out, args.model)
     else:
         corpus, evals = split_corpora(args.out, args.split)
         maps = build_maps(args.out, tok, args.model, corpus, args.variant)
