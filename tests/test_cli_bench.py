@@ -53,3 +53,18 @@ def test_bench_two_utterances(tmp_path, data_dir):
     assert (out / "maps" / "telephony-en.tmap").is_file()
     assert (run / "report.md").read_text().count("| greedy |") == 1
     assert "Table I" in docs.read_text()
+    assert not (run / "rows.partial.jsonl").exists()  # results.json holds every row
+
+
+def test_partial_rows_survive_a_run_that_dies(tmp_path, caplog):
+    import numpy as np
+
+    from tokenmap.bench.run import PartialRows
+
+    with pytest.raises(KeyboardInterrupt), PartialRows(tmp_path / "run") as sink:
+        sink([{"id": "a", "system": "greedy", "decoder_s": np.float64(0.5)}])
+        sink([{"id": "b", "system": "greedy", "token_ids": [np.int64(3)]}])
+        raise KeyboardInterrupt
+    rows = [json.loads(line) for line in (tmp_path / "run" / "rows.partial.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == ["a", "b"] and rows[0]["decoder_s"] == 0.5 and rows[1]["token_ids"] == [3]
+    assert "rows.partial.jsonl" in caplog.text

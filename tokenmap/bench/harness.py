@@ -285,8 +285,11 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
 
 
-def run_benchmark(utterances: list[Utterance], options: BenchOptions, maps: BenchMaps, progress=None) -> dict:
-    """Run every selected system; returns ``{"rows", "options", "peak_rss_mb", ...}``."""
+def run_benchmark(utterances: list[Utterance], options: BenchOptions, maps: BenchMaps, progress=None,
+                  sink=None) -> dict:
+    """Run every selected system; returns ``{"rows", "options", "peak_rss_mb", ...}``.
+
+    ``sink(rows)``, when given, receives each utterance's rows as soon as they are measured."""
     started = time.perf_counter()
     state = load_state(options, maps)
     log.info("warm-up on %s", utterances[0].id)
@@ -294,7 +297,10 @@ def run_benchmark(utterances: list[Utterance], options: BenchOptions, maps: Benc
     heavy = heavy_ids(utterances, options.heavy_per_group)
     rows: list[dict] = []
     for index, utt in enumerate(utterances):
-        rows.extend(run_utterance(state, utt, options, index, utt.id in heavy))
+        new = run_utterance(state, utt, options, index, utt.id in heavy)
+        rows.extend(new)
+        if sink:
+            sink(new)
         if progress:
             progress(utt)
     result = {"rows": rows, "peak_rss_mb": {"harness": peak_rss_mb()}, "cost_model": state.eng.cost.to_json(),

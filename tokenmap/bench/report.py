@@ -178,10 +178,10 @@ thousands separators removed, symbols split off; numbers are not spelled out) ag
 
 
 def write_json(result: dict, path: Path) -> None:
-    path.write_text(json.dumps(result, indent=1, default=_json_default) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(result, indent=1, default=json_default) + "\n", encoding="utf-8")
 
 
-def _json_default(obj):
+def json_default(obj):
     if hasattr(obj, "item"):
         return obj.item()
     if isinstance(obj, (set, tuple)):

@@ -9,6 +9,7 @@ Example::
 from __future__ import annotations
 
 import datetime
+import json
 import logging
 import time
 from dataclasses import asdict
@@ -17,7 +18,7 @@ from pathlib import Path
 from tokenmap.bench.aggregate import aggregate
 from tokenmap.bench.data import BenchMaps, ensure_maps, ensure_shared_map, load_manifest, machine_info
 from tokenmap.bench.harness import BenchOptions, run_benchmark
-from tokenmap.bench.report import write_all
+from tokenmap.bench.report import json_default, write_all
 
 log = logging.getLogger("tokenmap")
 
@@ -53,7 +54,10 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
     for mode in options.map_modes[1:]:
         maps.shared[mode] = ensure_shared_map(mode, tasks, corpora, out_root / "maps", options.model)
     maps_s = time.perf_counter() - t0
-    result = run_benchmark(utterances, options, maps, progress=(lambda u: progress("utt", u)) if progress else None)
+    out_dir = out_dir or run_dir(out_root)
+    with PartialRows(out_dir) as sink:
+        result = run_benchmark(utterances, options, maps, sink=sink,
+                               progress=(lambda u: progress("utt", u)) if progress else None)
     result["seconds"]["maps"] = round(maps_s, 1)
     result["seconds"]["total"] = round(time.perf_counter() - t0, 1)
     result.update(machine=machine_info(ROOT, argv).as_dict(), options=asdict(options), manifest=str(manifest),
@@ -66,8 +70,33 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
         system = f"tokenmap-{mode}"
         result["aggregates"]["map_modes"][system]["fairness_ce"] = cross_entropy_fairness(
             result["rows"], maps.drafted_by(system), result["aggregates"], eot, system=system)
-    paths = write_all(result, out_dir or run_dir(out_root))
+    paths = write_all(result, out_dir)
+    sink.path.unlink(missing_ok=True)  # results.json holds every row now
     return result, paths
+
+
+class PartialRows:
+    """Appends each utterance's rows to ``out_dir/rows.partial.jsonl`` as they are measured, so a
+    run that dies late keeps what it measured (the file is removed once results.json is written)."""
+
+    def __init__(self, out_dir: Path):
+        self.path = Path(out_dir) / "rows.partial.jsonl"
+        self._fh = None
+
+    def __enter__(self) -> "PartialRows":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.path.open("w", encoding="utf-8")
+        return self
+
+    def __call__(self, rows: list[dict]) -> None:
+        for row in rows:
+            self._fh.write(json.dumps(row, ensure_ascii=False, default=json_default) + "\n")
+        self._fh.flush()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self._fh.close()
+        if exc_type is not None:
+            log.error("benchmark stopped (%s); the rows measured so far are in %s", exc_type.__name__, self.path)
 
 
 def _eot(model: str) -> int:
