@@ -49,3 +49,34 @@ def test_replay_pays_one_prefill_per_utterance():
     assert two["drafted"] == two["accepted"] == 1
     one = fair.replay(SixAfterFive(), segs, cost, prefill=100.0, starts={0})
     assert one["S"] == pytest.approx(160 / 165)
+
+
+def test_map_set_infers_the_task_from_the_emitted_tokens():
+    spec = importlib.util.spec_from_file_location("tokenmap_bench_map_inference", _PATH.parent / "map_inference.py")
+    sys.path.insert(0, str(_PATH.parent))
+    try:
+        inf = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(inf)
+    finally:
+        sys.path.remove(str(_PATH.parent))
+    from tokenmap.cost import CostModel
+
+    class Next:  # drafts the next two tokens of its own counting sequence
+        BOS = -1
+
+        def __init__(self, step):
+            self.step = step
+
+        def draft(self, context):
+            last = context[-1]
+            return [] if last < 0 else [last + self.step, last + 2 * self.step]
+
+    cost = CostModel(10.0, (10.0, 11.0, 12.0))
+    maps = {"ones": Next(1), "twos": Next(2)}
+    segs, starts = [list(range(0, 40, 2))], {0}  # the "twos" task
+    known = inf.replay_set(maps, segs, starts, cost, fixed="twos")
+    inferred = inf.replay_set(maps, segs, starts, cost)
+    wrong = inf.replay_set(maps, segs, starts, cost, fixed="ones")
+    assert known["A_r"] == 1.0 and known["S"] > 1.5
+    assert wrong["A_r"] == 0.0 and wrong["S"] == pytest.approx(1.0)  # its score never turns positive: no drafts
+    assert 1.3 < inferred["S"] <= known["S"] and inferred["A_r"] == 1.0  # after one pass it asks "twos"
