@@ -106,13 +106,19 @@ def final_vs_scratch(engine, data, base, by_beta):
     return out
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def stream_arguments(description: str) -> argparse.ArgumentParser:
+    """The options every streaming benchmark takes: model, compute type, threads, how many streams."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("--model", default="base")
     p.add_argument("--compute-type", default="int8")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--files", type=int, default=3, help="the IVR fixture plus N-1 dictation streams")
+    return p
+
+
+def main(argv=None):
+    p = stream_arguments(__doc__.splitlines()[0])
     p.add_argument("--update", type=float, default=1.0)
-    p.add_argument("--files", type=int, default=3)
     p.add_argument("--betas", default="0,0.1,0.2,0.3,0.5")
     p.add_argument("--mask", default="3,5")
     p.add_argument("--draft-mask", action="store_true", help="also run the paper's plain mask-k (draft trimmed)")

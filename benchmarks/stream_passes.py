@@ -1,5 +1,6 @@
-"""Where a beta = 0 streaming update spends its decoder time, and how far drafting from the
-previous hypothesis could go at best (issue 6).
+"""Where a beta-0 streaming update spends its decoder time, and the perfect-aligner floor (issue 6).
+
+How far could drafting from the previous hypothesis go at best?
 
 Runs the streams of ``stream_bench.py`` (speculative, beta 0, no token map), times every
 decoder call by kind (prefill, forward_batch = a verify pass, forward_step = a token no
@@ -18,12 +19,11 @@ Prints a Markdown table; times in ms per update (wall clock, this process).
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import time
 from collections import Counter, defaultdict
 
-from stream_bench import run, streams
+from stream_bench import run, stream_arguments, streams
 
 from tokenmap.stream import StreamEngine, StreamOptions, StreamTranscriber
 from tokenmap.transcriber import load_audio
@@ -61,12 +61,7 @@ def diff_blocks(draft: list[int], output: list[int], ts0: int) -> tuple[int, int
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="base")
-    p.add_argument("--compute-type", default="int8")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--files", type=int, default=3)
-    args = p.parse_args(argv)
+    args = stream_arguments(__doc__.splitlines()[0]).parse_args(argv)
     engine = StreamEngine.load(args.model, compute_type=args.compute_type, threads=args.threads)
     timed = engine.model = TimedModel(engine.model)
     seen = []
