@@ -69,8 +69,9 @@ def _emit(transcript, fmt: str, output_dir: Path | None, many: bool) -> None:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--model", "-m", default="base", show_default=True,
               help="Packaged name (base, tiny.en), CTranslate2 model directory, or faster-whisper model name.")
-@click.option("--map", "map_path", type=click.Path(dir_okay=False, path_type=str), default=None,
-              help="Token map from `tokenmap build`: turns on speculative decoding.")
+@click.option("--map", "map_path", type=click.Path(dir_okay=False, path_type=str), multiple=True,
+              help="Token map from `tokenmap build`: turns on speculative decoding. Repeat it with one map "
+                   "per domain to let the decoder infer which one the audio fits.")
 @click.option("--language", "-l", default=None, help="Spoken language code (en, es, fr…); detected when omitted.")
 @click.option("--task", type=click.Choice(["transcribe", "translate"]), default="transcribe", show_default=True)
 @click.option("--compute-type", type=click.Choice(["int8", "float32", "int8_float32"]), default="int8",
@@ -93,6 +94,7 @@ def transcribe(files, model, map_path, language, task, compute_type, threads, be
       tokenmap transcribe talk.wav
       tokenmap transcribe -l en -f srt -o subs/ *.wav
       tokenmap transcribe --map maint.tmap report.wav
+      tokenmap transcribe --map maint.tmap --map incar.tmap report.wav
 
     A summary line per file (audio duration, wall time, real-time factor, and
     the speculative statistics with --map) goes to stderr. A file that fails
@@ -102,7 +104,9 @@ def transcribe(files, model, map_path, language, task, compute_type, threads, be
     from tokenmap.transcriber import AudioError, TranscribeOptions, load_model, transcribe_file
 
     try:
-        whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=map_path)
+        maps = list(map_path)
+        whisper = load_model(model, compute_type=compute_type, threads=threads,
+                             token_map=maps if len(maps) > 1 else maps[0] if maps else None)
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
         _fail(str(exc))
         sys.exit(2)

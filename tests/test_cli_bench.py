@@ -35,7 +35,7 @@ def test_bench_two_utterances(tmp_path, data_dir):
     out = tmp_path / "results"
     result = CliRunner().invoke(bench, ["--manifest", str(manifest), "--systems", "greedy,tokenmap,oracle",
                                         "--reps", "1", "--out", str(out), "--update-docs", str(docs),
-                                        "--map-mode", "per-task,multi"],
+                                        "--map-mode", "per-task,multi,inferred"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "tokenmap" in result.output and "unfairness U" in result.output
@@ -43,9 +43,11 @@ def test_bench_two_utterances(tmp_path, data_dir):
     data = json.loads((run / "results.json").read_text())
     systems = {(r["id"], r["system"]) for r in data["rows"]}
     assert systems == {(f"telephony/{n}", s) for n in names
-                       for s in ("greedy", "tokenmap", "tokenmap-multi", "oracle")}
+                       for s in ("greedy", "tokenmap", "tokenmap-multi", "tokenmap-inferred", "oracle")}
     assert data["maps"]["telephony/en"].endswith("telephony-en.tmap") and data["maps"]["multi"].endswith(".tmap")
     assert "fairness_ce" in data["aggregates"]["map_modes"]["tokenmap-multi"]
+    assert data["maps"]["inferred"] == [data["maps"]["telephony/en"]]  # the tasks' own maps
+    assert "tokenmap-inferred" in data["aggregates"]["map_modes"]
     assert data["options"]["threads"] == 2 and data["machine"]["cores"] >= 1
     agg = data["aggregates"]["systems"]
     assert agg["greedy"]["S"] == 1.0 and agg["oracle"]["A_r"] == 1.0

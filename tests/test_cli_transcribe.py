@@ -118,6 +118,22 @@ def test_transcribe_with_map_reports_statistics(data_dir, tmp_path, fw_model):
     assert data["text"] == expected
 
 
+def test_several_maps_infer_the_task(data_dir, tmp_path):
+    """--map twice: one map per domain, the decoder drafts from the one the audio fits."""
+    from tokenmap_cli.main import cli as main
+
+    corpora = data_dir.parent.parent / "corpora"
+    maps = []
+    for domain, lang in (("telephony", "fr"), ("telephony", "en")):
+        maps += ["--map", tmp_path / f"{lang}.tmap"]
+        assert CliRunner().invoke(main, ["build", str(corpora / domain / lang / "train.txt"), "-o",
+                                         str(tmp_path / f"{lang}.tmap")]).exit_code == 0
+    result = run(*maps, "-l", "en", "-f", "json", "-o", tmp_path, data_dir / "en-ss-noservice.flac")
+    assert result.exit_code == 0, result.output
+    stats = json.loads((tmp_path / "en-ss-noservice.json").read_text())["stats"]
+    assert stats["verify_passes"] >= 1 and stats["drafted"] >= stats["accepted"]
+
+
 def test_map_for_another_tokenizer_is_one_line(tmp_path, data_dir):
     from tokenmap_cli.main import cli as main
 

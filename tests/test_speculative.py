@@ -227,3 +227,33 @@ def test_untried_sources_do_not_hold_the_gate_open():
         controllers.member(0).update(5, 0)  # the map: always wrong
     gates = [controllers.use_speculation() for _ in range(12)]
     assert gates.count(True) == 3  # only the probes
+
+
+@pytest.fixture(scope="module")
+def telephony_maps(tmp_path_factory, base_model_dir):
+    """Maps built from the French and the English telephony corpora (in that order)."""
+    from pathlib import Path
+
+    from tokenmap.builder import BuildOptions, build_map
+    from tokenmap.mapfile import TokenMap
+
+    root, out = Path(__file__).resolve().parent.parent / "corpora" / "telephony", tmp_path_factory.mktemp("maps")
+    maps = []
+    for lang in ("fr", "en"):
+        build_map([str(root / lang / "train.txt")], out / f"{lang}.tmap", model=str(base_model_dir),
+                  options=BuildOptions(jobs=1))
+        maps.append(TokenMap.load(out / f"{lang}.tmap"))
+    return maps
+
+
+@pytest.mark.parametrize("which", [1, 3])
+def test_map_set_infers_the_task_and_keeps_the_output(engine, special, windows, references, telephony_maps, which):
+    from tokenmap.drafters import MapSetDrafter, default_drafter
+
+    enc, prompt = windows[which]
+    drafter = default_drafter(telephony_maps, special.timestamp_begin, prompt_lookup=False)
+    result = decode_window(engine, enc, prompt, special, drafter, **KW)
+    assert_same(result, references[which])
+    member = drafter.drafters[0]
+    assert isinstance(member, MapSetDrafter) and result.stats.accepted > 0
+    assert member.drafts[1] > member.drafts[0]  # English prompts: the English map leads

@@ -77,6 +77,63 @@ class TokenMapDrafter:
         return list(self.map.draft(context))[:limit]
 
 
+class MapSetDrafter:
+    """Drafts from one of several token maps (one per task), inferring the task while decoding.
+
+    After every decoder pass the model's tokens are known, so each map's
+    proposal at the previous position is scored against them at no extra pass:
+    ``score <- decay * score + saving``, where ``saving`` is what verifying that
+    proposal would have saved (``accepted * step - (batch(len + 1) - step)``,
+    :class:`tokenmap.cost.CostModel`). The draft comes from the best-scoring map,
+    and only while its score is positive. Scores start at zero in each window.
+    ``tokenmap.WhisperModel(token_map=[a, b, ...])`` uses it. Example (two toy maps
+    that count in ones and in twos; the text counts in twos)::
+
+        >>> class Count:
+        ...     order, BOS = 1, -1
+        ...     def __init__(self, step): self.step = step
+        ...     def draft(self, ctx): return () if ctx[-1] < 0 else (ctx[-1] + self.step,)
+        >>> d = MapSetDrafter([Count(1), Count(2)])
+        >>> d.draft([2], 4), d.draft([2, 4], 4), d.draft([2, 4, 6], 4)   # no score yet, then map 2 leads
+        ([], [6], [8])
+    """
+
+    def __init__(self, token_maps: Sequence, timestamp_begin: int | None = None, cost=None, decay: float = 0.97):
+        from .cost import DEFAULT
+
+        self.members = [TokenMapDrafter(tm, timestamp_begin=timestamp_begin) for tm in token_maps]
+        self.cost, self.decay = cost or DEFAULT, decay
+        self.reset()
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        self.scores = [0.0] * len(self.members)
+        self.drafts = [0] * len(self.members)  # drafts each member gave in this window (diagnostics)
+        self._pending: tuple[int, list] | None = None  # (position, every member's proposal there)
+
+    def _score(self, tokens: Sequence[int]) -> None:
+        if self._pending is None:
+            return
+        position, proposals = self._pending
+        emitted = list(tokens[position:])
+        step = self.cost.step_ms
+        for i, proposal in enumerate(proposals):
+            agreed = 0
+            while agreed < min(len(proposal), len(emitted)) and proposal[agreed] == emitted[agreed]:
+                agreed += 1
+            saving = agreed * step - (self.cost.batch(len(proposal) + 1) - step) if proposal else 0.0
+            self.scores[i] = self.decay * self.scores[i] + saving
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        self._score(tokens)
+        proposals = [m.draft(tokens, limit) for m in self.members]
+        self._pending = (len(tokens), proposals)
+        best = max(range(len(self.members)), key=self.scores.__getitem__, default=None)
+        if best is None or self.scores[best] <= 0 or not proposals[best]:
+            return []
+        self.drafts[best] += 1
+        return proposals[best]
+
+
 class PromptLookupDrafter:
     """Prompt lookup: find the last ``n`` tokens earlier in the text and copy what followed.
 
@@ -209,10 +266,14 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
                     session_cache: SessionCache | None = None, controllers=None) -> ChainDrafter:
     """The drafter tokenmap uses: the token map, then prompt lookup, then the session cache.
 
+    ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
+
     ``controllers``: a ``ControllerSet`` giving each source its own draft length.
     """
     drafters = []
-    if token_map is not None:
+    if isinstance(token_map, (list, tuple)):  # one map per task: infer which one fits
+        drafters.append(MapSetDrafter(token_map, timestamp_begin=timestamp_begin))
+    elif token_map is not None:
         drafters.append(TokenMapDrafter(token_map, timestamp_begin=timestamp_begin))
     if prompt_lookup:
         drafters.append(PromptLookupDrafter(timestamp_begin=timestamp_begin))

@@ -105,8 +105,10 @@ class SpeculativeEngine:
 class WhisperModel(faster_whisper.WhisperModel):
     """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
 
-    Extra arguments: ``token_map`` (path or :class:`tokenmap.mapfile.TokenMap`,
-    or None for prompt lookup and the session cache only), ``prompt_lookup``
+    Extra arguments: ``token_map`` (path or :class:`tokenmap.mapfile.TokenMap`;
+    a list of them, one per task, to infer the task while decoding with
+    :class:`tokenmap.drafters.MapSetDrafter`; or None for prompt lookup and the
+    session cache only), ``prompt_lookup``
     and ``session_cache`` (drafters after the map), ``adaptive`` (let the
     cost curve and the running acceptance decide how far to draft),
     ``cost_model`` (a :class:`tokenmap.cost.CostModel`; default: this
@@ -158,6 +160,9 @@ class WhisperModel(faster_whisper.WhisperModel):
 
 
 def _load_map(token_map, hf_tokenizer):
+    if isinstance(token_map, (list, tuple)):  # one map per task: MapSetDrafter infers the task
+        maps = [_load_map(m, hf_tokenizer) for m in token_map]
+        return maps[0] if len(maps) == 1 else maps
     if token_map is None or not isinstance(token_map, (str, os.PathLike)):
         return token_map
     from .mapfile import TokenMap

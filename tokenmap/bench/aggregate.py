@@ -12,6 +12,7 @@ import math
 from collections import defaultdict
 
 from tokenmap.bench import metrics as M
+from tokenmap.bench.data import MAP_MODES
 
 DECODER_BASELINE = "greedy"
 E2E_BASELINE = "fw-e2e"
@@ -75,8 +76,9 @@ def fairness(task_table: dict, system: str = "tokenmap") -> dict:
 
 def map_modes(rows: list[dict], task_table: dict) -> dict:
     """``{system: fairness}`` for the per-task map (``tokenmap``) and every shared-map
-    system (``tokenmap-multi``, ``tokenmap-balanced``) run on the same audio."""
-    names = sorted({r["system"] for r in rows if r["system"] in ("tokenmap", "tokenmap-multi", "tokenmap-balanced")})
+    system (``tokenmap-multi``, ``tokenmap-balanced``, ``tokenmap-inferred``) run on the same audio."""
+    wanted = {"tokenmap"} | {f"tokenmap-{mode}" for mode in MAP_MODES[1:]}
+    names = sorted({r["system"] for r in rows if r["system"] in wanted})
     return {name: fairness(task_table, name) for name in names}
 
 

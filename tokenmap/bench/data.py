@@ -119,8 +119,9 @@ def _cached(target: Path, stamp: dict, build) -> Path:
 
 
 #: map modes of ``tokenmap bench --map-mode``: one map per task, one map over all tasks,
-#: and one balanced map over all tasks (``tokenmap build --balance``)
-MAP_MODES = ("per-task", "multi", "balanced")
+#: one balanced map over all tasks (``tokenmap build --balance``), and every task's own map
+#: with the task inferred while decoding (:class:`tokenmap.drafters.MapSetDrafter`)
+MAP_MODES = ("per-task", "multi", "balanced", "inferred")
 
 
 def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str) -> Path | None:
@@ -153,17 +154,22 @@ class BenchMaps:
     tasks: dict = field(default_factory=dict)
     shared: dict = field(default_factory=dict)
 
+    def inferred(self, keys) -> list:
+        """The ``inferred`` mode's map set: the own maps of the tasks ``keys`` that have one."""
+        return [self.tasks[k] for k in sorted(keys) if self.tasks.get(k)]
+
     def drafted_by(self, system: str) -> dict:
-        """``{(domain, lang): path}``: the map each task drafts from under ``system``."""
+        """``{(domain, lang): path}``: the map each task drafts from under ``system`` (``inferred``:
+        its own map, the one the drafter should infer)."""
         mode = system[len("tokenmap-"):] if system.startswith("tokenmap-") else None
-        if mode in self.shared:
+        if mode in self.shared and mode != "inferred":
             return dict.fromkeys(self.tasks, self.shared[mode]) if self.shared[mode] else {}
         return dict(self.tasks)
 
     def as_dict(self) -> dict:
         """``{"domain/lang" or mode: path string or None}`` (for results.json)."""
         named = {**{"/".join(k): p for k, p in self.tasks.items()}, **self.shared}
-        return {k: str(p) if p else None for k, p in named.items()}
+        return {k: ([str(x) for x in p] if isinstance(p, list) else str(p) if p else None) for k, p in named.items()}
 
 
 def ensure_maps(utterances, corpora: Path, cache: Path, model: str, mismatch: bool = True) -> dict:

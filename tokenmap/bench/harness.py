@@ -87,8 +87,9 @@ class RunState:
         return self._load(self.maps.tasks.get((domain, lang)))
 
     def shared_map(self, mode: str):
-        """The shared map of a map mode (``multi``, ``balanced``), or None."""
-        return self._load(self.maps.shared.get(mode))
+        """The shared map of a map mode (``multi``, ``balanced``; ``inferred``: a list of maps), or None."""
+        shared = self.maps.shared.get(mode)
+        return [self._load(p) for p in shared] if isinstance(shared, list) else self._load(shared)
 
     def _load(self, path):
         if path is None:

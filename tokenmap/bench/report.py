@@ -130,8 +130,10 @@ def map_modes_text(agg: dict) -> str:
                      f"{fmt(sp['min'])} ({sp.get('argmin', '–')})", f"{fmt(sp['max'])} ({sp.get('argmax', '–')})"])
     return ("\n\n#### Map modes (`--map-mode`)\n\n`tokenmap` drafts from each task's own map, "
             "`tokenmap-multi` from one map built over every task's corpus, `tokenmap-balanced` from "
-            "`tokenmap build --balance` over the same corpora; U with D_T = 1 − A_r and with D_T = the "
-            "map's cross-entropy on the task's greedy output.\n\n"
+            "`tokenmap build --balance` over the same corpora, `tokenmap-inferred` from every task's own map "
+            "with the task inferred while decoding; U with D_T = 1 − A_r and with D_T = the "
+            "map's cross-entropy on the task's greedy output (for `tokenmap-inferred`, of the task's own map)."
+            "\n\n"
             + table(["system", "U (1 − A_r)", "U (cross-entropy)", "mean S", "std S", "min S (task)",
                      "max S (task)"], rows))
 

@@ -52,7 +52,8 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
         maps.tasks = ensure_maps(utterances, corpora, out_root / "maps", options.model)
     tasks = {(u.domain, u.lang) for u in utterances}
     for mode in options.map_modes[1:]:
-        maps.shared[mode] = ensure_shared_map(mode, tasks, corpora, out_root / "maps", options.model)
+        maps.shared[mode] = (maps.inferred(tasks) if mode == "inferred" else
+                             ensure_shared_map(mode, tasks, corpora, out_root / "maps", options.model))
     maps_s = time.perf_counter() - t0
     out_dir = out_dir or run_dir(out_root)
     with PartialRows(out_dir) as sink:
