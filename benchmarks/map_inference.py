@@ -1,4 +1,9 @@
-"""Exploratory (issue 7): draft from a *set* of per-task maps and infer the task while decoding.
+"""Replay (issue 7): draft from a *set* of per-task maps and infer the task while decoding.
+
+The decoder's version is :class:`tokenmap.drafters.MapSetDrafter` (bench map mode
+``inferred``); this replay scores each proposal against the whole greedy
+continuation (the decoder only sees what one pass emits) and gates single maps the
+same way, to compare map configurations without timing noise.
 
 A shared map cannot give a thin task more drafts without drafting them on the
 fastest task's text too. A set of per-task maps can, if the decoder knows which
