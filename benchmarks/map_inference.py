@@ -69,7 +69,7 @@ def replay_set(maps: dict, segs: list, starts: set, cost: CostModel, fixed=None,
             drafted += len(draft)
             accepted += a
             for name, d in props.items():
-                saving = _agree(d, ids, i) * cost.step_ms - (cost.batch(len(d) + 1) - cost.step_ms) if d else 0.0
+                saving = cost.saving(_agree(d, ids, i), len(d)) if d else 0.0
                 score[name] = decay * score[name] + saving
             step = min(a + 1, len(ids) - i)
             ctx.extend(ids[i:i + step])

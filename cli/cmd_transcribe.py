@@ -104,9 +104,7 @@ def transcribe(files, model, map_path, language, task, compute_type, threads, be
     from tokenmap.transcriber import AudioError, TranscribeOptions, load_model, transcribe_file
 
     try:
-        maps = list(map_path)
-        whisper = load_model(model, compute_type=compute_type, threads=threads,
-                             token_map=maps if len(maps) > 1 else maps[0] if maps else None)
+        whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=list(map_path) or None)
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
         _fail(str(exc))
         sys.exit(2)

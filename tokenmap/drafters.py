@@ -83,8 +83,8 @@ class MapSetDrafter:
     After every decoder pass the model's tokens are known, so each map's
     proposal at the previous position is scored against them at no extra pass:
     ``score <- decay * score + saving``, where ``saving`` is what verifying that
-    proposal would have saved (``accepted * step - (batch(len + 1) - step)``,
-    :class:`tokenmap.cost.CostModel`). The draft comes from the best-scoring map,
+    proposal would have saved (:meth:`tokenmap.cost.CostModel.saving` of its
+    tokens that agree with the emitted ones). The draft comes from the best-scoring map,
     and only while its score is positive. Scores start at zero in each window.
     ``tokenmap.WhisperModel(token_map=[a, b, ...])`` uses it. Example (two toy maps
     that count in ones and in twos; the text counts in twos)::
@@ -113,14 +113,12 @@ class MapSetDrafter:
     def _score(self, tokens: Sequence[int]) -> None:
         if self._pending is None:
             return
+        from .stream_metrics import lcp
+
         position, proposals = self._pending
-        emitted = list(tokens[position:])
-        step = self.cost.step_ms
+        emitted = tokens[position:]
         for i, proposal in enumerate(proposals):
-            agreed = 0
-            while agreed < min(len(proposal), len(emitted)) and proposal[agreed] == emitted[agreed]:
-                agreed += 1
-            saving = agreed * step - (self.cost.batch(len(proposal) + 1) - step) if proposal else 0.0
+            saving = self.cost.saving(lcp(proposal, emitted), len(proposal)) if proposal else 0.0
             self.scores[i] = self.decay * self.scores[i] + saving
 
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:

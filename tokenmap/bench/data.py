@@ -148,7 +148,8 @@ class BenchMaps:
 
     ``tasks[(domain, lang)]`` is each task's own map (system ``tokenmap``; the
     ``MISMATCH_DOMAIN`` maps serve ``tokenmap-mismatch``); ``shared[mode]`` is
-    one map over every task (``multi``, ``balanced``: system ``tokenmap-<mode>``).
+    one map over every task (``multi``, ``balanced``: system ``tokenmap-<mode>``), or for
+    ``inferred`` the list of the tasks' own maps (:meth:`inferred`).
     """
 
     tasks: dict = field(default_factory=dict)
