@@ -19,7 +19,9 @@ Definition 1 over the tasks.  Map configurations:
 * ``per-task``: one map per domain/lang (what ``tokenmap bench`` uses today);
 * ``per-lang``: one map per language (all its domains);
 * ``multi``: one plain map over every corpus (``tokenmap build`` of all of them);
-* ``balanced``: ``tokenmap build --balance`` over every corpus.
+* ``balanced``: ``tokenmap build --balance`` over every corpus: a map set, replayed here
+  with each task's own section (the task known; ``map_inference.py`` replays the
+  decoder inferring it).
 
 With ``--greedy RESULTS_JSON`` the replay runs instead on the model's own
 greedy output of a ``tokenmap bench`` run (its results.json, cut into
@@ -52,7 +54,7 @@ from tokenmap.bench.metrics import unfairness  # noqa: E402
 from tokenmap.builder import BuildOptions, build_map, draft_passes  # noqa: E402
 from tokenmap.cost import DEFAULT, CostModel  # noqa: E402
 from tokenmap.divergence import cross_entropy, spearman  # noqa: E402
-from tokenmap.mapfile import TokenMap  # noqa: E402
+from tokenmap.mapfile import TokenMap, load_maps  # noqa: E402
 
 TASKS = [(d, l) for d in ("maintenance", "incar") for l in ("en", "es", "fr")] + \
         [("telephony", l) for l in ("en", "es", "fr")]
@@ -149,6 +151,11 @@ def build_maps(out: Path, tok, model: str, corpus: dict, variants: Sequence[str]
     return out_maps
 
 
+def task_map(maps: list, task: str) -> TokenMap:
+    """The map of ``task`` among ``load_maps``'s result: a set's own section (the task known), else the map."""
+    return next((m for m in maps if m.task == task), maps[0])
+
+
 def measure(maps: dict, tok, cost: CostModel, evals: dict) -> dict:
     """``{config: {task: replay + D_T}}`` on ``evals`` (``{task: lines}``)."""
     tests = {t: [tok.encode(line) for line in evals[t]] for t in TASKS}
@@ -157,7 +164,9 @@ def measure(maps: dict, tok, cost: CostModel, evals: dict) -> dict:
     for config, per_task in maps.items():
         out[config] = {}
         for task, path in per_task.items():
-            tm = loaded.setdefault(path, TokenMap.load(path))
+            if path not in loaded:
+                loaded[path] = load_maps(path)
+            tm = task_map(loaded[path], f"{task[0]}/{task[1]}")
             row = replay(tm, tests[task], cost)
             row["D_T"] = cross_entropy(tm, tests[task])
             out[config][f"{task[0]}/{task[1]}"] = row
@@ -206,7 +215,7 @@ def measure_greedy(maps_dir: Path, results_json: Path, cost: CostModel, timestam
     for config, per_task in maps.items():
         out[config] = {}
         for task, path in per_task.items():
-            tm = TokenMap.load(path)
+            tm = task_map(load_maps(path), task)
             segs, starts = evals[task]
             row = replay(tm, segs, cost, starts=starts)
             row["D_T"] = cross_entropy(tm, segs)

@@ -23,7 +23,10 @@ Input is the greedy output of a ``tokenmap bench`` run (as ``fairness.py
 
     python benchmarks/map_inference.py results/<run>/results.json [--maps results/maps] [--decay 0.97]
 
-Prints one Markdown table: S (cost model) / A_r per task and configuration.
+Prints one Markdown table: U (Definition 1, D_T = the cross-entropy of the task's map, for a set
+of its own section, on its greedy output) and S (cost model) / A_r per task and configuration.
+The cached ``balanced-*tasks.tmap`` is the map set of ``tokenmap build --balance``; it is
+replayed with the task inferred among its sections.
 """
 
 from __future__ import annotations
@@ -35,8 +38,10 @@ from pathlib import Path
 
 from fairness import PREFILL_MS, greedy_segments
 
+from tokenmap.bench.metrics import unfairness
 from tokenmap.cost import CostModel
-from tokenmap.mapfile import TokenMap
+from tokenmap.divergence import cross_entropy
+from tokenmap.mapfile import TokenMap, load_maps
 
 
 def _agree(draft, ids, i) -> int:
@@ -90,21 +95,32 @@ def main(argv=None) -> int:
     evals = greedy_segments(args.results, args.timestamp_begin)
     per_task = {t: TokenMap.load(args.maps / f"{t.replace('/', '-')}.tmap") for t in evals}
     shared = {m: sorted(args.maps.glob(f"{m}-*tasks.tmap")) for m in ("multi", "balanced")}
-    configs = {"per-task (task known)": lambda t: replay_set(per_task, *evals[t], cost, fixed=t, decay=args.decay),
-               "map set, task inferred": lambda t: replay_set(per_task, *evals[t], cost, decay=args.decay)}
+    # name -> (replay of task t, the map whose cross-entropy is task t's D_T)
+    configs = {"per-task (task known)": (lambda t: replay_set(per_task, *evals[t], cost, fixed=t, decay=args.decay),
+                                         per_task.get),
+               "map set, task inferred": (lambda t: replay_set(per_task, *evals[t], cost, decay=args.decay),
+                                          per_task.get)}
     for mode, paths in shared.items():
         if paths:
-            tm = TokenMap.load(paths[-1])
-            configs[f"{mode} ({paths[-1].name})"] = (
-                lambda t, tm=tm: replay_set({"one": tm}, *evals[t], cost, fixed="one", decay=args.decay))
-    results = {name: {t: fn(t) for t in sorted(evals)} for name, fn in configs.items()}
+            maps = load_maps(paths[-1])
+            if len(maps) > 1:  # a map set (`tokenmap build --balance`): the task inferred among its sections
+                sections = {m.task: m for m in maps}
+                configs[f"{mode} set ({paths[-1].name}), task inferred"] = (
+                    lambda t, s=sections: replay_set(s, *evals[t], cost, decay=args.decay), sections.get)
+            else:
+                configs[f"{mode} ({paths[-1].name})"] = (
+                    lambda t, tm=maps[0]: replay_set({"one": tm}, *evals[t], cost, fixed="one", decay=args.decay),
+                    lambda t, tm=maps[0]: tm)
     tasks = sorted(evals)
-    print("| configuration | mean S | min S | max S | " + " | ".join(f"{t} S / A_r" for t in tasks) + " |")
-    print("|" + "---|" * (4 + len(tasks)))
-    for name, rows in results.items():
+    print("| configuration | U (cross-entropy) | mean S | min S | max S | "
+          + " | ".join(f"{t} S / A_r" for t in tasks) + " |")
+    print("|" + "---|" * (5 + len(tasks)))
+    for name, (run_task, task_map) in configs.items():
+        rows = {t: run_task(t) for t in tasks}
+        u = unfairness({t: cross_entropy(task_map(t), evals[t][0]) for t in tasks})
         s = [rows[t]["S"] for t in tasks]
         cells = " | ".join(f"{rows[t]['S']:.3f} / {rows[t]['A_r']:.0%}" for t in tasks)
-        print(f"| {name} | {statistics.fmean(s):.3f} | {min(s):.3f} | {max(s):.3f} | {cells} |")
+        print(f"| {name} | {u:.3f} | {statistics.fmean(s):.3f} | {min(s):.3f} | {max(s):.3f} | {cells} |", flush=True)
     return 0
 
 

@@ -76,9 +76,9 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
               help="Python of the stock faster-whisper environment (make bench-stock).")
 @click.option("--map-mode", "map_modes", default="per-task", show_default=True,
               help="Comma-separated map modes: per-task (each task's own map; always run), multi (one map "
-                   "over every task's corpus: system tokenmap-multi), balanced (`tokenmap build --balance` "
-                   "over the same corpora: tokenmap-balanced), inferred (every task's own map, the task inferred "
-                   "while decoding: tokenmap-inferred).")
+                   "over every task's corpus: system tokenmap-multi), balanced (the map set of `tokenmap build "
+                   "--balance` over the same corpora: tokenmap-balanced), inferred (every task's own map: "
+                   "tokenmap-inferred); with a set the task is inferred while decoding.")
 @click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Regenerate the generated section of this Markdown file (e.g. docs/BENCHMARKS.md).")
 def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,

@@ -62,9 +62,13 @@ class _Bar:
 @click.option("--jobs", default=2, show_default=True, type=click.IntRange(1, 64), help="Worker processes.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("--balance", is_flag=True,
-              help="One map over all tasks (domain/lang), budget shared by excess divergence D_T - D_min.")
+              help="Share the budget across tasks (domain/lang) by excess divergence D_T - D_min: thin tasks get "
+                   "rarer n-grams, more candidates and shorter drafts. Writes a map set (one section per task; "
+                   "the decoder infers the task) unless --layout merged.")
+@click.option("--layout", type=click.Choice(["sections", "merged"]), default="sections", show_default=True,
+              help="With --balance: one section per task, or every budget merged into one map.")
 def build(corpus, output, model, max_order, min_count, max_candidates, max_draft_len, merge_near_duplicates,
-          text_column, style_bridge, capitalize, final_period, digits, add_raw, jobs, force, balance):
+          text_column, style_bridge, capitalize, final_period, digits, add_raw, jobs, force, balance, layout):
     """Build a token map from domain transcripts (.txt, .jsonl, .csv, .tsv, dirs, .gz)."""
     from tokenmap.builder import BuildError, BuildOptions, build_map
     from tokenmap.corpus import CorpusError
@@ -80,7 +84,8 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
     try:
         if balance:
             from tokenmap.balance import build_balanced
-            result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar)
+            result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar,
+                                    layout=layout)
         else:
             result = build_map(corpus, output, model=model, options=options, force=force, progress=bar)
     except (BuildError, CorpusError, TokenizerError, MapFormatError, OSError) as exc:
@@ -93,11 +98,25 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
                + (f", {result.merged} near-duplicates merged" if merge_near_duplicates and not balance else ""))
     click.echo(f"corpus: {result.utterances} utterances, {result.tokens} tokens"
                + (f", {skipped} lines skipped" if skipped else "") + f"; built in {result.seconds:.1f} s")
+    if balance:
+        _balance_summary(output)
     cov = result.coverage
     if cov:
         click.echo(f"self-test on {min(result.utterances, 2000)} training utterances: "
                    f"{cov['tokens_per_pass']:.2f} tokens per pass, acceptance {cov['acceptance']:.0%}")
     click.echo(f"cost model: {result.cost_source}")
+
+
+def _balance_summary(path) -> None:
+    """One line per task: D_T on its dev split, w_T and the budget it got."""
+    from tokenmap.mapfile import load_maps
+
+    bal = load_maps(path)[0].header["balance"]
+    click.echo(f"budgets ({bal['layout']}; best task {bal['best']}; D_T on each task's dev split, nats/token):")
+    for task, t in bal["tasks"].items():
+        click.echo(f"  {task:<20} D_T {t['D_T']:6.3f}  w {t['w']:.2f}  min-count {t['min_count']}  "
+                   f"candidates {t['max_candidates']}  draft-len {t['max_draft_len']}"
+                   + ("  (protected)" if task in bal["protected"] else ""))
 
 
 def _summary(tm) -> dict:
@@ -111,6 +130,8 @@ def _summary(tm) -> dict:
         "keys": tm.num_keys, "keys_per_order": tm.keys_per_order(), "candidates": tm.num_candidates,
         "candidates_per_key": tm.candidates_per_key(), "coverage": h.get("self_test"),
         "cost_model": h.get("cost_model"),
+        **({"task": tm.task, "budget": {k: h.get(k) for k in ("min_count", "max_candidates", "max_draft_len")},
+            "D_T": h.get("D_T")} if tm.task else {}),
     }
 
 
@@ -120,26 +141,48 @@ def _summary(tm) -> dict:
 @click.option("--model", default=None, help="Tokenizer for --prefix (default: the map's model).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def inspect_map(map_path, prefix, model, as_json):
-    """Show a token map's header, sizes, keys per order, candidates per key and coverage."""
-    from tokenmap.mapfile import MapFormatError, TokenMap
-    from tokenmap.textok import TextTokenizer, TokenizerError
+    """Show a token map's header, sizes, keys per order, candidates per key and coverage.
+
+    For a map set (``tokenmap build --balance``), each task's section in turn.
+    """
+    from tokenmap.mapfile import MapFormatError, load_maps
+    from tokenmap.textok import TokenizerError
 
     try:
-        tm = TokenMap.load(map_path)
-        info = _summary(tm)
+        maps = load_maps(map_path)
+        infos = [_summary(tm) for tm in maps]
         if prefix is not None:
-            tok = TextTokenizer.from_model(model or tm.header.get("model") or "base")
-            if tok.fingerprint != tm.header["fingerprint"]:
-                _fail(f"{map_path}: made for another tokenizer than {model or tm.header.get('model')}'s")
-            ids = [TokenMap.BOS] + tok.encode_prefix(prefix)
-            info["prefix"] = {"text": prefix, "ids": ids[1:], "candidates": [
-                {"tokens": c, "text": tok.decode(c), "expected_accepted": round(e, 3), "saving_ms": round(s, 3)}
-                for c, e, s in tm.candidates(ids)]}
+            for tm, info in zip(maps, infos):
+                info["prefix"] = _prefix_candidates(tm, prefix, model, map_path)
     except (MapFormatError, TokenizerError, OSError) as exc:
         _fail(str(exc))
     if as_json:
-        click.echo(json.dumps(info, indent=2, ensure_ascii=False))
+        out = infos[0] if maps[0].task is None else {"path": str(map_path), "sections": infos}
+        click.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
+    if maps[0].task is not None:
+        click.echo(f"{map_path}: a map set of {len(maps)} task sections (the decoder infers the task)")
+    for info in infos:
+        _print_summary(info, prefix)
+
+
+def _prefix_candidates(tm, prefix: str, model, map_path) -> dict:
+    from tokenmap.mapfile import TokenMap
+    from tokenmap.textok import TextTokenizer
+
+    tok = TextTokenizer.from_model(model or tm.header.get("model") or "base")
+    if tok.fingerprint != tm.header["fingerprint"]:
+        _fail(f"{map_path}: made for another tokenizer than {model or tm.header.get('model')}'s")
+    ids = [TokenMap.BOS] + tok.encode_prefix(prefix)
+    return {"text": prefix, "ids": ids[1:], "candidates": [
+        {"tokens": c, "text": tok.decode(c), "expected_accepted": round(e, 3), "saving_ms": round(s, 3)}
+        for c, e, s in tm.candidates(ids)]}
+
+
+def _print_summary(info: dict, prefix) -> None:
+    if info.get("task"):
+        click.echo(f"section {info['task']}: budget min-count {info['budget']['min_count']}, candidates "
+                   f"{info['budget']['max_candidates']}, draft-len {info['budget']['max_draft_len']}")
     click.echo(f"{info['path']}: {info['size_bytes'] / 1e6:.2f} MB, {info['family']} "
                f"(model {info['model']}, tokenizer {str(info['fingerprint'])[:12]}…), created {info['created']}")
     click.echo(f"order N={info['order']}, params {json.dumps(info['params'], sort_keys=True)}")

@@ -5,8 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from tokenmap.balance import (DEFAULT_BUDGET, GENEROUS, Budget, allocate, best_task, excess, merge_arrays,
-                              protected_tasks, shares, split_dev)
+from tokenmap.balance import (DEFAULT_BUDGET, GENEROUS, Budget, allocate, best_task, excess, protected_tasks, shares,
+                              split_dev, summed_tests)
+from tokenmap.balance_merge import merge_arrays
 from tokenmap.cost import DEFAULT
 from tokenmap.divergence import cross_entropy, ranks, spearman
 from tokenmap.mapfile import TokenMap
@@ -102,7 +103,7 @@ def test_spearman_and_ranks():
 
 def _arrays(entries, order=2):
     """Map arrays from ``{key tuple: (count, [(tokens, expected, saving)])}``."""
-    from tokenmap.balance import _to_arrays
+    from tokenmap.balance_merge import _to_arrays
     return _to_arrays(entries, order)
 
 
@@ -140,27 +141,78 @@ def test_cross_entropy_prefers_the_fitting_map():
     assert math.isnan(cross_entropy(tm, []))
 
 
-def test_build_balanced_records_the_allocation(tmp_path):
+def _two_tasks(tmp_path, n_maint=3000, n_thin=60, seeds=(5, 4)):
+    """Corpus files of a large task maint/en and a thin one thin/en (telephony-like lines)."""
+    from tokenmap.corpus import synthetic_corpus
+
+    maint = list(synthetic_corpus(n_maint, seed=seeds[0]))
+    thin = [f"Please call {x.lower()}" for x in synthetic_corpus(n_thin, seed=seeds[1])]
+    files = []
+    for dom, lines in (("maint", maint), ("thin", thin)):
+        (tmp_path / dom / "en").mkdir(parents=True)
+        files.append(tmp_path / dom / "en" / "train.txt")
+        files[-1].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return files, maint, thin
+
+
+def test_build_balanced_writes_one_section_per_task(tmp_path):
     from tokenmap.balance import build_balanced
     from tokenmap.builder import BuildOptions
-    from tokenmap.corpus import synthetic_corpus
+    from tokenmap.mapfile import load_maps
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
-    files = []
-    for dom, n in (("maint", 3000), ("thin", 60)):
-        d = tmp_path / dom / "en"
-        d.mkdir(parents=True)
-        lines = list(synthetic_corpus(n, seed=len(dom)))
-        if dom == "thin":
-            lines = [f"Please call {x.lower()}" for x in lines]
-        (d / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        files.append(d / "train.txt")
+    files, _, _ = _two_tasks(tmp_path)
     out = tmp_path / "bal.tmap"
     result = build_balanced(files, out, tokenizer=tok, model=str(MODEL), options=BuildOptions(jobs=1))
+    maps = load_maps(out, tok.fingerprint)
+    bal = maps[0].header["balance"]
+    assert [m.task for m in maps] == ["maint/en", "thin/en"] and bal["layout"] == "sections"
+    assert bal["best"] == "maint/en" and bal["tasks"]["maint/en"]["w"] == 0.0
+    best, thin = maps
+    assert (best.header["min_count"], best.header["max_candidates"]) == (2, 3)  # w = 0: the defaults
+    assert (thin.header["min_count"], thin.header["max_draft_len"]) == (GENEROUS.min_count, GENEROUS.max_draft_len)
+    assert result.keys == best.num_keys + thin.num_keys > 0
+    assert result.coverage == summed_tests([best.header["self_test"], thin.header["self_test"]])
+    ids = tok.encode("Please call hydraulic pump 3 inspected")
+    assert thin.draft([TokenMap.BOS] + ids[:2])  # the thin task's own section knows its opening
+    with pytest.raises(ValueError, match="layout 'x'"):
+        build_balanced(files, tmp_path / "x.tmap", tokenizer=tok, layout="x")
+
+
+def test_best_section_is_the_plain_map_of_its_corpus(tmp_path):
+    """The fastest task's section is what it would get alone: its acceptance cannot drop."""
+    from tokenmap.balance import build_balanced
+    from tokenmap.builder import BuildOptions
+    from tokenmap.mapfile import load_maps
+    from tokenmap.textok import TextTokenizer
+
+    tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
+    files, maint, _ = _two_tasks(tmp_path, 2000, 80, seeds=(5, 9))
+    opts = BuildOptions(jobs=1)
+    build_balanced(files, tmp_path / "bal.tmap", tokenizer=tok, model=str(MODEL), options=opts, protect=0.0)
+    build_balanced(files[:1], tmp_path / "ref.tmap", tokenizer=tok, model=str(MODEL), options=opts)
+    best = load_maps(tmp_path / "bal.tmap")[0]
+    (ref,) = load_maps(tmp_path / "ref.tmap")
+    assert best.task == ref.task == "maint/en" and best.header["balance"]["protected"] == ["maint/en"]
+    for name, arr in ref.arrays.items():
+        assert np.array_equal(best.arrays[name], arr), name
+
+
+def test_build_merged_records_the_allocation(tmp_path):
+    from tokenmap.balance import build_balanced
+    from tokenmap.builder import BuildOptions
+    from tokenmap.textok import TextTokenizer
+
+    tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
+    files, _, _ = _two_tasks(tmp_path)
+    out = tmp_path / "bal.tmap"
+    result = build_balanced(files, out, tokenizer=tok, model=str(MODEL), options=BuildOptions(jobs=1),
+                            layout="merged")
     tm = TokenMap.load(out, tok.fingerprint)
     bal = tm.header["balance"]
     assert set(bal["tasks"]) == {"maint/en", "thin/en"} and bal["best"] in bal["tasks"]
+    assert bal["layout"] == "merged"
     assert bal["tasks"][bal["best"]]["w"] == 0.0 and bal["tasks"][bal["best"]]["weight"] == 1.0
     assert result.keys == tm.num_keys > 0 and np.all(np.diff(tm.arrays["order_offsets"]) >= 0)
     ids = tok.encode("Please call hydraulic pump 3 inspected")
@@ -175,7 +227,7 @@ def test_protected_tasks_keep_the_default_budget():
 
 
 def test_rare_keys_seen_in_other_tasks_are_dropped():
-    from tokenmap.balance import drop_foreign_rare
+    from tokenmap.balance_merge import drop_foreign_rare
 
     bos = TokenMap.BOS
     thin = {(bos,): (1, [((1, 2), 0.9, 5.0)]), (5,): (1, [((6,), 0.9, 5.0)]), (9,): (1, [((10,), 0.9, 5.0)]),
@@ -188,7 +240,7 @@ def test_rare_keys_seen_in_other_tasks_are_dropped():
 
 
 def test_thin_task_keys_never_shadow_a_protected_context():
-    from tokenmap.balance import drop_shadowing
+    from tokenmap.balance_merge import drop_shadowing
 
     bos = TokenMap.BOS
     protected_stream = np.array([bos, 1, 2, 3, 4], dtype=np.uint32)
@@ -201,25 +253,19 @@ def test_thin_task_keys_never_shadow_a_protected_context():
     assert tm.draft([5, 2]) == [8]  # a key the protected map has too is kept (its candidates lead in the merge)
 
 
-def test_balanced_map_drafts_like_the_protected_map_on_protected_text(tmp_path):
+def test_merged_map_drafts_like_the_protected_map_on_protected_text(tmp_path):
     from tokenmap.balance import PROTECTED, build_balanced
     from tokenmap.builder import BuildOptions
-    from tokenmap.corpus import synthetic_corpus
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
-    maint = list(synthetic_corpus(2000, seed=5))
-    thin = [f"Please call {x.lower()}" for x in synthetic_corpus(80, seed=9)]
-    files = []
-    for dom, lines in (("maint", maint), ("thin", thin)):
-        (tmp_path / dom / "en").mkdir(parents=True)
-        files.append(tmp_path / dom / "en" / "train.txt")
-        files[-1].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    files, maint, _ = _two_tasks(tmp_path, 2000, 80, seeds=(5, 9))
     opts = BuildOptions(jobs=1)
-    build_balanced(files, tmp_path / "bal.tmap", tokenizer=tok, model=str(MODEL), options=opts, protect=0.0)
+    build_balanced(files, tmp_path / "bal.tmap", tokenizer=tok, model=str(MODEL), options=opts, protect=0.0,
+                   layout="merged")
     bal = TokenMap.load(tmp_path / "bal.tmap", tok.fingerprint)
     assert bal.header["balance"]["protected"] == [bal.header["balance"]["best"]]
-    build_balanced(files[:1], tmp_path / "ref.tmap", tokenizer=tok, model=str(MODEL), options=opts)
+    build_balanced(files[:1], tmp_path / "ref.tmap", tokenizer=tok, model=str(MODEL), options=opts, layout="merged")
     ref = TokenMap.load(tmp_path / "ref.tmap", tok.fingerprint)  # one task: the protected map alone
     assert bal.header["balance"]["best"] == "maint/en"
     checked = 0

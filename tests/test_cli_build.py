@@ -93,3 +93,26 @@ def test_issue_command_on_the_maintenance_corpus(tmp_path, monkeypatch):
     assert info["languages"] == {"en": 20000} and info["domains"] == {"maintenance": 20000}
     text = run("inspect", out, "--prefix", "Tyre pressure front", "--model", MODEL)
     assert text.exit_code == 0 and "candidate(s)" in text.output
+
+
+def test_build_balance_writes_a_map_set(tmp_path):
+    """`tokenmap build --balance`: one section per domain/lang, budgets printed; inspect shows each section."""
+    files = []
+    for dom, lines in (("maint", synthetic_corpus(1500, seed=11)),
+                       ("tel", (f"Please call {x.lower()}" for x in synthetic_corpus(50, seed=3)))):
+        (tmp_path / dom / "en").mkdir(parents=True)
+        files.append(tmp_path / dom / "en" / "train.txt")
+        files[-1].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "bal.tmap"
+    res = run("build", *files, "--balance", "--model", MODEL, "-o", out, "--jobs", 1)
+    assert res.exit_code == 0, res.output
+    assert "budgets (sections; best task maint/en" in res.output and "tel/en" in res.output
+    info = json.loads(run("inspect", out, "--json", "--prefix", "Please call", "--model", MODEL).output)
+    assert [s["task"] for s in info["sections"]] == ["maint/en", "tel/en"]
+    assert info["sections"][1]["budget"]["min_count"] == 1 and info["sections"][1]["prefix"]["candidates"]
+    text = run("inspect", out).output
+    assert "a map set of 2 task sections" in text and "section tel/en: budget min-count 1" in text
+    merged = run("build", *files, "--balance", "--layout", "merged", "--model", MODEL, "-o", tmp_path / "m.tmap",
+                 "--jobs", 1)
+    assert merged.exit_code == 0 and "budgets (merged" in merged.output
+    assert "sections" not in json.loads(run("inspect", tmp_path / "m.tmap", "--json").output)

@@ -132,6 +132,15 @@ def test_several_maps_infer_the_task(data_dir, tmp_path):
     assert result.exit_code == 0, result.output
     stats = json.loads((tmp_path / "en-ss-noservice.json").read_text())["stats"]
     assert stats["verify_passes"] >= 1 and stats["drafted"] >= stats["accepted"]
+    # the same corpora as one map set (`tokenmap build --balance`): its sections are drafted from alike
+    assert CliRunner().invoke(main, ["build", "--balance", "-o", str(tmp_path / "set.tmap"), "--jobs", "1",
+                                     *(str(corpora / "telephony" / lang / "train.txt") for lang in ("fr", "en"))]
+                              ).exit_code == 0
+    result = run("--map", tmp_path / "set.tmap", "-l", "en", "-f", "json", "-o", tmp_path / "set",
+                 data_dir / "en-ss-noservice.flac")
+    assert result.exit_code == 0, result.output
+    stats = json.loads((tmp_path / "set" / "en-ss-noservice.json").read_text())["stats"]
+    assert stats["verify_passes"] >= 1 and stats["drafted"] >= stats["accepted"]
 
 
 def test_map_for_another_tokenizer_is_one_line(tmp_path, data_dir):

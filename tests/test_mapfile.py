@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tokenmap.mapfile import MAGIC, MapFormatError, TokenMap, key_hash, key_hash_rows, write_map
+from tokenmap.mapfile import (MAGIC, MapFormatError, TokenMap, key_hash, key_hash_rows, load_maps, write_map,
+                              write_map_set)
 
 BOS = TokenMap.BOS
 
@@ -106,20 +107,59 @@ def test_missing_file(tmp_path):
 def _check_loader(path):
     """Loading either works (and lookups stay in bounds) or raises MapFormatError."""
     try:
-        tm = TokenMap.load(path, verify=False)
+        maps = load_maps(path, verify=False)
     except MapFormatError:
         return
-    for ctx in ([BOS], [7], [BOS, 7], [1, 2, 3]):
-        tm.draft(ctx)
-        tm.candidates(ctx)
+    for tm in maps:
+        for ctx in ([BOS], [7], [BOS, 7], [1, 2, 3]):
+            tm.draft(ctx)
+            tm.candidates(ctx)
+
+
+def _set(path):
+    """A map set: section "a/en" is the tiny map, "b/fr" the tiny map with every draft token + 100."""
+    shifted = dict(tiny_arrays(), cand_tokens=tiny_arrays()["cand_tokens"] + 100)
+    write_map_set(path, HEADER, [({"task": "a/en", "order": 2, "min_count": 2}, tiny_arrays()),
+                                 ({"task": "b/fr", "order": 2, "min_count": 1}, shifted)])
+    return path
+
+
+def test_map_set_round_trip(tmp_path):
+    path = _set(tmp_path / "s.tmap")
+    assert struct.unpack_from("<I", path.read_bytes(), 8)[0] == 2  # SET_VERSION
+    maps = load_maps(path, "ab" * 32)
+    assert [m.task for m in maps] == ["a/en", "b/fr"]
+    assert maps[0].draft([BOS]) == [5, 6] and maps[1].draft([BOS]) == [105, 106]
+    assert maps[1].header["min_count"] == 1 and maps[1].header["model"] == "base"  # section over file header
+    assert TokenMap.load(path, section="b/fr").draft([7]) == [108]
+    assert TokenMap.load(path, section=0).task == "a/en"
+    with pytest.raises(MapFormatError, match="map set of 2 task sections .a/en, b/fr.*load_maps"):
+        TokenMap.load(path)
+    with pytest.raises(MapFormatError, match="no section 'c/de'"):
+        TokenMap.load(path, section="c/de")
+    with pytest.raises(MapFormatError, match="another tokenizer"):
+        load_maps(path, "cd" * 32)
+
+
+def test_load_maps_of_a_single_map(tiny_map):
+    (tm,) = load_maps(tiny_map)
+    assert tm.task is None and tm.draft([BOS]) == [5, 6]
+
+
+def test_map_set_needs_distinct_tasks(tmp_path):
+    with pytest.raises(ValueError, match="own task name"):
+        write_map_set(tmp_path / "x.tmap", HEADER, [({"task": "a", "order": 2}, tiny_arrays())] * 2)
 
 
 @settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz_loader_mutations(tmp_path, data):
     """Random byte flips, truncations and header edits never crash, hang or over-allocate."""
-    raw = bytearray((tmp_path.parent / "fuzz-base.tmap").read_bytes() if (tmp_path.parent / "fuzz-base.tmap").exists()
-                    else _fresh(tmp_path.parent / "fuzz-base.tmap"))
+    base = tmp_path.parent / "fuzz-base.tmap"
+    if not base.exists():
+        _fresh(base)
+        _set(tmp_path.parent / "fuzz-set.tmap")
+    raw = bytearray((tmp_path.parent / data.draw(st.sampled_from(["fuzz-base.tmap", "fuzz-set.tmap"]))).read_bytes())
     for _ in range(data.draw(st.integers(1, 8))):
         pos = data.draw(st.integers(0, len(raw) - 1))
         raw[pos] = data.draw(st.integers(0, 255))
@@ -136,12 +176,13 @@ def _fresh(path):
 
 @settings(max_examples=100, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(shape=st.lists(st.integers(0, 2**40), min_size=1, max_size=2), offset=st.integers(-5, 2**62),
-       name=st.sampled_from(["cand_tokens", "key_tokens", "key_hash", "bogus"]))
-def test_fuzz_array_table(tmp_path, shape, offset, name):
-    """Hostile array tables (huge shapes/offsets) are rejected before any allocation."""
+       name=st.sampled_from(["cand_tokens", "key_tokens", "key_hash", "bogus", "1.key_hash", "7.key_hash", "01.x"]),
+       as_set=st.booleans())
+def test_fuzz_array_table(tmp_path, shape, offset, name, as_set):
+    """Hostile array tables (huge shapes/offsets, bad section prefixes) are rejected before any allocation."""
     import json
     path = tmp_path / "h.tmap"
-    raw = _fresh(path)
+    raw = _set(path).read_bytes() if as_set else _fresh(path)
     hlen = struct.unpack_from("<I", raw, 12)[0]
     header = json.loads(raw[16:16 + hlen])
     for spec in header["arrays"]:

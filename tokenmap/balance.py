@@ -9,20 +9,16 @@ the map's budget is for the task (:data:`GENEROUS` is the worst task's):
 * ``min_count``: lower keeps rarer n-grams (more keys, more drafts);
 * ``max_candidates``: more candidates per key;
 * ``max_draft_len``: the longest draft (shorter = cheaper wrong drafts);
-* ``weight``: how much the task's counts weigh when a key is shared with
-  other tasks in the merged map (which candidate is drafted first).
+* ``weight``: only for the merged layout (:mod:`tokenmap.balance_merge`):
+  how much the task's counts weigh in a key shared with other tasks.
 
 :func:`allocate` moves every setting from its default towards the generous
 bound in proportion to ``w_T = (D_T - D_min) / (D_max - D_min)``: the best
 task (``w = 0``) keeps the defaults, the worst (``w = 1``) gets the bound.
 Tasks within :data:`PROTECT` of the best (``w_T <= PROTECT``) are
-*protected*: their corpora are counted together with the default budget
-(exactly a plain multi-task map over them), their candidates lead every
-key, and another task's key is dropped where the protected corpora have
-that context but their map backs off from it (:func:`drop_shadowing`), so
-the thin tasks' extra budget does not displace the well-served tasks' drafts.
-``D_T`` comes from :mod:`tokenmap.divergence` on a dev split of each task's
-training corpus (every 10th line), never on test sentences.
+*protected* and keep the defaults too.  ``D_T`` comes from
+:mod:`tokenmap.divergence` on a dev split of each task's training corpus
+(every 10th line), never on test sentences.
 
 Worked example (defaults 2/3/16/1, worst-task bound 1/6/24/8)::
 
@@ -37,13 +33,13 @@ Worked example (defaults 2/3/16/1, worst-task bound 1/6/24/8)::
     >>> allocate({"maint/en": 4.0, "tel/en": 8.0, "tel/es": 6.0}, generous=bound, protect=0.5)["tel/es"]
     Budget(min_count=2, max_candidates=3, max_draft_len=16, weight=1.0)
 
-:func:`build_balanced` (``tokenmap build --balance``) counts and prunes each
-unprotected task with its budget (the protected ones as one stream); a task whose count threshold was lowered keeps its
-rare n-grams only where no other task's corpus has that context
-(:func:`drop_foreign_rare`); then the keys are merged (:func:`merge_arrays`):
-a key seen in several tasks keeps the candidates of each, ranked by their
-saving under the weighted share of the key's count, except that the
-protected tasks' candidates come first.
+:func:`build_balanced` (``tokenmap build --balance``) writes a **map set**
+(:func:`tokenmap.mapfile.write_map_set`): one section per task, counted and
+pruned with that task's budget.  The decoder drafts from the section whose
+recent proposals the model accepted (:class:`tokenmap.drafters.MapSetDrafter`),
+so a thin task's extra budget never drafts on the fastest task's text, whose
+section is exactly its default-budget map.  ``layout="merged"`` writes the
+budgets into one map instead (:mod:`tokenmap.balance_merge`).
 """
 
 from __future__ import annotations
@@ -51,7 +47,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -85,11 +81,11 @@ DEFAULT_BUDGET = Budget()
 #: corpus they give confident wrong drafts, hence :data:`PROTECT`; drafts longer than 8 lowered S.
 GENEROUS = Budget(min_count=1, max_candidates=6, max_draft_len=8, weight=8.0)
 DEV_EVERY = 10  # every 10th training line of a task is its dev split
-PROTECTED = "(protected)"  # the protected tasks' corpora, counted as one
-#: tasks with w_T <= PROTECT keep the default budget and lead the keys they share (the best task
-#: always does).  0.65 on the dev split: the structured domains (w <= 0.60) are protected, the
-#: telephony prompts (w >= 0.87) get the budget (at 0.25 / 0.5, with the earlier per-task merge,
-#: maintenance/en lost 5-6 % of its S).
+PROTECTED = "(protected)"  # the merged layout counts the protected tasks' corpora as one
+#: tasks with w_T <= PROTECT keep the default budget (the best task always does; in the merged layout
+#: they also lead the keys they share).  0.65 on the dev split: the structured domains (w <= 0.60)
+#: are protected, the telephony prompts (w >= 0.87) get the budget (at 0.25 / 0.5, with the earlier
+#: per-task merge, maintenance/en lost 5-6 % of its S).
 PROTECT = 0.65
 
 
@@ -210,165 +206,6 @@ def dev_divergence(texts: Sequence[str], tokenizer, options, cost: CostModel) ->
     return cross_entropy(tm, seqs), sum(map(len, seqs))
 
 
-# -- merging -------------------------------------------------------------------
-def ngram_hashes(streams: Sequence[np.ndarray], n: int) -> np.ndarray:
-    """Sorted unique :func:`tokenmap.mapfile.key_hash_rows` of every ``n``-gram of ``streams``."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    parts = [mapfile.key_hash_rows(sliding_window_view(s, n)) for s in streams if len(s) >= n]
-    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
-
-
-def drop_foreign_rare(arrays: dict, others: Sequence[np.ndarray], min_count: int, order: int) -> dict:
-    """``arrays`` without the keys counted fewer than ``min_count`` times that occur in ``others``.
-
-    A task with a lowered count threshold keeps its rare n-grams only where
-    no other task's corpus has that context: a thin task's singleton must not
-    take over (by longest-suffix back-off) a context another task drafts.
-    """
-    entries = _entries(arrays)
-    drop = set()
-    for n in range(1, order + 1):
-        rare = [k for k, (count, _) in entries.items() if len(k) == n and count < min_count]
-        if rare:
-            seen = np.isin(mapfile.key_hash_rows(np.array(rare, np.uint32)), ngram_hashes(others, n))
-            drop.update(k for k, hit in zip(rare, seen.tolist()) if hit)
-    keep = {k: v for k, v in entries.items() if k not in drop}
-    log.debug("kept %d of %d keys (rare keys seen in other tasks dropped)", len(keep), len(entries))
-    return _to_arrays(keep, order)
-
-
-
-def _entries(arrays: dict) -> dict:
-    """``{key tokens: (count, [(cand tokens, expected, saving), ...])}`` of one map's arrays."""
-    oo = arrays["order_offsets"].tolist()
-    co, to = arrays["cand_offsets"].tolist(), arrays["cand_tok_offsets"].tolist()
-    toks, exp, sav = arrays["cand_tokens"], arrays["cand_expected"].tolist(), arrays["cand_saving"].tolist()
-    keys, counts = arrays["key_tokens"], arrays["key_count"].tolist()
-    out = {}
-    for n in range(1, len(oo)):
-        for row in range(oo[n - 1], oo[n]):
-            cands = [(tuple(toks[to[c]:to[c + 1]].tolist()), exp[c], sav[c]) for c in range(co[row], co[row + 1])]
-            out[tuple(keys[row, :n].tolist())] = (counts[row], cands)
-    return out
-
-
-def _pool(contrib: list, budgets: Mapping[str, Budget], cost: CostModel) -> list:
-    """Candidates of ``[(task, count, cands)]`` pooled by first token, best saving first.
-
-    Candidates that start with the same token add their expected accepted
-    tokens, weighted by ``weight_T * count_T`` (as if the tasks' weighted
-    corpora were counted together); the tokens of the largest contributor are
-    kept; candidates that would not save time are dropped.
-    """
-    total = sum(budgets[t].weight * count for t, count, _ in contrib) or 1.0
-    pooled: dict = {}  # first token -> [expected, (contribution, tokens)]
-    for task, count, cands in contrib:
-        mass = budgets[task].weight * count / total
-        for toks, exp, _ in cands:
-            entry = pooled.setdefault(toks[0], [0.0, (-1.0, toks)])
-            entry[0] += exp * mass
-            entry[1] = max(entry[1], (exp * mass, toks))
-    scored = []
-    for exp, (_, toks) in pooled.values():
-        sav = exp * cost.step_ms - (cost.batch(len(toks) + 1) - cost.step_ms)
-        if sav > 0:
-            scored.append((toks, exp, sav))
-    return sorted(scored, key=lambda c: -c[2])
-
-
-def _rank_key(contrib: list, budgets: Mapping[str, Budget], protected: frozenset, cost: CostModel) -> list:
-    """Merged, ranked candidates of one key from ``[(task, count, cands)]``.
-
-    The protected tasks' candidates come first, pooled among themselves as a
-    plain multi-task map would (:func:`_pool`, default weights), then those
-    of every task pooled with the budgets' weights; a key the protected map
-    holds without candidates keeps none.
-    """
-    own = [c for c in contrib if c[0] in protected]
-    if own and not any(cands for _, _, cands in own):
-        return []  # the protected map stops its back-off here without a draft: so does the merged map
-    ranked = (_pool(own, budgets, cost) if own else []) + _pool(contrib, budgets, cost)
-    cap = max(budgets[t].max_candidates for t, _, _ in contrib)
-    out, firsts = [], set()
-    for toks, exp, sav in ranked:
-        if toks[0] not in firsts and len(out) < cap:
-            firsts.add(toks[0])
-            out.append((toks, exp, sav))
-    return out
-
-
-def drop_shadowing(per_task: Mapping[str, dict], protected_stream: np.ndarray, protected_arrays: dict,
-                   order: int) -> dict:
-    """``{task: arrays}`` without the keys the protected corpora contain but their map left out.
-
-    Such a context is the protected tasks' own, and their map backs off from
-    it to a shorter key; another task's key there would take their drafts over.
-    The protected n-grams are hashed once for all tasks.
-    """
-    own = set(_entries(protected_arrays))
-    seen = {n: ngram_hashes([protected_stream], n) for n in range(1, order + 1)}
-    out = {}
-    for task, arrays in per_task.items():
-        entries = _entries(arrays)
-        drop = set()
-        for n in range(1, order + 1):
-            cand = [k for k in entries if len(k) == n and k not in own]
-            if cand:
-                hit = np.isin(mapfile.key_hash_rows(np.array(cand, np.uint32)), seen[n])
-                drop.update(k for k, h in zip(cand, hit.tolist()) if h)
-        out[task] = _to_arrays({k: v for k, v in entries.items() if k not in drop}, order) if drop else arrays
-    return out
-
-
-def merge_arrays(per_task: Mapping[str, dict], budgets: Mapping[str, Budget], protected: Sequence[str],
-                 order: int, cost: CostModel) -> dict:
-    """One map's arrays from per-task arrays (see the module docstring)."""
-    keys: dict = {}
-    for task in sorted(per_task):
-        for key, (count, cands) in _entries(per_task[task]).items():
-            keys.setdefault(key, []).append((task, count, cands))
-    protected = frozenset(protected)
-    merged = {key: (sum(c for _, c, _ in contrib), _rank_key(contrib, budgets, protected, cost))
-              for key, contrib in keys.items()}
-    return _to_arrays(merged, order)
-
-
-def _to_arrays(merged: dict, order: int) -> dict:
-    """Arrays of :data:`tokenmap.mapfile.SCHEMA` from ``{key: (count, cands)}`` (hash-sorted per order)."""
-    key_rows, counts, cand_counts, lens, flat, exps, savs, sizes = [], [], [], [], [], [], [], []
-    for n in range(1, order + 1):
-        block = [k for k in merged if len(k) == n]
-        if block:
-            hashes = mapfile.key_hash_rows(np.array(block, dtype=np.uint32).reshape(len(block), n))
-            block = [block[i] for i in np.argsort(hashes, kind="stable")]
-        sizes.append(len(block))
-        for key in block:
-            count, cands = merged[key]
-            key_rows.append(list(key) + [mapfile.PAD] * (order - n))
-            counts.append(min(count, 0xFFFFFFFF))
-            cand_counts.append(len(cands))
-            for toks, exp, sav in cands:
-                lens.append(len(toks))
-                flat.extend(toks)
-                exps.append(exp)
-                savs.append(sav)
-    key_tok = np.array(key_rows, dtype=np.uint32).reshape(-1, order)
-    return {
-        "key_hash": np.concatenate([mapfile.key_hash_rows(key_tok[a:b, :n]) for n, (a, b) in
-                                    enumerate(zip(np.cumsum([0] + sizes[:-1]), np.cumsum(sizes)), 1)]
-                                   ).astype(np.uint64) if key_rows else np.zeros(0, np.uint64),
-        "key_tokens": key_tok,
-        "key_count": np.array(counts, dtype=np.uint32),
-        "order_offsets": np.r_[0, np.cumsum(sizes)].astype(np.int64),
-        "cand_offsets": np.r_[0, np.cumsum(cand_counts)].astype(np.int64),
-        "cand_tok_offsets": np.r_[0, np.cumsum(lens)].astype(np.int64),
-        "cand_tokens": np.array(flat, dtype=np.uint32),
-        "cand_expected": np.array(exps, dtype=np.float32),
-        "cand_saving": np.array(savs, dtype=np.float32),
-    }
-
-
 # -- the build -------------------------------------------------------------------
 def read_tasks(corpus, options, stats) -> dict[str, list[str]]:
     """``{task: [texts]}`` in corpus order; a line's task is its ``domain/lang`` (:mod:`tokenmap.corpus`)."""
@@ -381,70 +218,157 @@ def read_tasks(corpus, options, stats) -> dict[str, list[str]]:
     return tasks
 
 
-def build_balanced(corpus: Sequence, output, *, model: str = "base", tokenizer=None, options=None,
-                   cost: CostModel | None = None, force: bool = False, progress=None,
-                   generous: Budget = GENEROUS, protect: float = PROTECT):
-    """``tokenmap build --balance``: one map over all tasks with budgets from :func:`allocate`.
+LAYOUTS = ("sections", "merged")
 
-    Returns a :class:`tokenmap.builder.BuildResult`; the header gets a
-    ``balance`` section with every task's ``D_T`` (dev split), ``w_T`` and budget.
-    """
-    from tokenmap.builder import BuildError, BuildOptions, BuildResult, _resolve, make_header, simulate
+
+@dataclass
+class BalancePlan:
+    """What both layouts share: the tasks, their ``D_T`` on the dev split, ``w_T`` and budgets."""
+
+    output: Path
+    model: str
+    tokenizer: object
+    options: object
+    cost: CostModel
+    progress: object
+    tasks: dict = field(default_factory=dict)  # task -> [texts]
+    stats: object = None
+    divergence: dict = field(default_factory=dict)
+    dev_tokens: dict = field(default_factory=dict)
+    budgets: dict = field(default_factory=dict)
+    default: Budget = DEFAULT_BUDGET
+    generous: Budget = GENEROUS
+    protect: float = PROTECT
+    started: float = 0.0
+
+    @property
+    def bos(self) -> int:
+        return self.tokenizer.vocab_size
+
+    @property
+    def sep(self) -> int:
+        return self.tokenizer.vocab_size + 1
+
+    @property
+    def best(self) -> str | None:
+        return best_task(self.divergence)
+
+    @property
+    def protected(self) -> list[str]:
+        return protected_tasks(self.divergence, self.protect)
+
+    def streams(self) -> dict[str, np.ndarray]:
+        """``{task: BOS ids SEP ... stream}``."""
+        return {task: encode_stream(texts, self.tokenizer, self.options) for task, texts in self.tasks.items()}
+
+    def n_tokens(self, streams: Mapping[str, np.ndarray]) -> int:
+        return sum(len(s) for s in streams.values()) - 2 * self.stats.utterances
+
+    def header(self, layout: str) -> dict:
+        """The header's ``balance`` section: the rule, every task's ``D_T``, ``w_T`` and budget."""
+        w = shares(self.divergence)
+        return {
+            "layout": layout,
+            "rule": "setting = default + w_T * (generous - default), w_T = (D_T - D_min) / (D_max - D_min)",
+            "divergence": "cross-entropy of the map's next-token distribution on every "
+                          f"{DEV_EVERY}th training line (nats/token, tokenmap.divergence)",
+            "best": self.best, "protected": self.protected, "protect": self.protect,
+            "default": asdict(self.default), "generous": asdict(self.generous),
+            "tasks": {t: {"D_T": round(self.divergence[t], 4), "w": round(w.get(t, 0.0), 4),
+                          "dev_tokens": self.dev_tokens[t], "lines": len(self.tasks[t]), **asdict(self.budgets[t])}
+                      for t in sorted(self.tasks)},
+        }
+
+    def self_test(self, tm, streams) -> dict:
+        """:func:`tokenmap.builder.simulate` on up to 200 utterances of each stream."""
+        from tokenmap.builder import simulate
+
+        sample = [s for stream in streams for s in stream_sequences(stream[:200_000], self.bos, self.sep)[:200]]
+        return {k: round(v, 4) if isinstance(v, float) else v for k, v in simulate(tm, sample).items()}
+
+    def result(self, size: int, header: dict, maps: Sequence[mapfile.TokenMap]):
+        """The :class:`tokenmap.builder.BuildResult` of the written file (key counts summed over ``maps``)."""
+        from tokenmap.builder import BuildError, BuildResult
+
+        if not size:
+            raise BuildError(f"{self.output}: nothing written")
+        per_order = np.sum([m.keys_per_order() for m in maps], axis=0).astype(int).tolist()
+        result = BuildResult(str(self.output), size, self.stats.utterances, dict(self.stats.skipped),
+                             int(header["tokens"]), sum(m.num_keys for m in maps), sum(m.num_candidates for m in maps),
+                             tuple(per_order), round(time.perf_counter() - self.started, 3), self.cost.source,
+                             header["self_test"])
+        log.info("built balanced %s: %d tasks (best %s), %d keys, %d candidates", self.output, len(self.tasks),
+                 self.best, result.keys, result.candidates)
+        return result
+
+
+def plan_balance(corpus: Sequence, output, *, model: str = "base", tokenizer=None, options=None,
+                 cost: CostModel | None = None, force: bool = False, progress=None,
+                 generous: Budget = GENEROUS, protect: float = PROTECT) -> BalancePlan:
+    """Load the corpora by task, measure each task's ``D_T`` on its dev split and allocate the budgets."""
+    from tokenmap.builder import BuildOptions, _resolve
     from tokenmap.corpus import CorpusStats
 
-    t0 = time.perf_counter()
+    started = time.perf_counter()
     options = options or BuildOptions()
     output = Path(output)
     tokenizer, cost = _resolve(output, force, model, tokenizer, cost)
-    bos, sep = tokenizer.vocab_size, tokenizer.vocab_size + 1
-    stats = CorpusStats()
-    tasks = read_tasks(corpus, options, stats)
+    plan = BalancePlan(output, model, tokenizer, options, cost, progress, stats=CorpusStats(),
+                       default=Budget(options.min_count, options.max_candidates, options.max_draft_len),
+                       generous=generous, protect=protect, started=started)
+    plan.tasks = read_tasks(corpus, options, plan.stats)
     if progress:
-        progress("load", stats.utterances)
-    default = Budget(options.min_count, options.max_candidates, options.max_draft_len)
-    divergence, dev_tokens = {}, {}
-    for task, texts in tasks.items():
-        divergence[task], dev_tokens[task] = dev_divergence(texts, tokenizer, options, cost)
-    budgets = allocate(divergence, default, generous, protect)
-    best = best_task(divergence)
-    protected = protected_tasks(divergence, protect)
-    if progress:
-        progress("count", 0)
-    streams = {task: encode_stream(texts, tokenizer, options) for task, texts in tasks.items()}
-    per_task = {task: task_arrays(streams[task], budgets[task], options, cost, bos, sep)
-                for task in tasks if task not in protected}
-    joint = np.concatenate([streams[t] for t in protected])  # counted together, as a plain multi map
-    per_task[PROTECTED] = task_arrays(joint, default, options, cost, bos, sep)
-    budgets = {**budgets, PROTECTED: default}
-    for task, budget in budgets.items():
-        if budget.min_count < default.min_count:
-            others = [streams[t] for t in streams if t != task]
-            per_task[task] = drop_foreign_rare(per_task[task], others, default.min_count, options.max_order)
-    others = {task: arrays for task, arrays in per_task.items() if task != PROTECTED}
-    per_task.update(drop_shadowing(others, joint, per_task[PROTECTED], options.max_order))
-    arrays = merge_arrays(per_task, budgets, [PROTECTED], options.max_order, cost)
-    n_tokens = sum(len(s) for s in streams.values()) - 2 * stats.utterances
-    header = make_header(tokenizer, model, options, stats, cost, n_tokens)
-    w = shares(divergence)
-    header["balance"] = {
-        "rule": "setting = default + w_T * (generous - default), w_T = (D_T - D_min) / (D_max - D_min)",
-        "divergence": "cross-entropy of the map's next-token distribution on every "
-                      f"{DEV_EVERY}th training line (nats/token, tokenmap.divergence)",
-        "best": best, "protected": protected, "default": asdict(default), "generous": asdict(generous),
-        "tasks": {t: {"D_T": round(divergence[t], 4), "w": round(w.get(t, 0.0), 4), "dev_tokens": dev_tokens[t],
-                      "lines": len(tasks[t]), **asdict(budgets[t])} for t in sorted(tasks)},
-    }
-    tm = mapfile.TokenMap(dict(header), arrays)
-    sample = [s for task in sorted(streams) for s in stream_sequences(streams[task][:200_000], bos, sep)[:200]]
-    header["self_test"] = {k: round(v, 4) if isinstance(v, float) else v for k, v in simulate(tm, sample).items()}
-    if progress:
-        progress("save", 0)
-    size = mapfile.write_map(output, header, arrays)
-    if not size:
-        raise BuildError(f"{output}: nothing written")
-    result = BuildResult(str(output), size, stats.utterances, dict(stats.skipped), int(header["tokens"]),
-                         tm.num_keys, tm.num_candidates, tuple(tm.keys_per_order()),
-                         round(time.perf_counter() - t0, 3), cost.source, header["self_test"])
-    log.info("built balanced %s: %d tasks (best %s), %d keys, %d candidates", output, len(tasks), best,
-             result.keys, result.candidates)
-    return result
+        progress("load", plan.stats.utterances)
+    for task, texts in plan.tasks.items():
+        plan.divergence[task], plan.dev_tokens[task] = dev_divergence(texts, tokenizer, options, cost)
+    plan.budgets = allocate(plan.divergence, plan.default, generous, protect)
+    return plan
+
+
+def build_balanced(corpus: Sequence, output, *, layout: str = "sections", **kwargs):
+    """``tokenmap build --balance``: budgets from :func:`allocate`, one section per task (or ``merged``).
+
+    ``kwargs`` as :func:`plan_balance`.  Returns a :class:`tokenmap.builder.BuildResult`;
+    the header gets a ``balance`` section with every task's ``D_T`` (dev split), ``w_T`` and budget.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r}: choose from {', '.join(LAYOUTS)}")
+    plan = plan_balance(corpus, output, **kwargs)
+    if layout == "merged":
+        from tokenmap.balance_merge import build_merged
+        return build_merged(plan)
+    return build_sections(plan)
+
+
+def build_sections(plan: BalancePlan):
+    """A map set: each task's section counted and pruned with its own budget."""
+    from tokenmap.builder import make_header
+
+    if plan.progress:
+        plan.progress("count", 0)
+    streams = plan.streams()
+    sections, maps = [], []
+    for task in sorted(plan.tasks):
+        budget = plan.budgets[task]
+        arrays = task_arrays(streams[task], budget, plan.options, plan.cost, plan.bos, plan.sep)
+        info = {"task": task, "order": plan.options.max_order, "lines": len(plan.tasks[task]),
+                "D_T": round(plan.divergence[task], 4), **asdict(budget)}
+        tm = mapfile.TokenMap(dict(info), arrays)
+        info["self_test"] = plan.self_test(tm, [streams[task]])
+        sections.append((info, arrays))
+        maps.append(tm)
+    header = make_header(plan.tokenizer, plan.model, plan.options, plan.stats, plan.cost, plan.n_tokens(streams))
+    header["balance"] = plan.header("sections")
+    header["self_test"] = summed_tests([info["self_test"] for info, _ in sections])
+    if plan.progress:
+        plan.progress("save", 0)
+    size = mapfile.write_map_set(plan.output, header, sections)
+    return plan.result(size, header, maps)
+
+
+def summed_tests(tests: Sequence[dict]) -> dict:
+    """The sections' :func:`tokenmap.builder.simulate` counts added up (each task on its own section)."""
+    total = {k: sum(t[k] for t in tests) for k in ("tokens", "passes", "drafts", "drafted", "accepted")}
+    total["acceptance"] = round(total["accepted"] / total["drafted"], 4) if total["drafted"] else 0.0
+    total["tokens_per_pass"] = round(total["tokens"] / total["passes"], 4) if total["passes"] else 0.0
+    return total

@@ -3,7 +3,7 @@
 Layout (all integers little-endian)::
 
     offset 0   8 bytes   MAGIC  b"\\x93TOKMAP\\x1a"
-    offset 8   uint32    format version (FORMAT_VERSION)
+    offset 8   uint32    format version (FORMAT_VERSION, or SET_VERSION for a map set)
     offset 12  uint32    header length H in bytes (<= MAX_HEADER)
     offset 16  H bytes   UTF-8 JSON header (fingerprint, family, order, build
                          parameters, counts, corpus sha256s, created, and
@@ -22,6 +22,12 @@ Arrays (K keys, C candidates, T candidate tokens, N = max order)::
     cand_tokens     uint32 [T]
     cand_expected   float32 [C]    expected accepted tokens per verify pass
     cand_saving     float32 [C]    expected saving in ms per verify pass (cost model)
+
+A **map set** (``tokenmap build --balance``) holds one map per task in one
+file: format version ``SET_VERSION``, a header list ``"sections"`` (each
+section's ``task``, ``order`` and budget) and the arrays of section ``i``
+named ``"<i>.<name>"``.  :func:`load_maps` returns its sections as a list
+of :class:`TokenMap` (a one-map file gives a one-element list).
 
 Example::
 
@@ -47,6 +53,7 @@ log = logging.getLogger("tokenmap")
 
 MAGIC = b"\x93TOKMAP\x1a"
 FORMAT_VERSION = 1
+SET_VERSION = 2
 MAX_HEADER = 16 << 20
 ALIGN = 64
 PAD = 0xFFFFFFFE
@@ -88,14 +95,20 @@ def _pad(n: int) -> int:
     return (-n) % ALIGN
 
 
-def write_map(path: str | os.PathLike, header: Mapping, arrays: Mapping[str, np.ndarray]) -> int:
+def _base(name: str) -> str:
+    """``"key_hash"`` of ``"key_hash"`` and of a set's ``"3.key_hash"``."""
+    return name.rpartition(".")[2]
+
+
+def write_map(path: str | os.PathLike, header: Mapping, arrays: Mapping[str, np.ndarray],
+              version: int = FORMAT_VERSION) -> int:
     """Write a token map atomically (``path.tmp`` then rename); returns its size in bytes."""
     path = Path(path)
-    arrays = {k: np.ascontiguousarray(v, dtype=np.dtype(SCHEMA[k][0])) for k, v in arrays.items()}
+    arrays = {k: np.ascontiguousarray(v, dtype=np.dtype(SCHEMA[_base(k)][0])) for k, v in arrays.items()}
     specs, offset = [], 0
     for name in sorted(arrays):
         arr = arrays[name]
-        specs.append({"name": name, "dtype": SCHEMA[name][0], "shape": list(arr.shape), "offset": offset})
+        specs.append({"name": name, "dtype": SCHEMA[_base(name)][0], "shape": list(arr.shape), "offset": offset})
         offset += arr.nbytes + _pad(arr.nbytes)
     meta = dict(header)
     meta["arrays"] = specs
@@ -115,7 +128,7 @@ def write_map(path: str | os.PathLike, header: Mapping, arrays: Mapping[str, np.
         def put(b: bytes) -> None:
             f.write(b)
             digest.update(b)
-        put(_PREFIX.pack(MAGIC, FORMAT_VERSION, len(blob)) + blob)
+        put(_PREFIX.pack(MAGIC, version, len(blob)) + blob)
         put(b"\x00" * (data_start - _PREFIX.size - len(blob)))
         for spec in specs:
             raw = arrays[spec["name"]].tobytes()
@@ -123,6 +136,20 @@ def write_map(path: str | os.PathLike, header: Mapping, arrays: Mapping[str, np.
         f.write(digest.digest())
     os.replace(tmp, path)
     return path.stat().st_size
+
+
+def write_map_set(path: str | os.PathLike, header: Mapping,
+                  sections: Sequence[tuple[Mapping, Mapping[str, np.ndarray]]]) -> int:
+    """Write a map set: ``header`` for the file, ``(section header, arrays)`` per task.
+
+    Every section header needs ``task`` (unique) and ``order``; returns the size in bytes.
+    """
+    tasks = [str(h.get("task", "")) for h, _ in sections]
+    if not sections or "" in tasks or len(set(tasks)) != len(tasks):
+        raise ValueError("a map set needs at least one section, each with its own task name")
+    arrays = {f"{i}.{name}": arr for i, (_, arrs) in enumerate(sections) for name, arr in arrs.items()}
+    meta = {**header, "sections": [dict(h) for h, _ in sections]}
+    return write_map(path, meta, arrays, version=SET_VERSION)
 
 
 def _fail(path: Path, what: str) -> MapFormatError:
@@ -139,8 +166,9 @@ def read_header(buf, path: Path) -> dict:
     magic, version, hlen = _PREFIX.unpack_from(buf, 0)
     if magic != MAGIC:
         raise _fail(path, "not a token map (bad magic)")
-    if version != FORMAT_VERSION:
-        raise _fail(path, f"unsupported token map format version {version} (this tokenmap reads {FORMAT_VERSION})")
+    if version not in (FORMAT_VERSION, SET_VERSION):
+        raise _fail(path, f"unsupported token map format version {version} "
+                          f"(this tokenmap reads {FORMAT_VERSION} and {SET_VERSION})")
     if hlen > MAX_HEADER:
         raise _fail(path, "corrupt token map (header too large)")
     if _PREFIX.size + hlen + _CHECKSUM > size:
@@ -151,11 +179,15 @@ def read_header(buf, path: Path) -> dict:
         raise _fail(path, "corrupt token map (bad header)") from None
     if not isinstance(header, dict):
         raise _fail(path, "corrupt token map (bad header)")
+    sections = header.get("sections")
+    if (version == SET_VERSION) != isinstance(sections, list) or (
+            sections is not None and (not sections or not all(isinstance(h, dict) for h in sections))):
+        raise _fail(path, "corrupt token map (bad section table)")
     return header
 
 
 def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
-    """Validated zero-copy views of the arrays listed in the header."""
+    """Validated zero-copy views of the arrays listed in the header (a set's names keep their prefix)."""
     size = len(buf) - _CHECKSUM
     start = header.get("data_start")
     specs = header.get("arrays")
@@ -167,8 +199,9 @@ def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
             name, dtype, shape, off = spec["name"], spec["dtype"], spec["shape"], spec["offset"]
         except (KeyError, TypeError):
             raise _fail(path, "corrupt token map (bad array table)") from None
-        if name not in SCHEMA or SCHEMA[name][0] != dtype or name in views or not isinstance(shape, list) \
-                or len(shape) != SCHEMA[name][1] or not all(isinstance(s, int) and 0 <= s < 1 << 40 for s in shape) \
+        base = _base(name) if isinstance(name, str) else ""
+        if not _known_name(name, header) or SCHEMA[base][0] != dtype or name in views \
+                or not isinstance(shape, list) or len(shape) != SCHEMA[base][1] or not all(isinstance(s, int) and 0 <= s < 1 << 40 for s in shape) \
                 or not isinstance(off, int) or off < 0 or off % ALIGN:
             raise _fail(path, f"corrupt token map (bad entry for array {name!r})")
         count = 1
@@ -178,10 +211,23 @@ def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
         if start + off + nbytes > size:
             raise _fail(path, "token map is truncated")
         views[name] = np.frombuffer(buf, dtype=dtype, count=count, offset=start + off).reshape(shape)
-    missing = set(SCHEMA) - set(views)
+    prefixes = [f"{i}." for i in range(len(header["sections"]))] if "sections" in header else [""]
+    missing = {p + n for p in prefixes for n in SCHEMA} - set(views)
     if missing:
         raise _fail(path, f"corrupt token map (missing arrays: {', '.join(sorted(missing))})")
     return views
+
+
+def _known_name(name, header: dict) -> bool:
+    """An array name of this file's layout: ``key_hash``, or ``<i>.key_hash`` in a set of more than i sections."""
+    if not isinstance(name, str):
+        return False
+    prefix, _, base = name.rpartition(".")
+    if base not in SCHEMA:
+        return False
+    if "sections" not in header:
+        return prefix == "" and "." not in name
+    return prefix.isdigit() and str(int(prefix)) == prefix and int(prefix) < len(header["sections"])
 
 
 def _check_structure(a: dict[str, np.ndarray], order: int, path: Path) -> None:
@@ -199,6 +245,63 @@ def _check_structure(a: dict[str, np.ndarray], order: int, path: Path) -> None:
     )
     if not ok:
         raise _fail(path, "corrupt token map (inconsistent arrays)")
+
+
+def _open(path: Path, verify: bool):
+    """``(buffer, header)`` of a memory-mapped file, checksum checked when ``verify``."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    except OSError as exc:
+        raise MapFormatError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    header = read_header(buf, path)
+    if verify and hashlib.sha256(buf[:len(buf) - _CHECKSUM]).digest() != bytes(buf[len(buf) - _CHECKSUM:]):
+        raise _fail(path, "checksum mismatch (the file is corrupt or truncated)")
+    if not isinstance(header.get("fingerprint"), str):
+        raise _fail(path, "corrupt token map (bad header fields)")
+    return buf, header
+
+
+def _check_order(header: dict, path: Path) -> None:
+    order = header.get("order")
+    if not isinstance(order, int) or not 1 <= order <= 64:
+        raise _fail(path, "corrupt token map (bad header fields)")
+
+
+def _check_fingerprint(header: dict, fingerprint: str | None, model_hint: str, path: Path) -> None:
+    if fingerprint is not None and header["fingerprint"] != fingerprint:
+        model = model_hint or header.get("model") or "MODEL"
+        raise _fail(path, f"made for another tokenizer (fingerprint {header['fingerprint'][:12]}… ≠ "
+                          f"{fingerprint[:12]}…): rebuild it with `tokenmap build --model {model} …`")
+
+
+def _sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str) -> list:
+    """Every section of a map set as a map; each header is the file's plus the section's."""
+    _check_fingerprint(header, fingerprint, model_hint, path)
+    views = _array_views(buf, header, path)
+    top = {k: v for k, v in header.items() if k not in ("sections", "arrays")}
+    maps, tasks = [], set()
+    for i, sec in enumerate(header["sections"]):
+        merged = {**top, **sec}
+        _check_order(merged, path)
+        if not isinstance(sec.get("task"), str) or sec["task"] in tasks:
+            raise _fail(path, "corrupt token map (bad section table)")
+        tasks.add(sec["task"])
+        arrays = {name: views[f"{i}.{name}"] for name in SCHEMA}
+        _check_structure(arrays, merged["order"], path)
+        maps.append(cls(merged, arrays, path, buf))
+    return maps
+
+
+def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify: bool = True,
+              model_hint: str = "") -> list["TokenMap"]:
+    """Every map in a file: the sections of a map set, or ``[the map]`` (checks as :meth:`TokenMap.load`)."""
+    path = Path(path)
+    buf, header = _open(path, verify)
+    if header.get("sections") is None:
+        return [TokenMap.load(path, fingerprint, verify=False, model_hint=model_hint)]
+    return _sections(TokenMap, buf, header, path, fingerprint, model_hint)
 
 
 class TokenMap:
@@ -227,33 +330,39 @@ class TokenMap:
     # -- loading ---------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike, fingerprint: str | None = None, *, verify: bool = True,
-             model_hint: str = "") -> "TokenMap":
+             model_hint: str = "", section: int | str | None = None) -> "TokenMap":
         """Memory-map a token map; check magic, version, checksum and tokenizer.
 
         ``fingerprint`` is the sha256 of the tokenizer's vocabulary that will
         use this map (see :class:`tokenmap.textok.TextTokenizer`); ``None``
-        skips that check.  Raises :class:`MapFormatError` with a one-line message.
+        skips that check.  A map set needs ``section`` (its index or task
+        name), or :func:`load_maps` for all of them.  Raises
+        :class:`MapFormatError` with a one-line message.
         """
         path = Path(path)
-        try:
-            with open(path, "rb") as f:
-                size = os.fstat(f.fileno()).st_size
-                buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-        except OSError as exc:
-            raise MapFormatError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-        header = read_header(buf, path)
-        if verify and hashlib.sha256(buf[:len(buf) - _CHECKSUM]).digest() != bytes(buf[len(buf) - _CHECKSUM:]):
-            raise _fail(path, "checksum mismatch (the file is corrupt or truncated)")
-        order = header.get("order")
-        if not isinstance(order, int) or not 1 <= order <= 64 or not isinstance(header.get("fingerprint"), str):
-            raise _fail(path, "corrupt token map (bad header fields)")
-        arrays = _array_views(buf, header, path)
-        _check_structure(arrays, order, path)
-        if fingerprint is not None and header["fingerprint"] != fingerprint:
-            model = model_hint or header.get("model") or "MODEL"
-            raise _fail(path, f"made for another tokenizer (fingerprint {header['fingerprint'][:12]}… ≠ "
-                              f"{fingerprint[:12]}…): rebuild it with `tokenmap build --model {model} …`")
-        return cls(header, arrays, path, buf)
+        buf, header = _open(path, verify)
+        sections = header.get("sections")
+        if sections is None:
+            arrays = _array_views(buf, header, path)
+            _check_order(header, path)
+            _check_structure(arrays, header["order"], path)
+            _check_fingerprint(header, fingerprint, model_hint, path)
+            return cls(header, arrays, path, buf)
+        if section is None:
+            tasks = ", ".join(str(h.get("task")) for h in sections)
+            raise _fail(path, f"a map set of {len(sections)} task sections ({tasks}): "
+                              "load it with tokenmap.mapfile.load_maps, or name a section")
+        maps = _sections(cls, buf, header, path, fingerprint, model_hint)
+        index = {str(m.task): i for i, m in enumerate(maps)}
+        i = index.get(str(section), section if isinstance(section, int) else -1)
+        if not 0 <= i < len(maps):
+            raise _fail(path, f"no section {section!r} (sections: {', '.join(index)})")
+        return maps[i]
+
+    @property
+    def task(self) -> str | None:
+        """The task (``domain/lang``) of a map set's section, else None."""
+        return self.header.get("task")
 
     # -- lookup ----------------------------------------------------------
     def _find(self, context: Sequence[int], n: int) -> int:

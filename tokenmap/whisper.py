@@ -106,9 +106,9 @@ class WhisperModel(faster_whisper.WhisperModel):
     """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
 
     Extra arguments: ``token_map`` (path or :class:`tokenmap.mapfile.TokenMap`;
-    a list of them, one per task, to infer the task while decoding with
-    :class:`tokenmap.drafters.MapSetDrafter`; or None for prompt lookup and the
-    session cache only), ``prompt_lookup``
+    a list of them, one per task, or a map set from ``tokenmap build --balance``,
+    to infer the task while decoding with :class:`tokenmap.drafters.MapSetDrafter`;
+    or None for prompt lookup and the session cache only), ``prompt_lookup``
     and ``session_cache`` (drafters after the map), ``adaptive`` (let the
     cost curve and the running acceptance decide how far to draft),
     ``cost_model`` (a :class:`tokenmap.cost.CostModel`; default: this
@@ -160,12 +160,18 @@ class WhisperModel(faster_whisper.WhisperModel):
 
 
 def _load_map(token_map, hf_tokenizer):
-    if isinstance(token_map, (list, tuple)):  # one map per task: MapSetDrafter infers the task
-        maps = [_load_map(m, hf_tokenizer) for m in token_map]
-        return maps[0] if len(maps) == 1 else maps
-    if token_map is None or not isinstance(token_map, (str, os.PathLike)):
-        return token_map
-    from .mapfile import TokenMap
+    """One map, or a list of maps (several paths, or a map set's sections) for :class:`MapSetDrafter`."""
+    if token_map is None:
+        return None
+    from .mapfile import load_maps
     from .textok import TextTokenizer
 
-    return TokenMap.load(token_map, fingerprint=TextTokenizer(hf_tokenizer).fingerprint)
+    fingerprint = None
+    maps = []
+    for m in token_map if isinstance(token_map, (list, tuple)) else [token_map]:
+        if isinstance(m, (str, os.PathLike)):
+            fingerprint = fingerprint or TextTokenizer(hf_tokenizer).fingerprint
+            maps.extend(load_maps(m, fingerprint))
+        else:
+            maps.append(m)
+    return maps[0] if len(maps) == 1 else maps

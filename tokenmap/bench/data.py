@@ -119,8 +119,9 @@ def _cached(target: Path, stamp: dict, build) -> Path:
 
 
 #: map modes of ``tokenmap bench --map-mode``: one map per task, one map over all tasks,
-#: one balanced map over all tasks (``tokenmap build --balance``), and every task's own map
-#: with the task inferred while decoding (:class:`tokenmap.drafters.MapSetDrafter`)
+#: the balanced map set over all tasks (``tokenmap build --balance``: a section per task with its
+#: budget), and every task's own map (default budget); in the last two the decoder infers the task
+#: (:class:`tokenmap.drafters.MapSetDrafter`)
 MAP_MODES = ("per-task", "multi", "balanced", "inferred")
 
 
@@ -135,9 +136,9 @@ def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str) 
         return None
     build = build_balanced if mode == "balanced" else build_map
     stamp = {"mode": mode, "corpora": [_stamp(c, model) for c in corpus]}
-    if mode == "balanced":  # a changed allocation rebuilds the map
+    if mode == "balanced":  # a changed allocation or layout rebuilds the map
         from tokenmap.balance import GENEROUS, PROTECT
-        stamp["balance"] = {"generous": asdict(GENEROUS), "protect": PROTECT, "merge": 3}
+        stamp["balance"] = {"generous": asdict(GENEROUS), "protect": PROTECT, "layout": "sections"}
     return _cached(cache / f"{mode}-{len(corpus)}tasks.tmap", stamp,
                    lambda target: build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True))
 

@@ -87,16 +87,19 @@ class RunState:
         return self._load(self.maps.tasks.get((domain, lang)))
 
     def shared_map(self, mode: str):
-        """The shared map of a map mode (``multi``, ``balanced``; ``inferred``: a list of maps), or None."""
+        """The shared map of a map mode (``multi``), or a list of maps (``inferred``; ``balanced``: the
+        sections of its map set), or None."""
         shared = self.maps.shared.get(mode)
         return [self._load(p) for p in shared] if isinstance(shared, list) else self._load(shared)
 
     def _load(self, path):
+        """The map in ``path`` (a map set: the list of its sections), loaded once; None for None."""
         if path is None:
             return None
         if path not in self.loaded_maps:
-            from tokenmap.mapfile import TokenMap
-            self.loaded_maps[path] = TokenMap.load(path)
+            from tokenmap.mapfile import load_maps
+            maps = load_maps(path)
+            self.loaded_maps[path] = maps[0] if len(maps) == 1 else maps
         return self.loaded_maps[path]
 
     def text(self, tokens) -> str:

@@ -118,7 +118,7 @@ def fairness_ce_text(f: dict) -> str:
 
 
 def map_modes_text(agg: dict) -> str:
-    """Per-task maps against one multi-task map and one balanced map (issue 7), same audio."""
+    """Per-task maps against one multi-task map and the map sets (issue 7), same audio."""
     modes = agg.get("map_modes", {})
     if len(modes) < 2:
         return ""
@@ -130,9 +130,10 @@ def map_modes_text(agg: dict) -> str:
                      f"{fmt(sp['min'])} ({sp.get('argmin', '–')})", f"{fmt(sp['max'])} ({sp.get('argmax', '–')})"])
     return ("\n\n#### Map modes (`--map-mode`)\n\n`tokenmap` drafts from each task's own map, "
             "`tokenmap-multi` from one map built over every task's corpus, `tokenmap-balanced` from "
-            "`tokenmap build --balance` over the same corpora, `tokenmap-inferred` from every task's own map "
-            "with the task inferred while decoding; U with D_T = 1 − A_r and with D_T = the "
-            "map's cross-entropy on the task's greedy output (for `tokenmap-inferred`, of the task's own map)."
+            "the map set of `tokenmap build --balance` over the same corpora (a section per task with the "
+            "budget its excess divergence earns), `tokenmap-inferred` from every task's own map (default "
+            "budget); in the last two the decoder infers the task. U with D_T = 1 − A_r and with D_T = the "
+            "map's cross-entropy on the task's greedy output (for a set, of the task's own section)."
             "\n\n"
             + table(["system", "U (1 − A_r)", "U (cross-entropy)", "mean S", "std S", "min S (task)",
                      "max S (task)"], rows))

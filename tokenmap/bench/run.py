@@ -110,11 +110,12 @@ def _eot(model: str) -> int:
 def cross_entropy_fairness(rows: list[dict], maps: dict, aggregates: dict, eot: int,
                            system: str = "tokenmap") -> dict:
     """Definition 1 with D_T = cross-entropy (nats/token) of the map ``system`` drafts from
-    (``maps[(domain, lang)]``) against the model's greedy text tokens on that task's audio,
-    and how well D_T ranks ``system``'s S (Spearman)."""
+    (``maps[(domain, lang)]``; of a map set, the task's own section, the one the decoder should
+    infer) against the model's greedy text tokens on that task's audio, and how well D_T ranks
+    ``system``'s S (Spearman)."""
     from tokenmap.bench import metrics as M
     from tokenmap.divergence import cross_entropy, spearman
-    from tokenmap.mapfile import TokenMap
+    from tokenmap.mapfile import load_maps
 
     per_task: dict = {}
     for r in rows:
@@ -122,11 +123,11 @@ def cross_entropy_fairness(rows: list[dict], maps: dict, aggregates: dict, eot: 
             per_task.setdefault((r["domain"], r["lang"]), []).append(r.get("token_ids") or [])
     d_t, loaded = {}, {}  # a shared map serves every task: load (and verify) it once
     for (domain, lang), sequences in sorted(per_task.items()):
-        path = maps[(domain, lang)]
+        path, task = maps[(domain, lang)], f"{domain}/{lang}"
         if path not in loaded:
-            loaded[path] = TokenMap.load(path)
-        tm = loaded[path]
-        d_t[f"{domain}/{lang}"] = cross_entropy(tm, [[t for t in s if t < eot] for s in sequences])
+            loaded[path] = {m.task: m for m in load_maps(path)}
+        tm = loaded[path].get(task) or next(iter(loaded[path].values()))  # a map set: the task's own section
+        d_t[task] = cross_entropy(tm, [[t for t in s if t < eot] for s in sequences])
     tasks = aggregates["groups"]["task"]
     s_t = {t: tasks[t][system]["S"] for t in d_t if system in tasks.get(t, {})}
     speed = M.spread(s_t)
