@@ -81,7 +81,7 @@ bench-quick: bench-data bench-stock
 	$(BIN)/tokenmap bench --quick
 
 bench: bench-data bench-stock
-	$(BIN)/tokenmap bench --map-mode per-task,multi,balanced --heavy-per-group 2 --update-docs docs/BENCHMARKS.md
+	$(BIN)/tokenmap bench --map-mode per-task,multi,balanced,inferred --heavy-per-group 2 --update-docs docs/BENCHMARKS.md
 
 clean:
 	rm -rf $(VENV) $(STOCK)

@@ -62,8 +62,9 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     """Load a Whisper model for CPU decoding.
 
     ``model`` is anything :func:`tokenmap.models.resolve_model` accepts;
-    ``token_map`` (a path or a :class:`tokenmap.mapfile.TokenMap`, or a list of
-    them, one per task) turns on token-map speculative decoding. Raises ``ModelError`` or ``EngineError``.
+    ``token_map`` (a path or a :class:`tokenmap.mapfile.TokenMap`, a list of
+    them, one per task, or a map set from ``tokenmap build --balance``) turns on
+    token-map speculative decoding. Raises ``ModelError`` or ``EngineError``.
     """
     from .engine import default_threads, require_step_api
     from .models import resolve_model
