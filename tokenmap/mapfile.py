@@ -276,6 +276,15 @@ def _check_fingerprint(header: dict, fingerprint: str | None, model_hint: str, p
                           f"{fingerprint[:12]}…): rebuild it with `tokenmap build --model {model} …`")
 
 
+def _single(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str):
+    """The map of a one-map file."""
+    arrays = _array_views(buf, header, path)
+    _check_order(header, path)
+    _check_structure(arrays, header["order"], path)
+    _check_fingerprint(header, fingerprint, model_hint, path)
+    return cls(header, arrays, path, buf)
+
+
 def _sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str) -> list:
     """Every section of a map set as a map; each header is the file's plus the section's."""
     _check_fingerprint(header, fingerprint, model_hint, path)
@@ -300,7 +309,7 @@ def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify
     path = Path(path)
     buf, header = _open(path, verify)
     if header.get("sections") is None:
-        return [TokenMap.load(path, fingerprint, verify=False, model_hint=model_hint)]
+        return [_single(TokenMap, buf, header, path, fingerprint, model_hint)]
     return _sections(TokenMap, buf, header, path, fingerprint, model_hint)
 
 
@@ -343,11 +352,7 @@ class TokenMap:
         buf, header = _open(path, verify)
         sections = header.get("sections")
         if sections is None:
-            arrays = _array_views(buf, header, path)
-            _check_order(header, path)
-            _check_structure(arrays, header["order"], path)
-            _check_fingerprint(header, fingerprint, model_hint, path)
-            return cls(header, arrays, path, buf)
+            return _single(cls, buf, header, path, fingerprint, model_hint)
         if section is None:
             tasks = ", ".join(str(h.get("task")) for h in sections)
             raise _fail(path, f"a map set of {len(sections)} task sections ({tasks}): "
