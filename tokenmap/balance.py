@@ -48,6 +48,7 @@ import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -193,16 +194,23 @@ def memory_map(arrays: dict, order: int, vocab_size: int) -> mapfile.TokenMap:
     return mapfile.TokenMap({"order": order, "vocab_size": vocab_size}, arrays)
 
 
-def dev_divergence(texts: Sequence[str], tokenizer, options, cost: CostModel) -> tuple[float, int]:
-    """``(D_T, dev tokens)`` of the task's default-budget map (built on its train split) on its dev split."""
+def dev_divergence(stream: np.ndarray, options, cost: CostModel, vocab_size: int) -> tuple[float, int]:
+    """``(D_T, dev tokens)`` of the task's default-budget map (built on its train split) on its dev split.
+
+    ``stream``: the task's ``BOS ids SEP ...`` stream (:func:`encode_stream`), split by line as
+    :func:`split_dev` splits texts.
+    """
     from tokenmap.divergence import cross_entropy
 
-    bos, sep = tokenizer.vocab_size, tokenizer.vocab_size + 1
-    train, dev = split_dev(texts)
+    bos, sep = vocab_size, vocab_size + 1
+    ends = np.flatnonzero(stream == sep)
+    lines = list(zip(np.r_[0, ends[:-1] + 1].tolist(), (ends + 1).tolist()))  # [start, end) of each line
+    train, dev = split_dev(lines)
+    train_stream = np.concatenate([stream[a:b] for a, b in train]) if train else stream[:0]
     default = Budget(options.min_count, options.max_candidates, options.max_draft_len)
-    arrays = task_arrays(encode_stream(train, tokenizer, options), default, options, cost, bos, sep)
-    seqs = stream_sequences(encode_stream(dev, tokenizer, options), bos, sep)
-    tm = memory_map(arrays, options.max_order, tokenizer.vocab_size)
+    arrays = task_arrays(train_stream, default, options, cost, bos, sep)
+    seqs = [[t for t in stream[a:b - 1].tolist() if t != bos] for a, b in dev]
+    tm = memory_map(arrays, options.max_order, vocab_size)
     return cross_entropy(tm, seqs), sum(map(len, seqs))
 
 
@@ -257,8 +265,9 @@ class BalancePlan:
     def protected(self) -> list[str]:
         return protected_tasks(self.divergence, self.protect)
 
+    @cached_property
     def streams(self) -> dict[str, np.ndarray]:
-        """``{task: BOS ids SEP ... stream}``."""
+        """``{task: BOS ids SEP ... stream}`` (tokenized once, for D_T and for the build)."""
         return {task: encode_stream(texts, self.tokenizer, self.options) for task, texts in self.tasks.items()}
 
     def n_tokens(self, streams: Mapping[str, np.ndarray]) -> int:
@@ -319,8 +328,8 @@ def plan_balance(corpus: Sequence, output, *, model: str = "base", tokenizer=Non
     plan.tasks = read_tasks(corpus, options, plan.stats)
     if progress:
         progress("load", plan.stats.utterances)
-    for task, texts in plan.tasks.items():
-        plan.divergence[task], plan.dev_tokens[task] = dev_divergence(texts, tokenizer, options, cost)
+    for task, stream in plan.streams.items():
+        plan.divergence[task], plan.dev_tokens[task] = dev_divergence(stream, options, cost, tokenizer.vocab_size)
     plan.budgets = allocate(plan.divergence, plan.default, generous, protect)
     return plan
 
@@ -346,7 +355,7 @@ def build_sections(plan: BalancePlan):
 
     if plan.progress:
         plan.progress("count", 0)
-    streams = plan.streams()
+    streams = plan.streams
     sections, maps = [], []
     for task in sorted(plan.tasks):
         budget = plan.budgets[task]

@@ -199,7 +199,7 @@ def build_merged(plan: BalancePlan):
     bos, sep = plan.bos, plan.sep
     if plan.progress:
         plan.progress("count", 0)
-    streams = plan.streams()
+    streams = plan.streams
     per_task = {task: task_arrays(streams[task], plan.budgets[task], options, plan.cost, bos, sep)
                 for task in plan.tasks if task not in protected}
     joint = np.concatenate([streams[t] for t in protected])  # counted together, as a plain multi map
