@@ -111,7 +111,7 @@ def _balance_summary(path) -> None:
     """One line per task: D_T on its dev split, w_T and the budget it got."""
     from tokenmap.mapfile import load_maps
 
-    bal = load_maps(path)[0].header["balance"]
+    bal = load_maps(path, verify=False)[0].header["balance"]  # just written and checksummed
     click.echo(f"budgets ({bal['layout']}; best task {bal['best']}; D_T on each task's dev split, nats/token):")
     for task, t in bal["tasks"].items():
         click.echo(f"  {task:<20} D_T {t['D_T']:6.3f}  w {t['w']:.2f}  min-count {t['min_count']}  "
