@@ -95,7 +95,7 @@ def split_corpora(out: Path, split: str) -> tuple[dict, dict]:
     written to ``out/split-dev/<domain>/<lang>/train.txt``; choices tuned on
     ``dev`` never see a test sentence.
     """
-    from tokenmap.balance import split_dev
+    from tokenmap.task_streams import split_dev
 
     def lines(path):
         return [x.strip() for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
@@ -173,14 +173,14 @@ def measure(maps: dict, tok, cost: CostModel, evals: dict) -> dict:
     return out
 
 
-def greedy_segments(results_json: Path, timestamp_begin: int) -> dict:
+def greedy_segments(results_json: Path, timestamp_begin: int, skip_ids=frozenset()) -> dict:
     """``{task: (segment texts, indexes of each utterance's first segment)}`` from the greedy
     rows of a ``tokenmap bench`` results.json: the model's own output on the bench audio, cut
-    at timestamps as the decoder's map drafter sees it."""
+    at timestamps as the decoder's map drafter sees it (utterances in ``skip_ids`` left out)."""
     rows = json.loads(results_json.read_text(encoding="utf-8"))["rows"]
     out: dict = {}
     for r in rows:
-        if r["system"] != "greedy" or r["kind"] != "decoder":
+        if r["system"] != "greedy" or r["kind"] != "decoder" or r.get("id") in skip_ids:
             continue
         segs, starts = out.setdefault(r["task"], ([], set()))
         starts.add(len(segs))

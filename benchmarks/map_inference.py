@@ -22,6 +22,11 @@ Input is the greedy output of a ``tokenmap bench`` run (as ``fairness.py
 --greedy``) and that run's cached maps::
 
     python benchmarks/map_inference.py results/<run>/results.json [--maps results/maps] [--decay 0.97]
+        [--set NAME=PATH ...] [--skip-teacher TEACHER.jsonl]
+
+``--set`` adds map sets to replay (e.g. ``tokenmap build --balance --teacher`` variants);
+``--skip-teacher`` leaves out the utterances whose transcripts a teacher file holds
+(``teacher_texts.py --half``: choose on one half, score on the other).
 
 Prints one Markdown table: U (Definition 1, D_T = the cross-entropy of the task's map, for a set
 of its own section, on its greedy output) and S (cost model) / A_r per task and configuration.
@@ -89,10 +94,14 @@ def main(argv=None) -> int:
     ap.add_argument("--maps", type=Path, default=Path(__file__).resolve().parents[1] / "results" / "maps")
     ap.add_argument("--decay", type=float, default=0.97)
     ap.add_argument("--timestamp-begin", type=int, default=50364, help="<|0.00|> of the model (base: 50364)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=PATH", help="also replay this map set")
+    ap.add_argument("--skip-teacher", type=Path, action="append", default=[],
+                    help="leave out the utterances of this teacher file")
     args = ap.parse_args(argv)
     run = json.loads(args.results.read_text(encoding="utf-8"))
     cost = CostModel.from_json(run["cost_model"])
-    evals = greedy_segments(args.results, args.timestamp_begin)
+    skip = {json.loads(line)["id"] for path in args.skip_teacher for line in path.open(encoding="utf-8")}
+    evals = greedy_segments(args.results, args.timestamp_begin, skip)
     per_task = {t: TokenMap.load(args.maps / f"{t.replace('/', '-')}.tmap") for t in evals}
     shared = {m: sorted(args.maps.glob(f"{m}-*tasks.tmap")) for m in ("multi", "balanced")}
     # name -> (replay of task t, the map whose cross-entropy is task t's D_T)
@@ -111,6 +120,11 @@ def main(argv=None) -> int:
                 configs[f"{mode} ({paths[-1].name})"] = (
                     lambda t, tm=maps[0]: replay_set({"one": tm}, *evals[t], cost, fixed="one", decay=args.decay),
                     lambda t, tm=maps[0]: tm)
+    for spec in args.set:
+        name, _, path = spec.partition("=")
+        sections = {m.task: m for m in load_maps(Path(path))}
+        configs[f"{name} set, task inferred"] = (
+            lambda t, s=sections: replay_set(s, *evals[t], cost, decay=args.decay), sections.get)
     tasks = sorted(evals)
     print("| configuration | U (cross-entropy) | mean S | min S | max S | "
           + " | ".join(f"{t} S / A_r" for t in tasks) + " |")

@@ -79,10 +79,14 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
                    "over every task's corpus: system tokenmap-multi), balanced (the map set of `tokenmap build "
                    "--balance` over the same corpora: tokenmap-balanced), inferred (every task's own map: "
                    "tokenmap-inferred); with a set the task is inferred while decoding.")
+@click.option("--teacher", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Teacher transcripts for map mode balanced (`tokenmap build --balance --teacher`): the model's "
+                   "greedy output on other audio of the same tasks, e.g. from `python benchmarks/teacher_texts.py` "
+                   "on a run over bench-data/dev.jsonl. Refused if it holds an utterance this run decodes.")
 @click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Regenerate the generated section of this Markdown file (e.g. docs/BENCHMARKS.md).")
 def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,
-          timestamps, out, stock_python, map_modes, update_docs):
+          timestamps, out, stock_python, map_modes, teacher, update_docs):
     """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
     from tokenmap.bench.data import BenchDataError
     from tokenmap.bench.harness import BenchOptions
@@ -97,7 +101,7 @@ def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, thre
         options = BenchOptions(model=model, draft_model=draft_model, compute_type=compute_type, threads=threads,
                                reps=reps, e2e_reps=e2e_reps if e2e_reps is not None else (1 if quick else reps),
                                systems=tuple(dict.fromkeys(("greedy",) + chosen)), timestamps=timestamps,
-                               spec_tokens=spec_tokens, stock_python=stock_python,
+                               spec_tokens=spec_tokens, stock_python=stock_python, teacher=tuple(teacher),
                                map_modes=tuple(dict.fromkeys(("per-task",) + tuple(
                                    m.strip() for m in map_modes.split(",") if m.strip()))),
                                heavy_per_group=heavy_per_group if heavy_per_group is not None else int(quick))

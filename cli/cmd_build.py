@@ -67,8 +67,14 @@ class _Bar:
                    "the decoder infers the task) unless --layout merged.")
 @click.option("--layout", type=click.Choice(["sections", "merged"]), default="sections", show_default=True,
               help="With --balance: one section per task, or every budget merged into one map.")
+@click.option("--teacher", multiple=True, type=click.Path(exists=True),
+              help="With --balance: the model's own transcripts of unlabelled in-domain audio (e.g. from "
+                   "`tokenmap transcribe`), read like a corpus (domain/lang from fields or folders). D_T is then "
+                   "measured on them, and each task's section also counts them, more often the worse its D_T "
+                   "(the best task's section is unchanged). Never use the audio you benchmark on. Repeatable.")
 def build(corpus, output, model, max_order, min_count, max_candidates, max_draft_len, merge_near_duplicates,
-          text_column, style_bridge, capitalize, final_period, digits, add_raw, jobs, force, balance, layout):
+          text_column, style_bridge, capitalize, final_period, digits, add_raw, jobs, force, balance, layout,
+          teacher):
     """Build a token map from domain transcripts (.txt, .jsonl, .csv, .tsv, dirs, .gz)."""
     from tokenmap.builder import BuildError, BuildOptions, build_map
     from tokenmap.corpus import CorpusError
@@ -80,15 +86,17 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
     options = BuildOptions(max_order=max_order, min_count=min_count, max_candidates=max_candidates,
                            max_draft_len=max_draft_len, merge_near_duplicates=merge_near_duplicates, style=style,
                            add_raw=add_raw, text_column=text_column, jobs=jobs)
+    if teacher and not balance:
+        _fail("--teacher needs --balance")
     bar = _Bar()
     try:
         if balance:
             from tokenmap.balance import build_balanced
             result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar,
-                                    layout=layout)
+                                    layout=layout, teacher=teacher)
         else:
             result = build_map(corpus, output, model=model, options=options, force=force, progress=bar)
-    except (BuildError, CorpusError, TokenizerError, MapFormatError, OSError) as exc:
+    except (BuildError, CorpusError, TokenizerError, MapFormatError, OSError, ValueError) as exc:
         bar.close()
         _fail(str(exc))
     bar.close()
@@ -108,14 +116,18 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
 
 
 def _balance_summary(path) -> None:
-    """One line per task: D_T on its dev split, w_T and the budget it got."""
+    """One line per task: D_T (dev split or teacher transcripts), w_T and the budget it got."""
     from tokenmap.mapfile import load_maps
 
     bal = load_maps(path, verify=False)[0].header["balance"]  # just written and checksummed
-    click.echo(f"budgets ({bal['layout']}; best task {bal['best']}; D_T on each task's dev split, nats/token):")
+    taught = any(t.get("teacher_lines") for t in bal["tasks"].values())
+    where = "the model's teacher transcripts" if taught else "each task's dev split"
+    click.echo(f"budgets ({bal['layout']}; best task {bal['best']}; D_T on {where}, nats/token):")
     for task, t in bal["tasks"].items():
-        click.echo(f"  {task:<20} D_T {t['D_T']:6.3f}  w {t['w']:.2f}  min-count {t['min_count']}  "
+        d_t = "   n/a" if t["D_T"] is None else f"{t['D_T']:6.3f}"
+        click.echo(f"  {task:<20} D_T {d_t}  w {t['w']:.2f}  min-count {t['min_count']}  "
                    f"candidates {t['max_candidates']}  draft-len {t['max_draft_len']}"
+                   + (f"  teacher {t['teacher_lines']} lines x{t['teacher']}" if taught else "")
                    + ("  (protected)" if task in bal["protected"] else ""))
 
 

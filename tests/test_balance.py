@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from tokenmap.balance import (DEFAULT_BUDGET, GENEROUS, Budget, allocate, best_task, excess, protected_tasks, shares,
-                              split_dev, summed_tests)
+                              summed_tests)
+from tokenmap.task_streams import split_dev
 from tokenmap.balance_merge import merge_arrays
 from tokenmap.cost import DEFAULT
 from tokenmap.divergence import cross_entropy, ranks, spearman

@@ -10,7 +10,10 @@ the map's budget is for the task (:data:`GENEROUS` is the worst task's):
 * ``max_candidates``: more candidates per key;
 * ``max_draft_len``: the longest draft (shorter = cheaper wrong drafts);
 * ``weight``: only for the merged layout (:mod:`tokenmap.balance_merge`):
-  how much the task's counts weigh in a key shared with other tasks.
+  how much the task's counts weigh in a key shared with other tasks;
+* ``teacher``: with teacher transcripts (the model's own greedy output on
+  the task's audio, :mod:`tokenmap.teacher`), how many times the section
+  counts them; ``D_T`` is then measured on them instead of the dev split.
 
 :func:`allocate` moves every setting from its default towards the generous
 bound in proportion to ``w_T = (D_T - D_min) / (D_max - D_min)``: the best
@@ -27,11 +30,11 @@ Worked example (defaults 2/3/16/1, worst-task bound 1/6/24/8)::
     >>> alloc["maint/en"] == DEFAULT_BUDGET            # w = 0: unchanged
     True
     >>> alloc["tel/en"]                                # w = 1: the bound
-    Budget(min_count=1, max_candidates=6, max_draft_len=24, weight=8.0)
+    Budget(min_count=1, max_candidates=6, max_draft_len=24, weight=8.0, teacher=0)
     >>> alloc["tel/es"]                                # w = 0.5: half way (integers round half up)
-    Budget(min_count=2, max_candidates=5, max_draft_len=20, weight=4.5)
+    Budget(min_count=2, max_candidates=5, max_draft_len=20, weight=4.5, teacher=0)
     >>> allocate({"maint/en": 4.0, "tel/en": 8.0, "tel/es": 6.0}, generous=bound, protect=0.5)["tel/es"]
-    Budget(min_count=2, max_candidates=3, max_draft_len=16, weight=1.0)
+    Budget(min_count=2, max_candidates=3, max_draft_len=16, weight=1.0, teacher=0)
 
 :func:`build_balanced` (``tokenmap build --balance``) writes a **map set**
 (:func:`tokenmap.mapfile.write_map_set`): one section per task, counted and
@@ -47,7 +50,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -56,7 +59,7 @@ import numpy as np
 
 from tokenmap import mapfile
 from tokenmap.cost import CostModel
-from tokenmap.ngrams import count_levels, select_candidates
+from tokenmap.task_streams import DEV_EVERY, dev_divergence, encode_stream, stream_sequences, task_arrays
 
 log = logging.getLogger("tokenmap")
 
@@ -69,10 +72,13 @@ class Budget:
     max_candidates: int = 3
     max_draft_len: int = 16
     weight: float = 1.0
+    teacher: int = 0  # copies of the task's teacher transcripts counted into its section (tokenmap.teacher)
 
     def __post_init__(self) -> None:
-        if self.min_count < 1 or self.max_candidates < 1 or not 1 <= self.max_draft_len <= 64 or self.weight <= 0:
-            raise ValueError("budget needs min_count, max_candidates >= 1, max_draft_len 1..64, weight > 0")
+        if (self.min_count < 1 or self.max_candidates < 1 or not 1 <= self.max_draft_len <= 64 or self.weight <= 0
+                or self.teacher < 0):
+            raise ValueError("budget needs min_count, max_candidates >= 1, max_draft_len 1..64, weight > 0, "
+                             "teacher >= 0")
 
 
 DEFAULT_BUDGET = Budget()
@@ -81,7 +87,6 @@ DEFAULT_BUDGET = Budget()
 #: task's D_T and raise its speed-up (the telephony prompts are mostly unique lines), but on a large
 #: corpus they give confident wrong drafts, hence :data:`PROTECT`; drafts longer than 8 lowered S.
 GENEROUS = Budget(min_count=1, max_candidates=6, max_draft_len=8, weight=8.0)
-DEV_EVERY = 10  # every 10th training line of a task is its dev split
 PROTECTED = "(protected)"  # the merged layout counts the protected tasks' corpora as one
 #: tasks with w_T <= PROTECT keep the default budget (the best task always does; in the merged layout
 #: they also lead the keys they share).  0.65 on the dev split: the structured domains (w <= 0.60)
@@ -123,6 +128,11 @@ def protected_tasks(divergence: Mapping[str, float], below: float = PROTECT) -> 
     return sorted(keep, key=lambda t: (w[t], t))
 
 
+def _rounded(x: float) -> float | None:
+    """``x`` to 4 places for a map header; None for NaN (no JSON NaN in headers)."""
+    return None if x is None or math.isnan(x) else round(x, 4)
+
+
 def _lerp_int(lo: int, hi: int, w: float) -> int:
     return int(math.floor(lo + w * (hi - lo) + 0.5))
 
@@ -142,7 +152,8 @@ def allocate(divergence: Mapping[str, float], default: Budget = DEFAULT_BUDGET,
         out[task] = Budget(min_count=_lerp_int(default.min_count, generous.min_count, x),
                            max_candidates=_lerp_int(default.max_candidates, generous.max_candidates, x),
                            max_draft_len=_lerp_int(default.max_draft_len, generous.max_draft_len, x),
-                           weight=round(default.weight + x * (generous.weight - default.weight), 6))
+                           weight=round(default.weight + x * (generous.weight - default.weight), 6),
+                           teacher=_lerp_int(default.teacher, generous.teacher, x))
     return out
 
 
@@ -150,68 +161,6 @@ def allocate(divergence: Mapping[str, float], default: Budget = DEFAULT_BUDGET,
 def task_name(domain: str, lang: str) -> str:
     """``domain/lang`` (just ``domain`` when the language is unknown)."""
     return f"{domain}/{lang}" if lang else (domain or "default")
-
-
-def split_dev(texts: Sequence[str], every: int = DEV_EVERY) -> tuple[list[str], list[str]]:
-    """``(train, dev)``: every ``every``-th line is dev; tasks under ``2 * every`` lines use all lines for both."""
-    if len(texts) < 2 * every:
-        return list(texts), list(texts)
-    train = [t for i, t in enumerate(texts) if i % every != every - 1]
-    dev = [t for i, t in enumerate(texts) if i % every == every - 1]
-    return train, dev
-
-
-def encode_stream(texts: Sequence[str], tokenizer, options) -> np.ndarray:
-    """The ``BOS ids SEP ...`` uint32 stream of ``texts`` (as :func:`tokenmap.builder.encode_texts`)."""
-    from tokenmap.builder import encode_texts
-
-    parts = [np.frombuffer(encode_texts(texts[i:i + options.batch_size], tokenizer, options.style,
-                                        options.add_raw), dtype=np.uint32)
-             for i in range(0, len(texts), options.batch_size)]
-    return np.concatenate(parts) if parts else np.zeros(0, np.uint32)
-
-
-def stream_sequences(tok: np.ndarray, bos: int, sep: int) -> list[list[int]]:
-    """The utterances of a stream without BOS/SEP."""
-    ends = np.flatnonzero(tok == sep)
-    out, start = [], 0
-    for e in ends.tolist():
-        out.append([t for t in tok[start:e].tolist() if t != bos])
-        start = e + 1
-    return out
-
-
-def task_arrays(tok: np.ndarray, budget: Budget, options, cost: CostModel, bos: int, sep: int) -> dict:
-    """Map arrays of one task's stream, counted and pruned with ``budget``."""
-    opts = replace(options, min_count=budget.min_count, max_candidates=budget.max_candidates,
-                   max_draft_len=budget.max_draft_len)
-    levels = count_levels(tok, sep, opts.min_count, opts.max_order + opts.max_draft_len, jobs=1)
-    return select_candidates(levels, opts, cost, bos)
-
-
-def memory_map(arrays: dict, order: int, vocab_size: int) -> mapfile.TokenMap:
-    """An in-memory :class:`TokenMap` over ``arrays`` (for scoring before writing)."""
-    return mapfile.TokenMap({"order": order, "vocab_size": vocab_size}, arrays)
-
-
-def dev_divergence(stream: np.ndarray, options, cost: CostModel, vocab_size: int) -> tuple[float, int]:
-    """``(D_T, dev tokens)`` of the task's default-budget map (built on its train split) on its dev split.
-
-    ``stream``: the task's ``BOS ids SEP ...`` stream (:func:`encode_stream`), split by line as
-    :func:`split_dev` splits texts.
-    """
-    from tokenmap.divergence import cross_entropy
-
-    bos, sep = vocab_size, vocab_size + 1
-    ends = np.flatnonzero(stream == sep)
-    lines = list(zip(np.r_[0, ends[:-1] + 1].tolist(), (ends + 1).tolist()))  # [start, end) of each line
-    train, dev = split_dev(lines)
-    train_stream = np.concatenate([stream[a:b] for a, b in train]) if train else stream[:0]
-    default = Budget(options.min_count, options.max_candidates, options.max_draft_len)
-    arrays = task_arrays(train_stream, default, options, cost, bos, sep)
-    seqs = [[t for t in stream[a:b - 1].tolist() if t != bos] for a, b in dev]
-    tm = memory_map(arrays, options.max_order, vocab_size)
-    return cross_entropy(tm, seqs), sum(map(len, seqs))
 
 
 # -- the build -------------------------------------------------------------------
@@ -240,6 +189,7 @@ class BalancePlan:
     cost: CostModel
     progress: object
     tasks: dict = field(default_factory=dict)  # task -> [texts]
+    teacher: dict = field(default_factory=dict)  # task -> [teacher transcripts] (tokenmap.teacher)
     stats: object = None
     divergence: dict = field(default_factory=dict)
     dev_tokens: dict = field(default_factory=dict)
@@ -270,6 +220,12 @@ class BalancePlan:
         """``{task: BOS ids SEP ... stream}`` (tokenized once, for D_T and for the build)."""
         return {task: encode_stream(texts, self.tokenizer, self.options) for task, texts in self.tasks.items()}
 
+    @cached_property
+    def teacher_streams(self) -> dict[str, np.ndarray]:
+        """``{task: BOS ids SEP ... stream}`` of the teacher transcripts of the corpus tasks."""
+        return {task: encode_stream(texts, self.tokenizer, self.options)
+                for task, texts in self.teacher.items() if task in self.tasks}
+
     def n_tokens(self, streams: Mapping[str, np.ndarray]) -> int:
         return sum(len(s) for s in streams.values()) - 2 * self.stats.utterances
 
@@ -279,12 +235,14 @@ class BalancePlan:
         return {
             "layout": layout,
             "rule": "setting = default + w_T * (generous - default), w_T = (D_T - D_min) / (D_max - D_min)",
-            "divergence": "cross-entropy of the map's next-token distribution on every "
-                          f"{DEV_EVERY}th training line (nats/token, tokenmap.divergence)",
+            "divergence": "cross-entropy of the map's next-token distribution on "
+                          + ("the model's greedy transcripts (teacher lines)" if self.teacher else
+                             f"every {DEV_EVERY}th training line") + " (nats/token, tokenmap.divergence)",
             "best": self.best, "protected": self.protected, "protect": self.protect,
             "default": asdict(self.default), "generous": asdict(self.generous),
-            "tasks": {t: {"D_T": round(self.divergence[t], 4), "w": round(w.get(t, 0.0), 4),
-                          "dev_tokens": self.dev_tokens[t], "lines": len(self.tasks[t]), **asdict(self.budgets[t])}
+            "tasks": {t: {"D_T": _rounded(self.divergence[t]), "w": round(w.get(t, 0.0), 4),
+                          "dev_tokens": self.dev_tokens[t], "lines": len(self.tasks[t]),
+                          "teacher_lines": len(self.teacher.get(t, ())), **asdict(self.budgets[t])}
                       for t in sorted(self.tasks)},
         }
 
@@ -313,8 +271,12 @@ class BalancePlan:
 
 def plan_balance(corpus: Sequence, output, *, model: str = "base", tokenizer=None, options=None,
                  cost: CostModel | None = None, force: bool = False, progress=None,
-                 generous: Budget = GENEROUS, protect: float = PROTECT) -> BalancePlan:
-    """Load the corpora by task, measure each task's ``D_T`` on its dev split and allocate the budgets."""
+                 generous: Budget = GENEROUS, protect: float = PROTECT, teacher: Sequence = ()) -> BalancePlan:
+    """Load the corpora by task, measure each task's ``D_T`` and allocate the budgets.
+
+    ``D_T`` is measured on each task's dev split, or with ``teacher`` files (the model's transcripts,
+    :mod:`tokenmap.teacher`) on those.
+    """
     from tokenmap.builder import BuildOptions, _resolve
     from tokenmap.corpus import CorpusStats
 
@@ -326,10 +288,20 @@ def plan_balance(corpus: Sequence, output, *, model: str = "base", tokenizer=Non
                        default=Budget(options.min_count, options.max_candidates, options.max_draft_len),
                        generous=generous, protect=protect, started=started)
     plan.tasks = read_tasks(corpus, options, plan.stats)
+    if teacher:
+        from tokenmap.corpus import CorpusStats
+        from tokenmap.teacher import check_teacher_tasks, teacher_divergence
+
+        plan.teacher = read_tasks(teacher, options, CorpusStats())
+        check_teacher_tasks(plan.tasks, plan.teacher)
     if progress:
         progress("load", plan.stats.utterances)
     for task, stream in plan.streams.items():
-        plan.divergence[task], plan.dev_tokens[task] = dev_divergence(stream, options, cost, tokenizer.vocab_size)
+        if teacher:
+            d = teacher_divergence(stream, plan.teacher_streams.get(task), options, cost, tokenizer.vocab_size)
+        else:
+            d = dev_divergence(stream, options, cost, tokenizer.vocab_size)
+        plan.divergence[task], plan.dev_tokens[task] = d
     plan.budgets = allocate(plan.divergence, plan.default, generous, protect)
     return plan
 
@@ -342,6 +314,8 @@ def build_balanced(corpus: Sequence, output, *, layout: str = "sections", **kwar
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r}: choose from {', '.join(LAYOUTS)}")
+    if layout == "merged" and kwargs.get("teacher"):
+        raise ValueError("teacher transcripts need the sections layout")
     plan = plan_balance(corpus, output, **kwargs)
     if layout == "merged":
         from tokenmap.balance_merge import build_merged
@@ -350,8 +324,9 @@ def build_balanced(corpus: Sequence, output, *, layout: str = "sections", **kwar
 
 
 def build_sections(plan: BalancePlan):
-    """A map set: each task's section counted and pruned with its own budget."""
+    """A map set: each task's section counted and pruned with its own budget (teacher lines included)."""
     from tokenmap.builder import make_header
+    from tokenmap.teacher import with_teacher
 
     if plan.progress:
         plan.progress("count", 0)
@@ -359,9 +334,10 @@ def build_sections(plan: BalancePlan):
     sections, maps = [], []
     for task in sorted(plan.tasks):
         budget = plan.budgets[task]
-        arrays = task_arrays(streams[task], budget, plan.options, plan.cost, plan.bos, plan.sep)
+        stream = with_teacher(streams[task], plan.teacher_streams.get(task), budget.teacher)
+        arrays = task_arrays(stream, budget, plan.options, plan.cost, plan.bos, plan.sep)
         info = {"task": task, "order": plan.options.max_order, "lines": len(plan.tasks[task]),
-                "D_T": round(plan.divergence[task], 4), **asdict(budget)}
+                "D_T": _rounded(plan.divergence[task]), **asdict(budget)}
         tm = mapfile.TokenMap(dict(info), arrays)
         info["self_test"] = plan.self_test(tm, [streams[task]])
         sections.append((info, arrays))

@@ -28,7 +28,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tokenmap import mapfile
-from tokenmap.balance import PROTECTED, BalancePlan, Budget, task_arrays
+from tokenmap.balance import PROTECTED, BalancePlan, Budget
+from tokenmap.task_streams import task_arrays
 from tokenmap.cost import CostModel
 
 log = logging.getLogger("tokenmap")

@@ -79,6 +79,20 @@ def load_manifest(path: str | os.PathLike, limit: int | None = None) -> list[Utt
     return out
 
 
+def check_teacher_disjoint(utterances, teacher) -> None:
+    """Raise :class:`BenchDataError` when a teacher transcript (a JSON-lines ``id``) is of audio
+    this run decodes: the balanced set would have learnt the very output it is measured on."""
+    ids = {u.id for u in utterances}
+    for path in teacher:
+        if not str(path).endswith(".jsonl"):
+            continue
+        with open(path, encoding="utf-8") as fh:
+            seen = {json.loads(line).get("id") for line in fh if line.strip()} & ids
+        if seen:
+            raise BenchDataError(f"{path}: teacher transcripts of {len(seen)} utterances this run decodes "
+                                 f"(e.g. {sorted(seen)[0]}); make them from other audio (bench-data/dev.jsonl)")
+
+
 def corpus_path(corpora: Path, domain: str, lang: str) -> Path:
     return corpora / domain / lang / "train.txt"
 
@@ -125,22 +139,29 @@ def _cached(target: Path, stamp: dict, build) -> Path:
 MAP_MODES = ("per-task", "multi", "balanced", "inferred")
 
 
-def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str) -> Path | None:
+def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str, teacher=()) -> Path | None:
     """The cached ``multi`` or ``balanced`` map over the train corpora of ``tasks``
-    (``(domain, lang)`` pairs; those without a corpus are left out), or None."""
+    (``(domain, lang)`` pairs; those without a corpus are left out), or None.  ``teacher``: the
+    balanced set's teacher transcripts (:mod:`tokenmap.teacher`; the cache file is then ``balanced-teacher-*``)."""
     from tokenmap.balance import build_balanced
     from tokenmap.builder import BuildOptions, build_map
 
     corpus = [corpus_path(corpora, d, l) for d, l in sorted(tasks) if corpus_path(corpora, d, l).is_file()]
     if not corpus:
         return None
+    teacher = [Path(t) for t in teacher] if mode == "balanced" else []
+    kw = {"teacher": teacher} if teacher else {}
     build = build_balanced if mode == "balanced" else build_map
     stamp = {"mode": mode, "corpora": [_stamp(c, model) for c in corpus]}
+    if teacher:
+        stamp["teacher"] = [_stamp(t, model) for t in teacher]
     if mode == "balanced":  # a changed allocation or layout rebuilds the map
         from tokenmap.balance import GENEROUS, PROTECT
         stamp["balance"] = {"generous": asdict(GENEROUS), "protect": PROTECT, "layout": "sections"}
-    return _cached(cache / f"{mode}-{len(corpus)}tasks.tmap", stamp,
-                   lambda target: build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True))
+    name = f"{mode}-teacher" if teacher else mode
+    return _cached(cache / f"{name}-{len(corpus)}tasks.tmap", stamp,
+                   lambda target: build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True,
+                                        **kw))
 
 
 @dataclass

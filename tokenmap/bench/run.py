@@ -16,7 +16,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tokenmap.bench.aggregate import aggregate
-from tokenmap.bench.data import BenchMaps, ensure_maps, ensure_shared_map, load_manifest, machine_info
+from tokenmap.bench.data import (BenchMaps, check_teacher_disjoint, ensure_maps, ensure_shared_map, load_manifest,
+                                 machine_info)
 from tokenmap.bench.harness import BenchOptions, run_benchmark
 from tokenmap.bench.report import json_default, write_all
 
@@ -45,6 +46,7 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
     t0 = time.perf_counter()
     utterances = load_manifest(manifest, limit)
     corpora = corpora or ROOT / "corpora"
+    check_teacher_disjoint(utterances, options.teacher)
     if progress:
         progress("maps", None)
     maps = BenchMaps()
@@ -53,7 +55,8 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
     tasks = {(u.domain, u.lang) for u in utterances}
     for mode in options.map_modes[1:]:
         maps.shared[mode] = (maps.inferred(tasks) if mode == "inferred" else
-                             ensure_shared_map(mode, tasks, corpora, out_root / "maps", options.model))
+                             ensure_shared_map(mode, tasks, corpora, out_root / "maps", options.model,
+                                               teacher=options.teacher))
     maps_s = time.perf_counter() - t0
     out_dir = out_dir or run_dir(out_root)
     with PartialRows(out_dir) as sink:
