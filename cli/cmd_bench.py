@@ -78,9 +78,10 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
               help="Comma-separated map modes: per-task (each task's own map; always run), multi (one map "
                    "over every task's corpus: system tokenmap-multi), balanced (the map set of `tokenmap build "
                    "--balance` over the same corpora: tokenmap-balanced), inferred (every task's own map: "
-                   "tokenmap-inferred); with a set the task is inferred while decoding.")
+                   "tokenmap-inferred), taught (`--balance --teacher`, needs --teacher: tokenmap-taught); with a "
+                   "set the task is inferred while decoding.")
 @click.option("--teacher", multiple=True, type=click.Path(exists=True, dir_okay=False),
-              help="Teacher transcripts for map mode balanced (`tokenmap build --balance --teacher`): the model's "
+              help="Teacher transcripts for map mode taught (`tokenmap build --balance --teacher`): the model's "
                    "greedy output on other audio of the same tasks, e.g. from `python benchmarks/teacher_texts.py` "
                    "on a run over bench-data/dev.jsonl. Refused if it holds an utterance this run decodes.")
 @click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,

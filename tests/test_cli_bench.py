@@ -24,18 +24,42 @@ def test_unknown_system_is_one_line(tmp_path):
     assert result.exit_code == 1 and "unknown systems: beam" in result.output
 
 
-@pytest.mark.model
-def test_bench_two_utterances(tmp_path, data_dir):
+def _manifest(tmp_path, data_dir):
     manifest = tmp_path / "m.jsonl"
-    names = list(SPEECH)
     manifest.write_text("".join(json.dumps({
         "id": f"telephony/{n}", "audio": str(data_dir / n), "text": SPEECH[n], "domain": "telephony", "lang": "en",
-        "voice": "allison", "source": "asterisk", "set": "telephony", "duration": 3.0}) + "\n" for n in names))
+        "voice": "allison", "source": "asterisk", "set": "telephony", "duration": 3.0}) + "\n" for n in SPEECH))
+    return manifest
+
+
+def _teacher(tmp_path, utt_id="telephony/other.flac"):
+    teacher = tmp_path / "teacher.jsonl"
+    teacher.write_text(json.dumps({"id": utt_id, "domain": "telephony", "lang": "en",
+                                   "text": "Please enter your mailbox number."}) + "\n")
+    return teacher
+
+
+def test_teacher_of_measured_audio_is_refused(tmp_path, data_dir):
+    manifest = _manifest(tmp_path, data_dir)
+    teacher = _teacher(tmp_path, "telephony/en-agent-pass.flac")
+    result = CliRunner().invoke(bench, ["--manifest", str(manifest), "--out", str(tmp_path), "--map-mode",
+                                        "per-task,taught", "--teacher", str(teacher)])
+    assert result.exit_code == 1 and "teacher transcripts of 1 utterances this run decodes" in result.output
+    result = CliRunner().invoke(bench, ["--manifest", str(manifest), "--out", str(tmp_path), "--map-mode",
+                                        "per-task,taught"])
+    assert result.exit_code == 1 and "map mode taught needs --teacher" in result.output
+
+
+@pytest.mark.model
+def test_bench_two_utterances(tmp_path, data_dir):
+    manifest = _manifest(tmp_path, data_dir)
+    names = list(SPEECH)
     docs = tmp_path / "BENCHMARKS.md"
     out = tmp_path / "results"
     result = CliRunner().invoke(bench, ["--manifest", str(manifest), "--systems", "greedy,tokenmap,oracle",
                                         "--reps", "1", "--out", str(out), "--update-docs", str(docs),
-                                        "--map-mode", "per-task,multi,inferred"],
+                                        "--map-mode", "per-task,multi,inferred,taught",
+                                        "--teacher", str(_teacher(tmp_path))],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "tokenmap" in result.output and "unfairness U" in result.output
@@ -43,11 +67,14 @@ def test_bench_two_utterances(tmp_path, data_dir):
     data = json.loads((run / "results.json").read_text())
     systems = {(r["id"], r["system"]) for r in data["rows"]}
     assert systems == {(f"telephony/{n}", s) for n in names
-                       for s in ("greedy", "tokenmap", "tokenmap-multi", "tokenmap-inferred", "oracle")}
+                       for s in ("greedy", "tokenmap", "tokenmap-multi", "tokenmap-inferred", "tokenmap-taught",
+                                 "oracle")}
     assert data["maps"]["telephony/en"].endswith("telephony-en.tmap") and data["maps"]["multi"].endswith(".tmap")
     assert "fairness_ce" in data["aggregates"]["map_modes"]["tokenmap-multi"]
     assert data["maps"]["inferred"] == [data["maps"]["telephony/en"]]  # the tasks' own maps
     assert "tokenmap-inferred" in data["aggregates"]["map_modes"]
+    assert data["maps"]["taught"].endswith("taught-1tasks.tmap") and data["options"]["teacher"] == [
+        str(tmp_path / "teacher.jsonl")]
     assert data["options"]["threads"] == 2 and data["machine"]["cores"] >= 1
     agg = data["aggregates"]["systems"]
     assert agg["greedy"]["S"] == 1.0 and agg["oracle"]["A_r"] == 1.0

@@ -134,32 +134,34 @@ def _cached(target: Path, stamp: dict, build) -> Path:
 
 #: map modes of ``tokenmap bench --map-mode``: one map per task, one map over all tasks,
 #: the balanced map set over all tasks (``tokenmap build --balance``: a section per task with its
-#: budget), and every task's own map (default budget); in the last two the decoder infers the task
-#: (:class:`tokenmap.drafters.MapSetDrafter`)
-MAP_MODES = ("per-task", "multi", "balanced", "inferred")
+#: budget), every task's own map (default budget), and the balanced set taught the model's own
+#: transcripts of other audio (``--balance --teacher``); in the last three the decoder infers the
+#: task (:class:`tokenmap.drafters.MapSetDrafter`)
+MAP_MODES = ("per-task", "multi", "balanced", "inferred", "taught")
 
 
 def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str, teacher=()) -> Path | None:
-    """The cached ``multi`` or ``balanced`` map over the train corpora of ``tasks``
+    """The cached ``multi``, ``balanced`` or ``taught`` map over the train corpora of ``tasks``
     (``(domain, lang)`` pairs; those without a corpus are left out), or None.  ``teacher``: the
-    balanced set's teacher transcripts (:mod:`tokenmap.teacher`; the cache file is then ``balanced-teacher-*``)."""
+    ``taught`` set's teacher transcripts (:mod:`tokenmap.teacher`)."""
     from tokenmap.balance import build_balanced
     from tokenmap.builder import BuildOptions, build_map
 
     corpus = [corpus_path(corpora, d, l) for d, l in sorted(tasks) if corpus_path(corpora, d, l).is_file()]
     if not corpus:
         return None
-    teacher = [Path(t) for t in teacher] if mode == "balanced" else []
+    teacher = [Path(t) for t in teacher] if mode == "taught" else []
+    if mode == "taught" and not teacher:
+        raise BenchDataError("map mode taught needs --teacher (the model's transcripts of other audio)")
     kw = {"teacher": teacher} if teacher else {}
-    build = build_balanced if mode == "balanced" else build_map
+    build = build_balanced if mode in ("balanced", "taught") else build_map
     stamp = {"mode": mode, "corpora": [_stamp(c, model) for c in corpus]}
     if teacher:
         stamp["teacher"] = [_stamp(t, model) for t in teacher]
-    if mode == "balanced":  # a changed allocation or layout rebuilds the map
+    if mode != "multi":  # a changed allocation or layout rebuilds the map
         from tokenmap.balance import GENEROUS, PROTECT
         stamp["balance"] = {"generous": asdict(GENEROUS), "protect": PROTECT, "layout": "sections"}
-    name = f"{mode}-teacher" if teacher else mode
-    return _cached(cache / f"{name}-{len(corpus)}tasks.tmap", stamp,
+    return _cached(cache / f"{mode}-{len(corpus)}tasks.tmap", stamp,
                    lambda target: build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True,
                                         **kw))
 

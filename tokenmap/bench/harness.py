@@ -55,7 +55,7 @@ class BenchOptions:
     stock_python: str = ".venv-stock/bin/python"
     heavy_per_group: int = 0  # distil-spec, e2e, stock only on the first N of each set/domain/lang (0 = all)
     map_modes: tuple = ("per-task",)  # "multi" / "balanced" add systems tokenmap-multi / tokenmap-balanced
-    teacher: tuple = ()  # teacher transcript files of the balanced map set (tokenmap.teacher)
+    teacher: tuple = ()  # teacher transcript files of map mode "taught" (tokenmap.teacher)
 
     def __post_init__(self) -> None:
         unknown = set(self.systems) - set(ALL_SYSTEMS)

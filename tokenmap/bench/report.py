@@ -132,7 +132,9 @@ def map_modes_text(agg: dict) -> str:
             "`tokenmap-multi` from one map built over every task's corpus, `tokenmap-balanced` from "
             "the map set of `tokenmap build --balance` over the same corpora (a section per task with the "
             "budget its excess divergence earns), `tokenmap-inferred` from every task's own map (default "
-            "budget); in the last two the decoder infers the task. U with D_T = 1 − A_r and with D_T = the "
+            "budget), `tokenmap-taught` from the balanced set also taught the model's own transcripts of "
+            "other audio of each task (`--balance --teacher`, counted more often the worse the task's D_T); "
+            "in the map sets the decoder infers the task. U with D_T = 1 − A_r and with D_T = the "
             "map's cross-entropy on the task's greedy output (for a set, of the task's own section)."
             "\n\n"
             + table(["system", "U (1 − A_r)", "U (cross-entropy)", "mean S", "std S", "min S (task)",
