@@ -142,7 +142,8 @@ def _summary(tm) -> dict:
         "keys": tm.num_keys, "keys_per_order": tm.keys_per_order(), "candidates": tm.num_candidates,
         "candidates_per_key": tm.candidates_per_key(), "coverage": h.get("self_test"),
         "cost_model": h.get("cost_model"),
-        **({"task": tm.task, "budget": {k: h.get(k) for k in ("min_count", "max_candidates", "max_draft_len")},
+        **({"task": tm.task, "budget": {k: h.get(k) for k in ("min_count", "max_candidates", "max_draft_len",
+                                                                 "teacher")},
             "D_T": h.get("D_T")} if tm.task else {}),
     }
 
