@@ -12,13 +12,14 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see README, "The engine").
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test setup engine models tools bench-data bench bench-quick bench-stock clean
+.PHONY: help demo test setup engine models tools bench-data bench-teacher bench bench-quick bench-stock clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
 	@echo "make test        install everything needed, then run the test suite"
 	@echo "make engine      re-install the CTranslate2 fork (if stock ctranslate2 shadowed it)"
 	@echo "make bench-data  install TTS voices and real speech, build the benchmark test sets"
+	@echo "make bench-teacher  the model's transcripts of the dev audio, for map mode taught"
 	@echo "make bench-quick the quick benchmark (about 10 minutes on 2 cores)"
 	@echo "make bench       the full benchmark; regenerates docs/BENCHMARKS.md"
 	@echo "make clean       remove the virtual environment"
@@ -80,8 +81,18 @@ $(STOCK)/.installed:
 bench-quick: bench-data bench-stock
 	$(BIN)/tokenmap bench --quick
 
-bench: bench-data bench-stock
-	$(BIN)/tokenmap bench --map-mode per-task,multi,balanced,inferred --heavy-per-group 2 --update-docs docs/BENCHMARKS.md
+# Teacher transcripts (issue 7, `build --balance --teacher`): plain greedy Whisper on the dev audio,
+# which no benchmark run decodes; sentences the measured sets also speak are dropped.
+TEACHER := bench-data/teacher.jsonl
+bench-teacher: $(TEACHER)
+$(TEACHER): benchmarks/dev_manifest.py benchmarks/teacher_texts.py | bench-data
+	$(PY) benchmarks/dev_manifest.py
+	$(BIN)/tokenmap bench --manifest bench-data/dev.jsonl --systems greedy --reps 1 --out results/dev
+	$(PY) benchmarks/teacher_texts.py "$$(ls -td results/dev/2*/ | head -1)results.json" -o $@
+
+bench: bench-data bench-stock bench-teacher
+	$(BIN)/tokenmap bench --map-mode per-task,multi,balanced,inferred,taught --teacher $(TEACHER) \
+		--heavy-per-group 2 --update-docs docs/BENCHMARKS.md
 
 clean:
 	rm -rf $(VENV) $(STOCK)

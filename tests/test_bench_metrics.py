@@ -195,6 +195,21 @@ def test_map_modes_report_per_system_fairness():
               "options": BenchOptions().__dict__, "cost_model": {"source": "default"}, "peak_rss_mb": {}}
     md = markdown(result)
     assert "#### Map modes" in md and "| `tokenmap-balanced` |" in md
+    assert "On the 2 utterances that every map mode decoded exactly as greedy did" in md
+
+
+def test_map_modes_on_identical_utterances_only():
+    rows = _rows()
+    rows += [dict(r, system="tokenmap-taught", decoder_s=0.1 if r["task"] == "incar/fr" else r["decoder_s"],
+                  identical=r["task"] != "incar/fr")  # a changed (shorter) output on incar/fr: not comparable
+             for r in rows if r["system"] == "tokenmap"]
+    rows.append(dict(rows[0], id="u3", system="greedy"))  # an utterance the map modes did not decode
+    same = A.aggregate(rows)["map_modes_identical"]
+    assert same["utterances"] == 1 and set(same["task"]) == {"maintenance/en"}
+    assert set(same["task"]["maintenance/en"]) == {"greedy", "tokenmap", "tokenmap-taught"}  # oracle left out
+    assert same["modes"]["tokenmap-taught"]["S_spread"]["max"] == pytest.approx(2.0)
+    assert A.aggregate(rows)["map_modes"]["tokenmap-taught"]["S_spread"]["max"] == pytest.approx(30.0)
+    assert A.map_modes_identical(rows, {"tokenmap": {}}) == {}
 
 
 def test_bench_maps_name_the_map_each_system_drafts_from(tmp_path):

@@ -104,8 +104,9 @@ def test_cli_build_teacher(tmp_path, caplog):
     runner = CliRunner()
     res = runner.invoke(cli, ["build", *map(str, files), "-o", str(tmp_path / "x.tmap"), "--teacher", str(teacher)])
     assert res.exit_code == 1 and "--teacher needs --balance" in res.output
-    other = tmp_path / "other.jsonl"
-    other.write_text(json.dumps({"domain": "nocorpus", "lang": "en", "text": "Hello there."}) + "\n")
+    other = tmp_path / "teach"  # `tokenmap transcribe -o teach/nocorpus/en/` output: a segment a line
+    (other / "nocorpus" / "en").mkdir(parents=True)
+    (other / "nocorpus" / "en" / "call1.txt").write_text("Hello there.\nGoodbye.\n")
     res = runner.invoke(cli, ["build", *map(str, files), "-o", str(tmp_path / "x.tmap"), "--balance", "--model",
                               str(MODEL), "--jobs", "1", "--teacher", str(teacher), "--teacher", str(other)])
     assert res.exit_code == 0, res.output

@@ -82,6 +82,32 @@ def map_modes(rows: list[dict], task_table: dict) -> dict:
     return {name: fairness(task_table, name) for name in names}
 
 
+def identical_rows(rows: list[dict], systems) -> list[dict]:
+    """The decoder rows of ``greedy`` and ``systems`` on the utterances where every one of ``systems``
+    decoded exactly greedy's tokens: their times differ by drafting alone, not by a different
+    output (at int8 a batched pass can change a token, and a changed output can loop or stop early)."""
+    systems = set(systems)
+    bad = {r["id"] for r in rows if r["system"] in systems and not r.get("identical")}
+    seen: dict = defaultdict(set)
+    decoder = [r for r in rows if r.get("kind", "decoder") == "decoder"]
+    for r in decoder:
+        if r["system"] in systems:
+            seen[r["id"]].add(r["system"])
+    keep = {u for u, s in seen.items() if s == systems} - bad
+    return [r for r in decoder if r["id"] in keep and r["system"] in systems | {"greedy"}]
+
+
+def map_modes_identical(rows: list[dict], modes: dict) -> dict:
+    """``{"utterances": n, "task": task table, "modes": {system: fairness}}`` of the map-mode systems
+    on the utterances all of them decoded as greedy did (:func:`identical_rows`); {} with under two modes."""
+    if len(modes) < 2:
+        return {}
+    same = identical_rows(rows, modes)
+    table = by_group(same, "task")
+    return {"utterances": len({r["id"] for r in same}), "task": table,
+            "modes": {name: fairness(table, name) for name in modes}}
+
+
 def acceptance_by_length(rows: list[dict], system: str = "tokenmap") -> dict:
     """``{draft length: {"drafts", "A_r", "A_l"}}`` from the per-draft logs of ``system``."""
     acc: dict = defaultdict(lambda: [0, 0])
@@ -96,9 +122,10 @@ def acceptance_by_length(rows: list[dict], system: str = "tokenmap") -> dict:
 def aggregate(rows: list[dict]) -> dict:
     """Everything the report shows, JSON-ready."""
     groups = {field: by_group(rows, field) for field in GROUPS}
+    modes = map_modes(rows, groups["task"])
     return {"systems": summarize_systems(rows), "groups": groups,
             "oracle_fraction": {"all": oracle_fractions({"all": summarize_systems(rows)}).get("all"),
                                 "task": oracle_fractions(groups["task"])},
             "fairness": fairness(groups["task"]), "fairness_oracle": fairness(groups["task"], "oracle"),
-            "map_modes": map_modes(rows, groups["task"]),
+            "map_modes": modes, "map_modes_identical": map_modes_identical(rows, modes),
             "acceptance_by_length": acceptance_by_length(rows)}

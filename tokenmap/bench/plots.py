@@ -50,7 +50,7 @@ def plot_speedup(plt, tasks: dict, path: Path, systems=("tokenmap", "oracle", "d
     ax.set_xticks([j + width * (len(names) - 1) / 2 for j in range(len(keys))], keys, rotation=30, ha="right")
     ax.set_ylabel("decoder speed-up vs greedy (×)")
     ax.set_title(title)
-    ax.legend()
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")  # beside the bars, never on them
     return _save(plt, fig, path)
 
 
@@ -104,7 +104,12 @@ def write_plots(result: dict, out: Path) -> list[Path]:
              plot_cost(plt, result["cost_model"], out / "cost_curve.png")]
     if len(agg.get("map_modes", {})) > 1:
         paths.append(plot_speedup(plt, agg["groups"]["task"], out / "map_modes.png", tuple(agg["map_modes"]),
-                                  "Speed-up per task: per-task, multi-task and balanced maps"))
+                                  "Speed-up per task: per-task maps, multi-task map and map sets"))
+    same = agg.get("map_modes_identical") or {}
+    if same.get("task"):
+        paths.append(plot_speedup(plt, same["task"], out / "map_modes_identical.png", tuple(agg["map_modes"]),
+                                  f"Speed-up per task on the {same['utterances']} utterances every map mode "
+                                  "decoded as greedy"))
     if agg["acceptance_by_length"]:
         paths.append(plot_acceptance(plt, agg["acceptance_by_length"], out / "acceptance_length.png"))
     if agg["oracle_fraction"]["task"]:

@@ -138,7 +138,27 @@ def map_modes_text(agg: dict) -> str:
             "map's cross-entropy on the task's greedy output (for a set, of the task's own section)."
             "\n\n"
             + table(["system", "U (1 − A_r)", "U (cross-entropy)", "mean S", "std S", "min S (task)",
-                     "max S (task)"], rows))
+                     "max S (task)"], rows) + map_modes_identical_text(agg.get("map_modes_identical")))
+
+
+def map_modes_identical_text(same: dict) -> str:
+    """The map modes on the utterances all of them decoded exactly as greedy did, per task."""
+    if not same or not same.get("task"):
+        return ""
+    modes = same["modes"]
+    rows = []
+    for name, f in modes.items():
+        sp = f["S_spread"]
+        rows.append([f"`{name}`", fmt(f["U"], 4), fmt(sp["mean"]), fmt(sp["std"], 3),
+                     f"{fmt(sp['min'])} ({sp.get('argmin', '–')})", f"{fmt(sp['max'])} ({sp.get('argmax', '–')})"])
+    per_task = [[t, str(v["greedy"]["n"]), *(f"{fmt(v.get(m, {}).get('S'))} / {pct(v.get(m, {}).get('A_r'))}"
+                                             for m in modes)] for t, v in same["task"].items()]
+    return (f"\n\nOn the {same['utterances']} utterances that every map mode decoded exactly as greedy did "
+            "(elsewhere an int8 batched pass changed a token, and a changed output can loop or stop early, "
+            "which moves a small task's S more than drafting does):\n\n"
+            + table(["system", "U (1 − A_r)", "mean S", "std S", "min S (task)", "max S (task)"], rows)
+            + "\n\nS / A_r (%) per task on those utterances:\n\n"
+            + table(["task", "utts", *(f"`{m}`" for m in modes)], per_task))
 
 
 def header_text(result: dict) -> str:
