@@ -21,7 +21,8 @@ task (``w = 0``) keeps the defaults, the worst (``w = 1``) gets the bound.
 Tasks within :data:`PROTECT` of the best (``w_T <= PROTECT``) are
 *protected* and keep the defaults too.  ``D_T`` comes from
 :mod:`tokenmap.divergence` on a dev split of each task's training corpus
-(every 10th line), never on test sentences.
+(every 10th line), never on test sentences, or, given teacher transcripts,
+on those (the model's own output: see ``teacher`` above).
 
 Worked example (defaults 2/3/16/1, worst-task bound 1/6/24/8)::
 
@@ -183,7 +184,7 @@ LAYOUTS = ("sections", "merged")
 
 @dataclass
 class BalancePlan:
-    """What both layouts share: the tasks, their ``D_T`` on the dev split, ``w_T`` and budgets."""
+    """What both layouts share: the tasks, their ``D_T`` (dev split or teacher lines), ``w_T`` and budgets."""
 
     output: Path
     model: str
@@ -313,7 +314,8 @@ def build_balanced(corpus: Sequence, output, *, layout: str = "sections", **kwar
     """``tokenmap build --balance``: budgets from :func:`allocate`, one section per task (or ``merged``).
 
     ``kwargs`` as :func:`plan_balance`.  Returns a :class:`tokenmap.builder.BuildResult`;
-    the header gets a ``balance`` section with every task's ``D_T`` (dev split), ``w_T`` and budget.
+    the header gets a ``balance`` section with every task's ``D_T`` (dev split or teacher lines),
+    ``w_T`` and budget.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r}: choose from {', '.join(LAYOUTS)}")
