@@ -194,6 +194,7 @@ class BalancePlan:
     progress: object
     tasks: dict = field(default_factory=dict)  # task -> [texts]
     teacher: dict = field(default_factory=dict)  # task -> [teacher transcripts] (tokenmap.teacher)
+    default_arrays: dict = field(default_factory=dict)  # task -> default-budget arrays built for its D_T
     stats: object = None
     divergence: dict = field(default_factory=dict)
     dev_tokens: dict = field(default_factory=dict)
@@ -293,7 +294,6 @@ def plan_balance(corpus: Sequence, output, *, model: str = "base", tokenizer=Non
                        generous=generous, protect=protect, started=started)
     plan.tasks = read_tasks(corpus, options, plan.stats)
     if teacher:
-        from tokenmap.corpus import CorpusStats
         from tokenmap.teacher import check_teacher_tasks, teacher_divergence
 
         plan.teacher = read_tasks(teacher, options, CorpusStats())
@@ -302,10 +302,13 @@ def plan_balance(corpus: Sequence, output, *, model: str = "base", tokenizer=Non
         progress("load", plan.stats.utterances)
     for task, stream in plan.streams.items():
         if teacher:
-            d = teacher_divergence(stream, plan.teacher_streams.get(task), options, cost, tokenizer.vocab_size)
+            d_t, n, arrays = teacher_divergence(stream, plan.teacher_streams.get(task), options, cost,
+                                                tokenizer.vocab_size)
+            if arrays is not None:  # the task's default-budget map on all of its corpus: a section to reuse
+                plan.default_arrays[task] = arrays
         else:
-            d = dev_divergence(stream, options, cost, tokenizer.vocab_size)
-        plan.divergence[task], plan.dev_tokens[task] = d
+            d_t, n = dev_divergence(stream, options, cost, tokenizer.vocab_size)
+        plan.divergence[task], plan.dev_tokens[task] = d_t, n
     plan.budgets = allocate(plan.divergence, plan.default, generous, protect)
     return plan
 
@@ -339,8 +342,10 @@ def build_sections(plan: BalancePlan):
     sections, maps = [], []
     for task in sorted(plan.tasks):
         budget = plan.budgets[task]
-        stream = with_teacher(streams[task], plan.teacher_streams.get(task), budget.teacher)
-        arrays = task_arrays(stream, budget, plan.options, plan.cost, plan.bos, plan.sep)
+        arrays = plan.default_arrays.get(task) if budget == plan.default else None
+        if arrays is None:
+            stream = with_teacher(streams[task], plan.teacher_streams.get(task), budget.teacher)
+            arrays = task_arrays(stream, budget, plan.options, plan.cost, plan.bos, plan.sep)
         info = {"task": task, "order": plan.options.max_order, "lines": len(plan.tasks[task]),
                 "D_T": _rounded(plan.divergence[task]), **asdict(budget)}
         tm = mapfile.TokenMap(dict(info), arrays)

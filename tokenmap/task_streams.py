@@ -14,13 +14,16 @@ Example::
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from tokenmap import mapfile
 from tokenmap.cost import CostModel
 from tokenmap.ngrams import count_levels, select_candidates
+
+if TYPE_CHECKING:
+    from tokenmap.balance import Budget
 
 DEV_EVERY = 10  # every 10th training line of a task is its dev split
 

@@ -49,8 +49,9 @@ def with_teacher(stream: np.ndarray, teacher: np.ndarray | None, copies: int) ->
 
 
 def teacher_divergence(stream: np.ndarray, teacher: np.ndarray | None, options, cost, vocab_size: int):
-    """``(D_T, teacher tokens)``: the cross-entropy of the task's default-budget map, built on all of
-    ``stream``, on the teacher stream's utterances; ``(nan, 0)`` without teacher lines."""
+    """``(D_T, teacher tokens, arrays)``: the cross-entropy of the task's default-budget map, built on
+    all of ``stream``, on the teacher stream's utterances, and that map's arrays (the task's section
+    when its budget stays the default); ``(nan, 0, None)`` without teacher lines."""
     from tokenmap.balance import Budget
     from tokenmap.task_streams import memory_map, stream_sequences, task_arrays
     from tokenmap.divergence import cross_entropy
@@ -58,10 +59,11 @@ def teacher_divergence(stream: np.ndarray, teacher: np.ndarray | None, options, 
     bos, sep = vocab_size, vocab_size + 1
     seqs = [s for s in stream_sequences(teacher, bos, sep) if s] if teacher is not None else []
     if not seqs:
-        return math.nan, 0
+        return math.nan, 0, None
     default = Budget(options.min_count, options.max_candidates, options.max_draft_len)
-    tm = memory_map(task_arrays(stream, default, options, cost, bos, sep), options.max_order, vocab_size)
-    return cross_entropy(tm, seqs), sum(map(len, seqs))
+    arrays = task_arrays(stream, default, options, cost, bos, sep)
+    tm = memory_map(arrays, options.max_order, vocab_size)
+    return cross_entropy(tm, seqs), sum(map(len, seqs)), arrays
 
 
 def check_teacher_tasks(corpus_tasks, teacher_tasks: Mapping[str, list]) -> None:
