@@ -12,6 +12,9 @@ import json
 import sys
 
 import click
+import numpy as np
+
+from tokenmap.suffixmap import SuffixMap
 
 
 def _fail(message: str) -> None:
@@ -101,17 +104,22 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
         _fail(str(exc))
     bar.close()
     skipped = sum(v for k, v in result.skipped.items() if k != "empty")
-    click.echo(f"wrote {result.path}: {result.size_bytes / 1e6:.2f} MB, {result.keys} keys "
-               f"(per order {', '.join(map(str, result.keys_per_order))}), {result.candidates} candidates"
-               + (f", {result.merged} near-duplicates merged" if merge_near_duplicates and not balance else ""))
+    if balance:
+        click.echo(f"wrote {result.path}: {result.size_bytes / 1e6:.2f} MB, {result.keys} keys "
+                   f"(per order {', '.join(map(str, result.keys_per_order))}), {result.candidates} candidates")
+    else:
+        click.echo(f"wrote {result.path}: {result.size_bytes / 1e6:.2f} MB, {result.keys} contexts "
+                   f"(up to {len(result.keys_per_order)} tokens), {result.candidates} with a continuation")
     click.echo(f"corpus: {result.utterances} utterances, {result.tokens} tokens"
                + (f", {skipped} lines skipped" if skipped else "") + f"; built in {result.seconds:.1f} s")
     if balance:
         _balance_summary(output)
     cov = result.coverage
     if cov:
-        click.echo(f"self-test on {min(result.utterances, 2000)} training utterances: "
-                   f"{cov['tokens_per_pass']:.2f} tokens per pass, acceptance {cov['acceptance']:.0%}")
+        click.echo(f"self-test on {cov.get('utterances', min(result.utterances, 2000))} training utterances"
+                   f"{', drafted as the decoder drafts' if not balance else ''}: "
+                   f"{cov['tokens_per_pass']:.2f} tokens per pass, acceptance {cov['acceptance']:.0%}"
+                   + (f", modelled decoder speed-up {cov['speedup']:.2f}x" if cov.get("speedup") else ""))
     click.echo(f"cost model: {result.cost_source}")
 
 
@@ -133,6 +141,8 @@ def _balance_summary(path) -> None:
 
 def _summary(tm) -> dict:
     h = tm.header
+    if isinstance(tm, SuffixMap):
+        return _suffix_summary(tm)
     return {
         "path": str(tm.path), "size_bytes": tm.path.stat().st_size if tm.path else None,
         "fingerprint": h.get("fingerprint"), "family": h.get("family"), "model": h.get("model"),
@@ -179,6 +189,48 @@ def inspect_map(map_path, prefix, model, as_json):
         _print_summary(info, prefix)
 
 
+def _suffix_summary(sm) -> dict:
+    h = sm.header
+    depths = np.bincount(sm.arrays["node_depth"], minlength=sm.depth + 1)[1:]
+    return {
+        "path": str(sm.path), "size_bytes": sm.path.stat().st_size if sm.path else None, "format": 3,
+        "fingerprint": h.get("fingerprint"), "family": h.get("family"), "model": h.get("model"),
+        "depth": sm.depth, "min_count": h.get("min_count"), "created": h.get("created"), "params": h.get("params"),
+        "utterances": h.get("utterances"), "tokens": h.get("tokens"), "domains": h.get("domains"),
+        "languages": h.get("languages"), "corpus_sha256": h.get("corpus_sha256"),
+        "contexts": sm.num_nodes, "contexts_per_length": [int(x) for x in depths],
+        "coverage": h.get("self_test"), "cost_model": h.get("cost_model"),
+    }
+
+
+def _print_suffix_summary(info: dict, prefix) -> None:
+    click.echo(f"{info['path']}: {info['size_bytes'] / 1e6:.2f} MB, suffix map (format 3), {info['family']} "
+               f"(model {info['model']}, tokenizer {str(info['fingerprint'])[:12]}…), created {info['created']}")
+    click.echo(f"corpus: {info['utterances']} utterances, {info['tokens']} tokens; "
+               f"domains {info['domains']}, languages {info['languages']}")
+    click.echo(f"contexts: {info['contexts']} of up to {info['depth']} tokens (min count {info['min_count']}); "
+               f"per length: {', '.join(map(str, info['contexts_per_length'][:8]))}, …")
+    cov = info["coverage"]
+    if cov:
+        click.echo(f"self-test: {cov['tokens_per_pass']:.2f} tokens per pass over {cov['tokens']} tokens, "
+                   f"acceptance {cov['acceptance']:.0%}, modelled decoder speed-up {cov.get('speedup', 0):.2f}x")
+    if prefix is not None:
+        p = info["prefix"]
+        click.echo(f"after {prefix!r}: " + (f"drafts {p['text']!r}  tokens {p['tokens']}  "
+                                            f"E[accepted] {p['expected_accepted']:.2f}" if p["tokens"] else "no draft"))
+
+
+def _suffix_prefix(sm, tok, prefix: str) -> dict:
+    """What the decoder's drafter proposes after ``prefix`` at the start of an utterance (no timestamps)."""
+    from tokenmap.follow import FollowDrafter
+
+    ids = tok.encode_prefix(prefix)
+    drafter = FollowDrafter(sm, timestamp_begin=None, eot=sm.bos)
+    draft = [t for t in drafter.draft(ids, 64) if t < sm.bos]
+    return {"text": tok.decode(draft), "ids": ids, "tokens": draft,
+            "expected_accepted": round(drafter.last_expected, 3)}
+
+
 def _prefix_candidates(tm, prefix: str, model, map_path) -> dict:
     from tokenmap.mapfile import TokenMap
     from tokenmap.textok import TextTokenizer
@@ -186,6 +238,8 @@ def _prefix_candidates(tm, prefix: str, model, map_path) -> dict:
     tok = TextTokenizer.from_model(model or tm.header.get("model") or "base")
     if tok.fingerprint != tm.header["fingerprint"]:
         _fail(f"{map_path}: made for another tokenizer than {model or tm.header.get('model')}'s")
+    if isinstance(tm, SuffixMap):
+        return _suffix_prefix(tm, tok, prefix)
     ids = [TokenMap.BOS] + tok.encode_prefix(prefix)
     return {"text": prefix, "ids": ids[1:], "candidates": [
         {"tokens": c, "text": tok.decode(c), "expected_accepted": round(e, 3), "saving_ms": round(s, 3)}
@@ -193,6 +247,8 @@ def _prefix_candidates(tm, prefix: str, model, map_path) -> dict:
 
 
 def _print_summary(info: dict, prefix) -> None:
+    if info.get("format") == 3:
+        return _print_suffix_summary(info, prefix)
     if info.get("task"):
         click.echo(f"section {info['task']}: budget min-count {info['budget']['min_count']}, candidates "
                    f"{info['budget']['max_candidates']}, draft-len {info['budget']['max_draft_len']}")

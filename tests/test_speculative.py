@@ -251,7 +251,7 @@ def test_map_set_infers_the_task_and_keeps_the_output(engine, special, windows, 
     from tokenmap.drafters import MapSetDrafter, default_drafter
 
     enc, prompt = windows[which]
-    drafter = default_drafter(telephony_maps, special.timestamp_begin, prompt_lookup=False)
+    drafter = default_drafter(telephony_maps, special.timestamp_begin, prompt_lookup=False, eot=special.eot)
     result = decode_window(engine, enc, prompt, special, drafter, **KW)
     assert_same(result, references[which])
     member = drafter.drafters[0]

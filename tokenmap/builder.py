@@ -56,14 +56,15 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from tokenmap import mapfile
+from tokenmap import mapfile, suffixmap
 from tokenmap.corpus import CorpusStats, check_nonempty, read_corpus
 from tokenmap.cost import DEFAULT, CostModel
-from tokenmap.counting import TokenFile, count_levels
-from tokenmap.ngrams import branches_needed, select_candidates
 from tokenmap.style import StyleOptions, bridge
 
 log = logging.getLogger("tokenmap")
+
+#: corpora up to this many tokens keep every context seen once (a closed phrase inventory)
+SMALL_CORPUS_TOKENS = 200_000
 
 Progress = Callable[[str, int], None]
 
@@ -91,6 +92,8 @@ class BuildOptions:
     text_column: str = "text"
     batch_size: int = 16384
     jobs: int = 2
+    depth: int = 24
+    trie_min_count: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_order <= 8:
@@ -265,9 +268,24 @@ def simulate(tm: mapfile.TokenMap, utterances: Sequence[Sequence[int]]) -> dict:
             "tokens_per_pass": tokens / passes if passes else 0.0}
 
 
-def _sample(tok: TokenFile, sep: int, limit: int) -> list[list[int]]:
+def self_test(sm, utterances: Sequence[Sequence[int]], cost: CostModel) -> dict:
+    """Replay the decoder's drafter (:class:`tokenmap.follow.FollowDrafter`, no timestamps)
+    over the map's own training utterances: tokens per pass, acceptance, modelled speed-up."""
+    from tokenmap.follow import FollowDrafter
+    from tokenmap.replay import replay
+
+    eot = sm.bos  # any id above the text ids: the utterance's end
+    drafter = FollowDrafter(sm, timestamp_begin=None, eot=eot, cost=cost)
+    stats = replay(drafter, utterances, eot=eot, with_timestamps=False, timestamp_begin=eot + 2, cost=cost)
+    d = stats.as_dict()
+    d["acceptance"] = d.pop("acceptance_rate")
+    keep = ("tokens", "passes", "drafts", "drafted", "accepted", "acceptance", "tokens_per_pass", "speedup")
+    return {k: round(d[k], 4) if isinstance(d[k], float) else d[k] for k in keep} | {"utterances": len(utterances)}
+
+
+def _sample(tok, sep: int, limit: int) -> list[list[int]]:
     """First ``limit`` utterances of the spooled stream (without BOS/SEP)."""
-    tok = tok.read(0, limit * 200)
+    tok = tok.read(0, limit * 200) if hasattr(tok, "read") else np.asarray(tok[: limit * 200])
     ends = np.flatnonzero(tok == sep)[:limit]
     out, start = [], 0
     for e in ends.tolist():
@@ -318,27 +336,25 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
             utts = read_corpus(corpus, text_column=options.text_column, stats=stats)
             n_tokens = spool_tokens(utts, tokenizer, options, out, progress)
         check_nonempty(stats)
-        tok = TokenFile(str(spool), n_tokens)
-        if progress:
-            progress("count", 0)
-        levels = count_levels(tok, sep, options.min_count, options.max_order + options.max_draft_len,
-                              jobs=options.jobs, full_len=options.max_order, branches=branches_needed(options))
-        sample = _sample(tok, sep, 2000)
+        stream = np.fromfile(spool, dtype=np.uint32, count=n_tokens)
+    if progress:
+        progress("count", 0)
+    min_count = options.trie_min_count or (1 if n_tokens <= SMALL_CORPUS_TOKENS else 2)
+    arrays = suffixmap.build_arrays(stream, sep, options.depth, min_count)
+    header = make_header(tokenizer, model, options, stats, cost, n_tokens - 2 * stats.utterances)
+    header.update(depth=options.depth, bos=bos, sep=sep, min_count=min_count, order=options.depth)
+    sm = suffixmap.SuffixMap(header, arrays)
     if progress:
         progress("prune", 0)
-    report: dict = {}
-    arrays = select_candidates(levels, options, cost, bos, report)
-    del levels
-    header = make_header(tokenizer, model, options, stats, cost, n_tokens - 2 * stats.utterances)
-    header["merged_near_duplicates"] = report["merged"]
-    tm = mapfile.TokenMap(dict(header), arrays)
-    header["self_test"] = {k: round(v, 4) if isinstance(v, float) else v for k, v in simulate(tm, sample).items()}
+    header["self_test"] = self_test(sm, _sample(stream, sep, 2000), cost)
     if progress:
         progress("save", 0)
-    size = mapfile.write_map(output, header, arrays)
+    size = mapfile.write_map(output, header, arrays, version=mapfile.SUFFIX_VERSION)
+    nodes_per_depth = np.bincount(arrays["node_depth"], minlength=options.depth + 1)[1:]
     result = BuildResult(str(output), size, stats.utterances, dict(stats.skipped), int(header["tokens"]),
-                         tm.num_keys, tm.num_candidates, tuple(tm.keys_per_order()),
-                         round(time.perf_counter() - t0, 3), cost.source, header["self_test"], report["merged"])
-    log.info("built %s: %d keys, %d candidates (%d near-duplicates merged), %d bytes in %.1f s", output,
-             result.keys, result.candidates, result.merged, size, result.seconds)
+                         sm.num_nodes, int(np.count_nonzero(arrays["node_best"] >= 0)),
+                         tuple(int(x) for x in nodes_per_depth), round(time.perf_counter() - t0, 3), cost.source,
+                         header["self_test"], 0)
+    log.info("built %s: %d contexts (min count %d, depth %d), %d bytes in %.1f s", output,
+             result.keys, min_count, options.depth, size, result.seconds)
     return result

@@ -25,6 +25,8 @@ Example::
 
 from __future__ import annotations
 
+from .follow import Calibration
+
 
 class WindowGate:
     """Lets a window through when drafting pays, else only every ``probe_windows``-th one."""
@@ -131,6 +133,7 @@ class ControllerSet:
     def __init__(self, cost, probe_windows: int = 8, record: bool = False):
         self.cost = cost
         self.record = record
+        self.calibration = Calibration()  # a suffix map drafter's running calibration
         self.members: list = []
         self._gate = WindowGate(probe_windows)
 

@@ -161,38 +161,47 @@ def _median_ms(fn, reps: int) -> float:
 
 def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max_tokens: int = MAX_TOKENS,
               reps: int = 5, progress=None) -> CostModel:
-    """Measure ``forward_step_greedy`` and ``forward_batch_greedy`` for 1..max_tokens.
+    """Measure a verify pass as the decoder pays for it, for 1..max_tokens tokens.
 
     Loads the model on CPU, encodes 30 s of low noise, prefills a 4-token
-    prompt, then times each call with ``truncate_to_step`` restoring the state
-    length between calls (median of ``reps`` after a warm-up).  ``progress``
-    is called with the number of tokens done (for a progress bar).
+    prompt, then times each pass on the real path: ``forward_step`` or
+    ``forward_batch``, the logits as numpy and Whisper's logit rules on every
+    row (:meth:`tokenmap.rules.RuleSet.choose_rows`), with ``truncate_to_step``
+    restoring the state length between calls (median of ``reps`` after a
+    warm-up).  ``progress`` is called with the number of tokens done.
     """
     import ctranslate2
     import numpy as np
     from faster_whisper.feature_extractor import FeatureExtractor
+
+    from .rules import RuleSet, SpecialTokens
 
     model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
                                        intra_threads=threads)
     if not hasattr(model, "forward_batch_greedy"):
         raise RuntimeError("this CTranslate2 has no decoder-step API: "
                            "pip install --force-reinstall --no-deps ctranslate2-crisperwhisper")
+    special = SpecialTokens.from_model_dir(str(model_dir))
     extractor = FeatureExtractor(feature_size=model.n_mels)
     audio = np.random.default_rng(0).normal(0, 1e-3, 16000 * 30).astype(np.float32)
     features = extractor(audio)[:, :3000]
     encoded = model.encode(ctranslate2.StorageView.from_array(features[None].astype(np.float32)))
-    sot = 50258 if model.is_multilingual else 50257
-    prompt = [sot, sot + 1, sot + 101, sot + 105] if model.is_multilingual else [sot, sot + 105]
+    sot = special.sot
+    prompt = [sot, sot + 1, sot + 101] if model.is_multilingual else [sot]
+    rules = RuleSet.from_generate_kwargs(special, prompt)
     state, _ = model.prefill(encoded, prompt)
     base = state.current_step
     tok = 220  # " " : a plain text token
+    context = [special.timestamp_begin, tok]
 
     def step():
-        model.forward_step_greedy(state, tok)
+        rows = np.asarray(model.forward_step(state, tok))
+        rules.choose_rows(rows.reshape(1, -1), context, ())
         state.truncate_to_step(base)
 
     def batch(n):
-        model.forward_batch_greedy(state, [tok] * n)
+        rows = np.asarray(model.forward_batch(state, [tok] * n))[0]
+        rules.choose_rows(rows, context, [tok] * (n - 1))
         state.truncate_to_step(base)
 
     for _ in range(3):

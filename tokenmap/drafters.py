@@ -25,6 +25,9 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from .follow import FollowDrafter
+from .suffixmap import SuffixMap
+
 logger = logging.getLogger("tokenmap")
 
 
@@ -98,14 +101,17 @@ class MapSetDrafter:
         ([], [6], [8])
     """
 
-    def __init__(self, token_maps: Sequence, timestamp_begin: int | None = None, cost=None, decay: float = 0.97):
+    def __init__(self, token_maps: Sequence, timestamp_begin: int | None = None, cost=None, decay: float = 0.97,
+                 eot: int | None = None):
         from .cost import DEFAULT
 
-        self.members = [TokenMapDrafter(tm, timestamp_begin=timestamp_begin) for tm in token_maps]
+        self.members = [map_drafter(tm, timestamp_begin, eot, cost) for tm in token_maps]
         self.cost, self.decay = cost or DEFAULT, decay
         self.reset()
 
     def reset(self, history: Sequence[int] = ()) -> None:
+        for m in self.members:
+            m.reset(history)
         self.scores = [0.0] * len(self.members)
         self.drafts = [0] * len(self.members)  # drafts each member gave in this window (diagnostics)
         self._pending: tuple[int, list] | None = None  # (position, every member's proposal there)
@@ -227,11 +233,12 @@ class ChainDrafter:
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
         self._last = None
         for i, d in enumerate(self.drafters):
-            control = self.controllers.member(i) if self.controllers is not None else None
+            own = hasattr(d, "update")  # a drafter that learns from its verified drafts sets its own length
+            control = self.controllers.member(i) if self.controllers is not None and not own else None
             n = min(limit, control.limit()) if control is not None else limit
             candidate = d.draft(tokens, n) if n > 0 else []
             if candidate:
-                self._last = control
+                self._last = d if own else control
                 return candidate
         return []
 
@@ -260,19 +267,33 @@ class FixedDrafter:
         return self.sequence[n: n + limit]
 
 
+def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=None, calibration=None):
+    """The drafter of one map: :class:`tokenmap.follow.FollowDrafter` for a suffix map
+    (format 3), :class:`TokenMapDrafter` for a section of an n-gram map set."""
+    if isinstance(token_map, SuffixMap):
+        if eot is None:
+            raise ValueError("a suffix map's drafter needs the model's <|endoftext|> id")
+        return FollowDrafter(token_map, timestamp_begin, eot, cost, calibration=calibration)
+    return TokenMapDrafter(token_map, timestamp_begin=timestamp_begin)
+
+
 def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_lookup: bool = True,
-                    session_cache: SessionCache | None = None, controllers=None) -> ChainDrafter:
+                    session_cache: SessionCache | None = None, controllers=None, eot: int | None = None,
+                    cost=None) -> ChainDrafter:
     """The drafter tokenmap uses: the token map, then prompt lookup, then the session cache.
 
     ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
-
-    ``controllers``: a ``ControllerSet`` giving each source its own draft length.
+    ``controllers``: a ``ControllerSet`` giving each source its own draft length
+    (a suffix map's drafter sets its own from ``cost`` and keeps its running
+    calibration in ``controllers.calibration``, which lives as long as the thread's controllers).
     """
     drafters = []
+    calibration = getattr(controllers, "calibration", None)
+    cost = cost or getattr(controllers, "cost", None)
     if isinstance(token_map, (list, tuple)):  # one map per task: infer which one fits
-        drafters.append(MapSetDrafter(token_map, timestamp_begin=timestamp_begin))
+        drafters.append(MapSetDrafter(token_map, timestamp_begin=timestamp_begin, eot=eot))
     elif token_map is not None:
-        drafters.append(TokenMapDrafter(token_map, timestamp_begin=timestamp_begin))
+        drafters.append(map_drafter(token_map, timestamp_begin, eot, cost, calibration))
     if prompt_lookup:
         drafters.append(PromptLookupDrafter(timestamp_begin=timestamp_begin))
     if session_cache is not None:

@@ -49,11 +49,15 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .suffixmap import ARRAYS, SuffixMap
+
 log = logging.getLogger("tokenmap")
 
 MAGIC = b"\x93TOKMAP\x1a"
-FORMAT_VERSION = 1
+NGRAM_VERSION = 1  # the n-gram key/candidate layout of earlier releases: no longer read
 SET_VERSION = 2
+SUFFIX_VERSION = 3  # one suffix map (tokenmap.suffixmap), what `tokenmap build` writes
+FORMAT_VERSION = SUFFIX_VERSION
 MAX_HEADER = 16 << 20
 ALIGN = 64
 PAD = 0xFFFFFFFE
@@ -66,6 +70,8 @@ SCHEMA = {
     "order_offsets": ("<i8", 1), "cand_offsets": ("<i8", 1), "cand_tok_offsets": ("<i8", 1),
     "cand_tokens": ("<u4", 1), "cand_expected": ("<f4", 1), "cand_saving": ("<f4", 1),
 }
+#: the arrays of a format-3 suffix map (``tokenmap.suffixmap.ARRAYS``)
+SUFFIX_SCHEMA = {name: (dtype, 1) for name, dtype in ARRAYS.items()}
 
 
 class MapFormatError(ValueError):
@@ -91,6 +97,10 @@ def key_hash_rows(rows: np.ndarray) -> np.ndarray:
     return h
 
 
+def _schema(version: int) -> dict:
+    return SUFFIX_SCHEMA if version == SUFFIX_VERSION else SCHEMA
+
+
 def _pad(n: int) -> int:
     return (-n) % ALIGN
 
@@ -104,11 +114,12 @@ def write_map(path: str | os.PathLike, header: Mapping, arrays: Mapping[str, np.
               version: int = FORMAT_VERSION) -> int:
     """Write a token map atomically (``path.tmp`` then rename); returns its size in bytes."""
     path = Path(path)
-    arrays = {k: np.ascontiguousarray(v, dtype=np.dtype(SCHEMA[_base(k)][0])) for k, v in arrays.items()}
+    schema = _schema(version)
+    arrays = {k: np.ascontiguousarray(v, dtype=np.dtype(schema[_base(k)][0])) for k, v in arrays.items()}
     specs, offset = [], 0
     for name in sorted(arrays):
         arr = arrays[name]
-        specs.append({"name": name, "dtype": SCHEMA[_base(name)][0], "shape": list(arr.shape), "offset": offset})
+        specs.append({"name": name, "dtype": schema[_base(name)][0], "shape": list(arr.shape), "offset": offset})
         offset += arr.nbytes + _pad(arr.nbytes)
     meta = dict(header)
     meta["arrays"] = specs
@@ -166,9 +177,12 @@ def read_header(buf, path: Path) -> dict:
     magic, version, hlen = _PREFIX.unpack_from(buf, 0)
     if magic != MAGIC:
         raise _fail(path, "not a token map (bad magic)")
-    if version not in (FORMAT_VERSION, SET_VERSION):
+    if version == NGRAM_VERSION:
+        raise _fail(path, f"an n-gram token map of format version {version}, which this tokenmap no longer "
+                          "reads: rebuild it with `tokenmap build`")
+    if version not in (SUFFIX_VERSION, SET_VERSION):
         raise _fail(path, f"unsupported token map format version {version} "
-                          f"(this tokenmap reads {FORMAT_VERSION} and {SET_VERSION})")
+                          f"(this tokenmap reads {SUFFIX_VERSION} and {SET_VERSION})")
     if hlen > MAX_HEADER:
         raise _fail(path, "corrupt token map (header too large)")
     if _PREFIX.size + hlen + _CHECKSUM > size:
@@ -179,6 +193,7 @@ def read_header(buf, path: Path) -> dict:
         raise _fail(path, "corrupt token map (bad header)") from None
     if not isinstance(header, dict):
         raise _fail(path, "corrupt token map (bad header)")
+    header["format_version"] = version
     sections = header.get("sections")
     if (version == SET_VERSION) != isinstance(sections, list) or (
             sections is not None and (not sections or not all(isinstance(h, dict) for h in sections))):
@@ -193,6 +208,7 @@ def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
     specs = header.get("arrays")
     if not isinstance(start, int) or not isinstance(specs, list) or not 0 < start <= size or start % ALIGN:
         raise _fail(path, "corrupt token map (bad array table)")
+    schema = _schema(header.get("format_version"))
     views = {}
     for spec in specs:
         try:
@@ -200,8 +216,8 @@ def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
         except (KeyError, TypeError):
             raise _fail(path, "corrupt token map (bad array table)") from None
         base = _base(name) if isinstance(name, str) else ""
-        if not _known_name(name, header) or SCHEMA[base][0] != dtype or name in views \
-                or not isinstance(shape, list) or len(shape) != SCHEMA[base][1] or not all(isinstance(s, int) and 0 <= s < 1 << 40 for s in shape) \
+        if not _known_name(name, header, schema) or schema[base][0] != dtype or name in views \
+                or not isinstance(shape, list) or len(shape) != schema[base][1] or not all(isinstance(s, int) and 0 <= s < 1 << 40 for s in shape) \
                 or not isinstance(off, int) or off < 0 or off % ALIGN:
             raise _fail(path, f"corrupt token map (bad entry for array {name!r})")
         count = 1
@@ -212,18 +228,18 @@ def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
             raise _fail(path, "token map is truncated")
         views[name] = np.frombuffer(buf, dtype=dtype, count=count, offset=start + off).reshape(shape)
     prefixes = [f"{i}." for i in range(len(header["sections"]))] if "sections" in header else [""]
-    missing = {p + n for p in prefixes for n in SCHEMA} - set(views)
+    missing = {p + n for p in prefixes for n in schema} - set(views)
     if missing:
         raise _fail(path, f"corrupt token map (missing arrays: {', '.join(sorted(missing))})")
     return views
 
 
-def _known_name(name, header: dict) -> bool:
+def _known_name(name, header: dict, schema: dict) -> bool:
     """An array name of this file's layout: ``key_hash``, or ``<i>.key_hash`` in a set of more than i sections."""
     if not isinstance(name, str):
         return False
     prefix, _, base = name.rpartition(".")
-    if base not in SCHEMA:
+    if base not in schema:
         return False
     if "sections" not in header:
         return prefix == "" and "." not in name
@@ -303,11 +319,34 @@ def _sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model
     return maps
 
 
+def _suffix(buf, header: dict, path: Path, fingerprint: str | None, model_hint: str) -> SuffixMap:
+    """The map of a format-3 file, its arrays checked so that no lookup can leave them."""
+    arrays = _array_views(buf, header, path)
+    _check_fingerprint(header, fingerprint, model_hint, path)
+    depth, vocab = header.get("depth"), header.get("vocab_size")
+    if not isinstance(depth, int) or not 1 <= depth <= 255 or not isinstance(vocab, int) or vocab < 1 \
+            or header.get("bos") != vocab or header.get("sep") != vocab + 1:
+        raise _fail(path, "corrupt token map (bad header fields)")
+    n = arrays["node_count"].shape[0]
+    keys = arrays["edge_key"]
+    ok = (n >= 1 and keys.shape[0] == n - 1 and all(arrays[k].shape[0] == n for k in ARRAYS if k != "edge_key")
+          and bool(np.all(keys[1:] > keys[:-1])) and bool(np.all((keys >> np.uint64(32)) < np.arange(1, n)))
+          and bool(np.all((keys & np.uint64(0xFFFFFFFF)) <= vocab + 1))
+          and bool(np.all(arrays["node_link"] < np.maximum(np.arange(n), 1)))
+          and bool(np.all((arrays["node_best"] == -1) | ((arrays["node_best"] > 0) & (arrays["node_best"] < n))))
+          and bool(np.all(arrays["node_depth"][1:] >= 1)) and int(arrays["node_depth"].max(initial=0)) <= depth)
+    if not ok:
+        raise _fail(path, "corrupt token map (inconsistent arrays)")
+    return SuffixMap(header, arrays, path, buf)
+
+
 def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify: bool = True,
               model_hint: str = "") -> list["TokenMap"]:
     """Every map in a file: the sections of a map set, or ``[the map]`` (checks as :meth:`TokenMap.load`)."""
     path = Path(path)
     buf, header = _open(path, verify)
+    if header["format_version"] == SUFFIX_VERSION:
+        return [_suffix(buf, header, path, fingerprint, model_hint)]
     if header.get("sections") is None:
         return [_single(TokenMap, buf, header, path, fingerprint, model_hint)]
     return _sections(TokenMap, buf, header, path, fingerprint, model_hint)
@@ -350,6 +389,8 @@ class TokenMap:
         """
         path = Path(path)
         buf, header = _open(path, verify)
+        if header["format_version"] == SUFFIX_VERSION:
+            return _suffix(buf, header, path, fingerprint, model_hint)
         sections = header.get("sections")
         if sections is None:
             return _single(cls, buf, header, path, fingerprint, model_hint)

@@ -91,6 +91,38 @@ def logsumexp(x: np.ndarray) -> np.float32:
     return np.float32(np.float32(np.log(_sum_like_ct2(np.exp(x - x_max)))) + x_max)
 
 
+def _sum_rows_like_ct2(e: np.ndarray) -> np.ndarray:
+    """:func:`_sum_like_ct2` of every row of a [T, n] float32 array, in the same order (bit-identical)."""
+    t, n = e.shape
+    if LANES == 1 or n <= LANES:
+        return np.array([_sum_like_ct2(row) for row in e], dtype=np.float32)
+    main = n - n % LANES
+    lanes = e[:, :main].reshape(t, -1, LANES).sum(axis=1, dtype=np.float32)
+    while lanes.shape[1] > 1:
+        half = lanes.shape[1] // 2
+        lanes = lanes[:, :half] + lanes[:, half:]
+        if lanes.shape[1] == 4:
+            lanes = np.stack([lanes[:, 0] + lanes[:, 2], lanes[:, 1] + lanes[:, 3]], axis=1)
+    acc = lanes[:, 0].astype(np.float32)
+    for k in range(main, n):
+        acc = acc + e[:, k]
+    return acc
+
+
+def log_softmax_rows(x: np.ndarray) -> np.ndarray:
+    """:func:`log_softmax` of every row of a [T, V] float32 array (bit-identical, one pass over all rows)."""
+    x_max = x.max(axis=1, keepdims=True)
+    exp_sum = _sum_rows_like_ct2(np.exp(x - x_max))
+    shift = (-x_max[:, 0]).astype(np.float32) - np.log(exp_sum).astype(np.float32)
+    return x + shift[:, None]
+
+
+def logsumexp_rows(x: np.ndarray) -> np.ndarray:
+    """:func:`logsumexp` of every row of a [T, n] float32 array (bit-identical)."""
+    x_max = x.max(axis=1, keepdims=True)
+    return np.log(_sum_rows_like_ct2(np.exp(x - x_max))).astype(np.float32) + x_max[:, 0]
+
+
 @dataclass(frozen=True)
 class SpecialTokens:
     """Special token ids of a Whisper model, as CTranslate2 derives them."""
@@ -198,19 +230,26 @@ class TimestampRules:
     timestamp_end: int
     max_initial_timestamp_id: int
 
-    def apply(self, logits: np.ndarray, tokens: Sequence[int]) -> None:
+    def apply(self, logits: np.ndarray, tokens: Sequence[int]):
+        if self.mask(logits, tokens):
+            return self._force_timestamp_if_likely(logits)
+        return None
+
+    def mask(self, logits: np.ndarray, tokens: Sequence[int]) -> bool:
+        """Disable what the timestamp rules forbid after ``tokens``; True when the
+        "force a timestamp if likely" check applies next (it needs the log-probs)."""
         ts0 = self.timestamp_begin
         logits[self.no_timestamps] = DISABLED
         if len(tokens) == 0:
             logits[:ts0] = DISABLED  # the first token must be a timestamp
             logits[self.max_initial_timestamp_id + 1 : self.timestamp_end + 1] = DISABLED
-            return
+            return False
         last = tokens[-1]
         if last >= ts0:
             penultimate = tokens[-2] if len(tokens) >= 2 else last
             if penultimate >= ts0:  # a closed pair: next must be text (or EOT)
                 logits[ts0 : self.timestamp_end + 1] = DISABLED
-                return
+                return False
             logits[: self.eot] = DISABLED  # after an opening timestamp: no text
             logits[ts0:last] = DISABLED  # ... and not an earlier timestamp
         else:
@@ -218,7 +257,7 @@ class TimestampRules:
                 if token >= ts0:
                     logits[ts0 : token + 1] = DISABLED
                     break
-        return self._force_timestamp_if_likely(logits)
+        return True
 
     def _force_timestamp_if_likely(self, logits: np.ndarray):
         """Force a timestamp if likely; return the log-probs of ``logits`` if left unchanged."""
@@ -376,6 +415,43 @@ class RuleSet:
             logprobs = log_softmax(logits)
         token = int(np.argmax(logprobs))
         return token, logprobs[token]
+
+    def choose_rows(self, rows: np.ndarray, tokens: Sequence[int], draft: Sequence[int]):
+        """:meth:`choose` for every row of one verify pass at once.
+
+        Row ``j`` is decided as if ``tokens + draft[:j]`` had been generated
+        (the rows after a rejected draft token are decided too, and ignored).
+        ``rows`` ([T, V] float32) is modified in place. The masks are set row
+        by row (slices), the log-softmax runs once over all rows, so the
+        result is bit-identical to calling :meth:`choose` row by row.
+        Returns ``(token ids [T], their log-probs [T])``.
+        """
+        context = list(tokens) + list(draft)
+        n0 = len(tokens)
+        check = []
+        for rule in self.rules:
+            if isinstance(rule, SuppressTokens):
+                rows[:, rule._index] = DISABLED  # the same ids on every row
+            elif isinstance(rule, SuppressBlank):
+                if n0 == 0:
+                    rule.apply(rows[0], ())
+            else:
+                check = [j for j in range(rows.shape[0]) if rule.mask(rows[j], context[: n0 + j])]
+        logprobs = log_softmax_rows(rows)
+        if check:
+            ts = self._timestamp_rule
+            lp = logprobs[check]
+            forced = logsumexp_rows(lp[:, ts.timestamp_begin: ts.timestamp_end + 1]) > lp[:, :ts.timestamp_begin].max(axis=1)
+            if forced.any():
+                idx = np.asarray(check)[forced]
+                rows[idx, :ts.timestamp_begin] = DISABLED
+                logprobs[idx] = log_softmax_rows(rows[idx])
+        chosen = logprobs.argmax(axis=1)
+        return chosen, logprobs[np.arange(len(chosen)), chosen]
+
+    @property
+    def _timestamp_rule(self) -> "TimestampRules":
+        return next(r for r in self.rules if isinstance(r, TimestampRules))
 
     def is_last_step(self, step: int) -> bool:
         """True if 0-based ``step`` is the last one CT2 runs (max_length reached)."""

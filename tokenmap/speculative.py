@@ -134,15 +134,19 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
 
 
 def _draft(drafter, win: "_Window", limit: int) -> list[int]:
-    """The drafter's proposal; at the start of a timestamped window, when the
-    drafter has none, Whisper's usual first token <|0.00|> and what follows it."""
+    return window_draft(drafter, win.tokens, win.rules.with_timestamps, win.special.timestamp_begin, limit)
+
+
+def window_draft(drafter, tokens: Sequence[int], with_timestamps: bool, timestamp_begin: int,
+                 limit: int) -> list[int]:
+    """The drafter's proposal after ``tokens``; a timestamped window always starts
+    with Whisper's usual first token ``<|0.00|>``, followed by the drafter's
+    proposal after it (the model must emit a timestamp first, never text)."""
     if limit <= 0:
         return []
-    draft = drafter.draft(win.tokens, limit)
-    if not draft and win.rules.with_timestamps and not win.tokens:
-        first = win.special.timestamp_begin
-        draft = [first] + drafter.draft([first], limit - 1)
-    return draft
+    if with_timestamps and not tokens:
+        return [timestamp_begin] + drafter.draft([timestamp_begin], limit - 1)
+    return drafter.draft(tokens, limit)
 
 
 class _Window:
@@ -165,6 +169,10 @@ class _Window:
         token, logprob = self.rules.choose(row, self.tokens)
         if draft is not None and token != draft and self.accept and self.accept(row, self.tokens, draft, token):
             token, logprob = draft, log_softmax(row)[draft]
+        return self.record(token, logprob)
+
+    def record(self, token: int, logprob) -> int:
+        """Append one decided token (EOT ends the window) and add its log-prob to the score."""
         self.stats.tokens += 1
         self.total = np.float32(self.total + logprob)
         if token == self.special.eot:
@@ -183,6 +191,8 @@ class _Window:
             logits = self.model.forward_batch(state, tokens_in)
         self.stats.passes += 1
         rows = _rows(logits)[len(feed) - 1:]
+        if self.recheck_margin <= 0 and self.accept is None:
+            return self._keep(state, base + len(feed) - 1, draft, *self.rules.choose_rows(rows, self.tokens, draft))
         for j, row in enumerate(rows):
             position = base + len(feed) - 1 + j  # cache length before the token that produced `row`
             if len(tokens_in) > 1 and self.recheck_margin > 0 and _near_tie(row, self.rules, self.tokens,
@@ -199,6 +209,19 @@ class _Window:
                 continue
             if j < len(draft):
                 state.truncate_to_step(position + 1)
+            return [token], j + hit
+        raise AssertionError("unreachable: the last row always ends the pass")
+
+
+    def _keep(self, state, position: int, draft: list[int], chosen, logprobs) -> tuple[list[int], int]:
+        """Record the decisions of a pass up to the first rejected draft token; truncate the state there."""
+        for j in range(len(chosen)):
+            token = self.record(int(chosen[j]), logprobs[j])
+            hit = j < len(draft) and token == draft[j]
+            if hit and not self.done():
+                continue
+            if j < len(draft):
+                state.truncate_to_step(position + j + 1)
             return [token], j + hit
         raise AssertionError("unreachable: the last row always ends the pass")
 

@@ -276,7 +276,7 @@ class StreamTranscriber:
             g = e.model.generate(enc, [prompt], **KW)[0]
             return _Decoded(list(g.sequences_ids[0]), time.perf_counter() - t, g.no_speech_prob,
                             float(g.scores[0]))  # the same length-normalised score decode_window returns
-        fallback = default_drafter(e.token_map, self.ts0)
+        fallback = default_drafter(e.token_map, self.ts0, eot=e.special.eot)
         drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback, controller=self._controller)
         history = prompt[1: e.special.sot_index(prompt)]
         r = decode_window(e.model, enc, prompt, e.special, drafter, history=history,

@@ -141,7 +141,7 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     def _make_drafter(self, controllers=None):
         return default_drafter(self.token_map, self.model.special.timestamp_begin, self._prompt_lookup,
-                               self.session_cache, controllers)
+                               self.session_cache, controllers, eot=self.model.special.eot)
 
     def transcribe(self, audio, *args, **kwargs):
         self.model.take_stats()  # start this thread's counters afresh

@@ -115,7 +115,8 @@ def speculative(eng: Engines, enc, prompt, token_map, session: str = ""):
         if not controllers.use_speculation():
             result = eng.main.generate(enc, [prompt], **GENERATE_KW)[0]
             return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
-        drafter = default_drafter(token_map, eng.special.timestamp_begin, controllers=controllers)
+        drafter = default_drafter(token_map, eng.special.timestamp_begin, controllers=controllers,
+                                   eot=eng.special.eot, cost=eng.cost)
         result = decode_window(eng.main, enc, prompt, eng.special, drafter, **GENERATE_KW)
         log = [entry for m, n in zip(controllers.members, start + [0] * len(controllers.members))
                for entry in m.log[n:]]
