@@ -122,24 +122,3 @@ def test_near_duplicates_rules():
     assert _nd([[5, 7, 8], [6, 7, 8], [4, 7, 8]], [3, 3, 3], [9, 4, 2], keep=2) == ([9, inf, inf], 1)
 
 
-def test_build_merges_near_duplicates(tmp_path, tok):
-    lines = (["Pump 3 inspected, no leaks found."] * 6 + ["Pump 4 inspected, no leaks found."] * 5
-             + ["Pump replaced, seal worn out."] * 4 + ["Pump cleaned and checked."] * 3)
-    corpus = tmp_path / "pumps.txt"
-    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    cheap = DEFAULT.__class__(DEFAULT.step_ms, tuple([DEFAULT.step_ms * 1.01] * 32))
-    ctx = [TokenMap.BOS] + tok.encode("Pump")
-    firsts = {}
-    for merge in (False, True):
-        opts = BuildOptions(jobs=1, max_candidates=2, merge_near_duplicates=merge)
-        res = build_map([corpus], tmp_path / f"m{merge}.tmap", tokenizer=tok, options=opts, cost=cheap)
-        tm = TokenMap.load(res.path)
-        firsts[merge] = [tok.decode(c[0][:1]) for c in tm.candidates(ctx)]
-        assert tm.header["merged_near_duplicates"] == res.merged
-        assert tm.header["params"]["merge_near_duplicates"] is merge
-        if merge:
-            assert res.merged >= 1
-        else:
-            assert res.merged == 0
-    assert firsts[False] == [" 3", " 4"]  # two spellings of one pattern
-    assert firsts[True] == [" 3", " replaced"]  # " 4" merged into " 3"; its slot to the next branch

@@ -28,19 +28,18 @@ def test_build_inspect_force(tmp_path, corpus):
     out = tmp_path / "m.tmap"
     res = run("build", corpus, "--model", MODEL, "-o", out, "--jobs", 1)
     assert res.exit_code == 0, res.output
-    assert "wrote" in res.output and "keys" in res.output and "candidates" in res.output
+    assert "wrote" in res.output and "contexts" in res.output and "tokens per pass" in res.output
     again = run("build", corpus, "--model", MODEL, "-o", out, "--jobs", 1)
     assert again.exit_code == 1
     assert "already exists (use --force" in again.stderr and "Traceback" not in again.output
-    assert run("build", corpus, "--model", MODEL, "-o", out, "--force", "--max-order", 2, "--jobs", 1).exit_code == 0
+    assert run("build", corpus, "--model", MODEL, "-o", out, "--force", "--jobs", 1).exit_code == 0
     res = run("inspect", out, "--json", "--prefix", "Seal shows", "--model", MODEL)
     assert res.exit_code == 0, res.output
     info = json.loads(res.output)
-    assert info["order"] == 2 and info["keys"] == sum(info["keys_per_order"])
-    assert info["params"]["max_order"] == 2
-    assert info["prefix"]["candidates"][0]["text"].startswith(" wear")
+    assert info["format"] == 3 and info["contexts"] == sum(info["contexts_per_length"]) + 1  # and the root
+    assert info["prefix"]["text"].startswith(" wear")
     text = run("inspect", out, "--prefix", "Seal shows", "--model", MODEL)
-    assert "keys:" in text.output and "' wear" in text.output
+    assert "contexts:" in text.output and "' wear" in text.output
 
 
 def test_build_errors_are_one_line(tmp_path):
@@ -68,8 +67,8 @@ def test_style_flags_change_the_map(tmp_path):
     assert run("build", corpus, "--model", MODEL, "-o", raw, "--no-style-bridge", "--jobs", 1).exit_code == 0
     a = json.loads(run("inspect", bridged, "--json", "--prefix", "", "--model", MODEL).output)
     b = json.loads(run("inspect", raw, "--json", "--prefix", "", "--model", MODEL).output)
-    assert a["prefix"]["candidates"][0]["text"] == " Pressure 22.5 bar."
-    assert b["prefix"]["candidates"][0]["text"] == " pressure twenty two point five bar"
+    assert a["prefix"]["text"] == " Pressure 22.5 bar."
+    assert b["prefix"]["text"] == " pressure twenty two point five bar"
 
 
 def test_build_creates_the_output_directory(tmp_path):
@@ -88,11 +87,11 @@ def test_issue_command_on_the_maintenance_corpus(tmp_path, monkeypatch):
     out = tmp_path / "maint.tmap"
     res = run("build", "corpora/maintenance/train.txt", "-o", out, "--model", MODEL)
     assert res.exit_code == 0, res.output
-    assert "20000 utterances" in res.output and "near-duplicates merged" in res.output
+    assert "20000 utterances" in res.output and "tokens per pass" in res.output
     info = json.loads(run("inspect", out, "--json").output)
     assert info["languages"] == {"en": 20000} and info["domains"] == {"maintenance": 20000}
     text = run("inspect", out, "--prefix", "Tyre pressure front", "--model", MODEL)
-    assert text.exit_code == 0 and "candidate(s)" in text.output
+    assert text.exit_code == 0 and "drafts '" in text.output
 
 
 def test_build_balance_writes_a_map_set(tmp_path):

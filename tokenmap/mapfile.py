@@ -111,9 +111,11 @@ def _base(name: str) -> str:
 
 
 def write_map(path: str | os.PathLike, header: Mapping, arrays: Mapping[str, np.ndarray],
-              version: int = FORMAT_VERSION) -> int:
+              version: int | None = None) -> int:
     """Write a token map atomically (``path.tmp`` then rename); returns its size in bytes."""
     path = Path(path)
+    if version is None:  # the layout the arrays have
+        version = SUFFIX_VERSION if set(arrays) == set(SUFFIX_SCHEMA) else NGRAM_VERSION
     schema = _schema(version)
     arrays = {k: np.ascontiguousarray(v, dtype=np.dtype(schema[_base(k)][0])) for k, v in arrays.items()}
     specs, offset = [], 0
@@ -177,12 +179,9 @@ def read_header(buf, path: Path) -> dict:
     magic, version, hlen = _PREFIX.unpack_from(buf, 0)
     if magic != MAGIC:
         raise _fail(path, "not a token map (bad magic)")
-    if version == NGRAM_VERSION:
-        raise _fail(path, f"an n-gram token map of format version {version}, which this tokenmap no longer "
-                          "reads: rebuild it with `tokenmap build`")
-    if version not in (SUFFIX_VERSION, SET_VERSION):
+    if version not in (NGRAM_VERSION, SUFFIX_VERSION, SET_VERSION):
         raise _fail(path, f"unsupported token map format version {version} "
-                          f"(this tokenmap reads {SUFFIX_VERSION} and {SET_VERSION})")
+                          f"(this tokenmap reads {NGRAM_VERSION}, {SET_VERSION} and {SUFFIX_VERSION})")
     if hlen > MAX_HEADER:
         raise _fail(path, "corrupt token map (header too large)")
     if _PREFIX.size + hlen + _CHECKSUM > size:
@@ -319,6 +318,11 @@ def _sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model
     return maps
 
 
+def _warn_ngram(path: Path) -> None:
+    log.warning("%s: an n-gram token map (format %d) drafts from 3-token contexts only; rebuild it with "
+                "`tokenmap build` for the suffix map's longer drafts", path, NGRAM_VERSION)
+
+
 def _suffix(buf, header: dict, path: Path, fingerprint: str | None, model_hint: str) -> SuffixMap:
     """The map of a format-3 file, its arrays checked so that no lookup can leave them."""
     arrays = _array_views(buf, header, path)
@@ -348,6 +352,7 @@ def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify
     if header["format_version"] == SUFFIX_VERSION:
         return [_suffix(buf, header, path, fingerprint, model_hint)]
     if header.get("sections") is None:
+        _warn_ngram(path)
         return [_single(TokenMap, buf, header, path, fingerprint, model_hint)]
     return _sections(TokenMap, buf, header, path, fingerprint, model_hint)
 
