@@ -85,15 +85,14 @@ def drafting_off_reason() -> str | None:
     missing = missing_step_api(ct2)
     if not missing:
         return None
-    where = platform_name()
     if fork_wheel_available():
-        cause = "stock CTranslate2 has shadowed the fork"
+        cause, install = "stock CTranslate2 has shadowed the fork", "install it with"
     else:
-        cause = f"the fork has no wheel for {where}"
+        cause, install = f"the fork has no wheel for {platform_name()}", "on Linux x86-64 install it with"
     return (
         f"token-map drafting is off: ctranslate2 {ct2.__version__} has no decoder-step API ({cause}), "
         f"so tokenmap decodes with plain faster-whisper. Drafting needs the engine fork {FORK_DIST} "
-        f"({FORK_WHEELS} wheels only); install it with: {sys.executable} -m {FIX_COMMAND}"
+        f"({FORK_WHEELS} wheels only); {install}: {sys.executable} -m {FIX_COMMAND}"
     )
 
 
