@@ -6,12 +6,19 @@ decoder state, which the MIT fork ``ctranslate2-crisperwhisper`` adds
 (``prefill``, ``forward_batch``, ``truncate_to_step``). Both distributions
 install the same ``ctranslate2`` package, so whichever was installed last wins;
 :func:`require_step_api` says so in one line when stock CTranslate2 won.
+
+The fork ships manylinux x86-64 wheels only. Elsewhere (macOS, Windows, Linux
+on ARM) stock CTranslate2 is the engine: :func:`drafting_off_reason` says why
+drafting is off and :func:`warn_drafting_off` logs it once, while transcription
+goes on as plain faster-whisper.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import logging
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -19,7 +26,12 @@ import sys
 FORK_DIST = "ctranslate2-crisperwhisper"
 FORK_VERSION = "4.7.1.post3"
 FIX_COMMAND = f"pip install --force-reinstall --no-deps {FORK_DIST}=={FORK_VERSION}"
+FORK_WHEELS = "manylinux x86-64"
 STEP_API = ("prefill", "forward_step", "forward_batch", "forward_batch_greedy", "generate_speculative")
+
+
+logger = logging.getLogger("tokenmap")
+_warned: set[str] = set()  # drafting-off messages already logged by this process
 
 
 class EngineError(RuntimeError):
@@ -50,6 +62,49 @@ def require_step_api():
             "(or run `make engine`)"
         )
     return ct2
+
+
+def platform_name() -> str:
+    """This machine's operating system and CPU architecture, e.g. ``Linux x86_64``."""
+    return f"{platform.system() or 'unknown'} {platform.machine() or 'unknown'}"
+
+
+def fork_wheel_available(system: str | None = None, machine: str | None = None) -> bool:
+    """True where the fork publishes a wheel: Linux on x86-64 (defaults: this machine)."""
+    system = platform.system() if system is None else system
+    machine = (platform.machine() if machine is None else machine).lower()
+    return system == "Linux" and machine in ("x86_64", "amd64")
+
+
+def drafting_off_reason() -> str | None:
+    """None when the loaded engine can draft; otherwise one line saying why not and how to fix it."""
+    try:
+        ct2 = _import_ctranslate2()
+    except EngineError as exc:
+        return str(exc)
+    missing = missing_step_api(ct2)
+    if not missing:
+        return None
+    if fork_wheel_available():
+        cause, install = "stock CTranslate2 has shadowed the fork", "install it with"
+    else:
+        cause, install = f"the fork has no wheel for {platform_name()}", "on Linux x86-64 install it with"
+    return (
+        f"token-map drafting is off: ctranslate2 {ct2.__version__} has no decoder-step API ({cause}), "
+        f"so tokenmap decodes with plain faster-whisper. Drafting needs the engine fork {FORK_DIST} "
+        f"({FORK_WHEELS} wheels only); {install}: {sys.executable} -m {FIX_COMMAND}"
+    )
+
+
+def warn_drafting_off() -> bool:
+    """Log :func:`drafting_off_reason` once per process; True when drafting is available."""
+    reason = drafting_off_reason()
+    if reason is None:
+        return True
+    if reason not in _warned:
+        _warned.add(reason)
+        logger.warning("%s", reason)
+    return False
 
 
 def _import_ctranslate2():
@@ -101,6 +156,11 @@ def engine_info(model_dir=None) -> dict:
     ``model_dir`` (optional) is loaded in a subprocess to read CTranslate2's CPU report.
     """
     info = {
+        "platform": platform_name(),
+        "fork wheel for this platform": (
+            f"yes ({FORK_WHEELS})" if fork_wheel_available()
+            else f"no ({FORK_DIST} ships {FORK_WHEELS} wheels only)"
+        ),
         "python": sys.version.split()[0],
         "ctranslate2 (module)": "not importable",
         "ctranslate2-crisperwhisper (dist)": _version(FORK_DIST),
@@ -113,10 +173,18 @@ def engine_info(model_dir=None) -> dict:
         ct2 = _import_ctranslate2()
     except EngineError as exc:
         info["step API"] = str(exc)
+        info["drafting"] = "off: ctranslate2 is not importable"
         return info
     info["ctranslate2 (module)"] = ct2.__version__
     missing = missing_step_api(ct2)
-    info["step API"] = "present" if not missing else f"MISSING {', '.join(missing)}; fix: {FIX_COMMAND}"
+    if not missing:
+        info["step API"] = "present"
+    elif fork_wheel_available():
+        info["step API"] = f"MISSING {', '.join(missing)}; fix: {FIX_COMMAND}"
+    else:
+        info["step API"] = f"missing {', '.join(missing)} (stock CTranslate2; no fork wheel for this platform)"
+    reason = drafting_off_reason()
+    info["drafting"] = "on" if reason is None else f"off: {reason.partition(': ')[2]}"
     info["compute types (cpu)"] = ", ".join(sorted(ct2.get_supported_compute_types("cpu")))
     info["threads"] = _thread_report()
     if model_dir is not None:

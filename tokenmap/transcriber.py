@@ -64,12 +64,12 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     ``model`` is anything :func:`tokenmap.models.resolve_model` accepts;
     ``token_map`` (a path or a :class:`tokenmap.mapfile.TokenMap`, a list of
     them, one per task, or a map set from ``tokenmap build --balance``) turns on
-    token-map speculative decoding. Raises ``ModelError`` or ``EngineError``.
+    token-map speculative decoding; on stock CTranslate2 (no engine fork) the
+    model decodes as plain faster-whisper after one warning. Raises ``ModelError``.
     """
-    from .engine import default_threads, require_step_api
+    from .engine import default_threads
     from .models import resolve_model
 
-    require_step_api()
     model_dir = resolve_model(model)
     threads = threads or default_threads()
     logger.info("loading %s (%s, %d threads)", model_dir, compute_type, threads)
@@ -137,7 +137,7 @@ def transcribe_audio(model, audio: np.ndarray, name: str, options: TranscribeOpt
         progress(duration, duration)
     stats = _timing(duration, started)
     decoder_stats = getattr(model, "last_stats", None)
-    if callable(decoder_stats):
+    if callable(decoder_stats) and getattr(model, "drafting", True):
         stats.update(decoder_stats())
     return Transcript(name, info.language, duration, segments, info.language_probability, stats)
 

@@ -6,7 +6,18 @@ because faster-whisper itself runs unchanged. Only the engine object it calls
 (``self.model``) is wrapped: greedy ``generate`` calls are decoded
 speculatively, everything else (beam search, sampling temperatures of the
 fallback, repetition penalties, ``encode``, ``detect_language``, ``align``)
-goes to CTranslate2 as before.
+goes to CTranslate2 as before, and the first call of each such kind logs
+which option kept it off the map.
+
+Speculative verification reproduces greedy decoding: the model checks one
+drafted path and keeps the prefix its own argmax agrees with. Beam search
+keeps several hypotheses and has no single path to verify, so
+``transcribe()`` here defaults to ``beam_size=1`` (faster-whisper's default
+is 5); pass ``beam_size`` to choose.
+
+Without the engine fork (stock CTranslate2, e.g. on macOS, Windows or Linux
+on ARM) the model is plain faster-whisper with that same greedy default, and
+one warning says why drafting is off.
 
 Example::
 
@@ -20,6 +31,7 @@ Example::
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -28,8 +40,8 @@ from dataclasses import dataclass
 
 import faster_whisper
 
+from . import engine as _engine
 from .drafters import SessionCache, default_drafter
-from .engine import require_step_api
 from .rules import SpecialTokens, supports_fast_path
 from .speculative import ControllerSet, DecodeStats, decode_window
 
@@ -60,6 +72,8 @@ class SpeculativeEngine:
         self.cost = cost
         self.adaptive = adaptive and cost is not None
         self._local = threading.local()
+        self._bypass_logged: set[str] = set()
+        self._bypass_lock = threading.Lock()
 
     def __getattr__(self, name):
         return getattr(self._engine, name)
@@ -84,6 +98,7 @@ class SpeculativeEngine:
         batch = len(prompts)
         if batch != 1 or not supports_fast_path(prompt=prompts[0], special=self.special, **kwargs):
             self._thread_stats().fallbacks += 1
+            self._log_bypass(*bypass_reason(batch, prompts[0], self.special, kwargs))
             return self._engine.generate(features, prompts, **kwargs)
         stats = self._thread_stats()
         controllers = self._local.controllers
@@ -101,6 +116,39 @@ class SpeculativeEngine:
         stats.add(result.stats)
         return [GenerationResult([result.tokens], [result.score], result.no_speech_prob or 0.0)]
 
+    def _log_bypass(self, kind: str, message: str) -> None:
+        """Log ``message`` the first time this engine bypasses the map for reason ``kind``."""
+        with self._bypass_lock:
+            if kind in self._bypass_logged:
+                return
+            self._bypass_logged.add(kind)
+        logger.warning("decoding without the token map: %s", message)
+
+
+def bypass_reason(batch: int, prompt, special: SpecialTokens, kwargs: dict) -> tuple[str, str]:
+    """Why a ``generate`` call cannot be drafted: ``(kind, advice)``.
+
+    :func:`tokenmap.rules.supports_fast_path` decides; this names the option
+    that made it refuse, by trying each option alone on top of greedy search.
+    """
+    if batch != 1:
+        return "batch", (f"batched decoding ({batch} windows per generate call) is not drafted; "
+                         "use WhisperModel.transcribe, which decodes one window at a time")
+    culprits = [key for key, value in kwargs.items() if not supports_fast_path(**{"beam_size": 1, key: value})]
+    if "sampling_topk" in culprits:  # faster-whisper's temperature fallback (num_hypotheses = best_of)
+        return "sampling", (f"faster-whisper's temperature fallback re-decoded a window by sampling "
+                            f"(temperature {kwargs.get('sampling_temperature', 1)}), which is not drafted; "
+                            "pass temperature=0.0 to keep every window greedy")
+    if "beam_size" in culprits:
+        return "beam_size", (f"beam search (beam_size={kwargs['beam_size']}) has no single draft path to "
+                             "verify; pass beam_size=1 (greedy) to decode with the map")
+    if culprits:
+        key = culprits[0]
+        return key, (f"{key}={kwargs[key]!r} is not reproduced by draft verification, which decodes "
+                     f"greedily; leave {key} at its default to decode with the map")
+    return "prefix", ("a decoding prefix (faster-whisper's prefix=) is not drafted; "
+                      "transcribe without prefix to decode with the map")
+
 
 class WhisperModel(faster_whisper.WhisperModel):
     """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
@@ -116,21 +164,26 @@ class WhisperModel(faster_whisper.WhisperModel):
     faster-whisper's; ``cpu_threads=0`` (faster-whisper's default, CTranslate2's
     own choice) becomes :func:`tokenmap.engine.default_threads`, so the engine
     runs with the thread count its cost curve was calibrated for.
+
+    ``drafting`` is False when the loaded CTranslate2 lacks the fork's
+    decoder-step API: the model then decodes as plain faster-whisper, after
+    one warning (:func:`tokenmap.engine.warn_drafting_off`).
     """
 
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
                  session_cache: bool = True, adaptive: bool = True, cost_model=None, **kwargs):
-        require_step_api()
         from .models import resolve_model
-
-        from .engine import default_threads
 
         model_dir = resolve_model(model_size_or_path)
         if not kwargs.get("cpu_threads"):  # one thread count for the engine and its calibrated cost curve
-            kwargs["cpu_threads"] = default_threads()
+            kwargs["cpu_threads"] = _engine.default_threads()
         super().__init__(str(model_dir), **kwargs)
-        special = SpecialTokens.from_model_dir(str(model_dir))
+        self.drafting = _engine.warn_drafting_off()
         self.token_map = _load_map(token_map, self.hf_tokenizer)
+        if not self.drafting:
+            self.session_cache = None
+            return
+        special = SpecialTokens.from_model_dir(str(model_dir))
         self.session_cache = SessionCache(timestamp_begin=special.timestamp_begin) if session_cache else None
         self._prompt_lookup = prompt_lookup
         if cost_model is None:
@@ -144,6 +197,16 @@ class WhisperModel(faster_whisper.WhisperModel):
                                self.session_cache, controllers, eot=self.model.special.eot)
 
     def transcribe(self, audio, *args, **kwargs):
+        """faster-whisper's ``transcribe``, with ``beam_size=1`` (greedy) unless the call sets it.
+
+        Draft verification reproduces greedy decoding; beam search has no single
+        path to verify and would bypass the map (faster-whisper's default is 5).
+        """
+        bound = inspect.signature(super().transcribe).bind_partial(audio, *args, **kwargs)
+        if "beam_size" not in bound.arguments:
+            kwargs["beam_size"] = 1
+        if not self.drafting:
+            return super().transcribe(audio, *args, **kwargs)
         self.model.take_stats()  # start this thread's counters afresh
         segments, info = super().transcribe(audio, *args, **kwargs)
         return self._remember(segments), info
@@ -155,8 +218,11 @@ class WhisperModel(faster_whisper.WhisperModel):
             yield segment
 
     def last_stats(self) -> dict:
-        """Decoder statistics of this thread's last ``transcribe`` (as it has run so far)."""
-        return self.model.current_stats().as_dict()
+        """Decoder statistics of this thread's last ``transcribe`` (as it has run so far).
+
+        All zero when drafting is off (no engine fork; see ``drafting``).
+        """
+        return (self.model.current_stats() if self.drafting else DecodeStats()).as_dict()
 
 
 def _load_map(token_map, hf_tokenizer):

@@ -1,0 +1,176 @@
+"""The Python API drafts what users call: the README example, greedy by default, bypasses logged once."""
+
+import logging
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tokenmap_cli.main import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _readme_example() -> tuple[list[str], str]:
+    """The `tokenmap build` command and the Python code of the README's "In Python" section."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("### In Python", 1)[1].split("\n### ", 1)[0]
+    shell = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    build = next(line for line in shell.splitlines() if line.startswith("tokenmap build"))
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    return shlex.split(build)[1:], code
+
+
+@pytest.fixture()
+def repo_like(tmp_path, monkeypatch):
+    """A scratch directory that sees the repository's corpora and test audio, as the README's reader does."""
+    for name in ("corpora", "tests"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def telephony_map(tmp_path_factory):
+    out = tmp_path_factory.mktemp("maps") / "telephony.tmap"
+    result = CliRunner().invoke(cli, ["build", str(ROOT / "corpora/telephony/en/train.txt"), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.model
+def test_readme_python_example_drafts(repo_like, capsys, caplog):
+    build_args, code = _readme_example()
+    result = CliRunner().invoke(cli, build_args)
+    assert result.exit_code == 0, result.output
+    caplog.set_level(logging.WARNING, logger="tokenmap")
+    namespace = {}
+    exec(compile(code, "README.md (In Python)", "exec"), namespace)
+    stats = namespace["model"].last_stats()
+    assert stats["drafted"] > 0 and stats["accepted"] > 0
+    assert stats["fallbacks"] == 0 and stats["windows"] >= 1
+    printed = capsys.readouterr().out
+    assert "password" in printed.lower()
+    assert f"drafted {stats['drafted']}," in printed and "0 fallbacks" in printed
+    assert not [r for r in caplog.records if "without the token map" in r.getMessage()]
+
+
+def _text(segments) -> str:
+    return "".join(s.text for s in segments).strip()
+
+
+@pytest.mark.model
+def test_default_is_greedy_and_positional_beam_size_is_kept(base_model_dir, telephony_map, fw_model, data_dir):
+    from tokenmap import WhisperModel
+
+    model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), compute_type="int8", cpu_threads=2)
+    audio = str(data_dir / "en-conf-getpin.flac")
+    segments, _ = model.transcribe(audio, language="en")
+    greedy, _ = fw_model.transcribe(audio, language="en", beam_size=1)
+    assert _text(segments) == _text(greedy)
+    assert model.last_stats()["windows"] == 1 and model.last_stats()["fallbacks"] == 0
+    segments, _ = model.transcribe(audio, "en", "transcribe", False, 2)  # beam_size given by position
+    assert _text(segments)
+    assert model.last_stats()["fallbacks"] == 1 and model.last_stats()["windows"] == 0
+
+
+@pytest.mark.model
+def test_beam_search_logs_the_bypass_once_and_transcribes(base_model_dir, telephony_map, fw_model, data_dir, caplog):
+    from tokenmap import WhisperModel
+
+    caplog.set_level(logging.WARNING, logger="tokenmap")
+    model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), compute_type="int8", cpu_threads=2)
+    for name in ("en-agent-pass.flac", "en-conf-getpin.flac"):
+        audio = str(data_dir / name)
+        segments, _ = model.transcribe(audio, language="en", beam_size=5)
+        expected, _ = fw_model.transcribe(audio, language="en", beam_size=5)
+        assert _text(segments) == _text(expected)
+        assert model.last_stats()["fallbacks"] >= 1 and model.last_stats()["drafted"] == 0
+    bypass = [r for r in caplog.records if "without the token map" in r.getMessage()]
+    assert len(bypass) == 1
+    assert bypass[0].levelno == logging.WARNING
+    assert "beam_size=5" in bypass[0].getMessage() and "beam_size=1" in bypass[0].getMessage()
+
+
+# What faster-whisper 1.x passes to generate() besides the prompt (see its generate_with_fallback).
+COMMON = dict(length_penalty=1, repetition_penalty=1, no_repeat_ngram_size=0, max_length=448, return_scores=True,
+              return_no_speech_prob=True, suppress_blank=True, suppress_tokens=[-1], max_initial_timestamp_index=50)
+BEAM = dict(COMMON, beam_size=5, patience=1)
+SAMPLING = dict(COMMON, beam_size=1, num_hypotheses=5, sampling_topk=0, sampling_temperature=0.2)
+
+
+@pytest.fixture(scope="module")
+def special(base_model_dir):
+    from tokenmap.rules import SpecialTokens
+
+    return SpecialTokens.from_model_dir(str(base_model_dir))
+
+
+def _prompt(special, *prefix):
+    """SOT, a language and a task token (ids between SOT and <|notimestamps|>), then ``prefix``."""
+    return [special.sot, special.sot + 1, special.no_timestamps - 4, *prefix]
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("batch, kwargs, kind, advice", [
+    (1, BEAM, "beam_size", "beam_size=1"),
+    (1, SAMPLING, "sampling", "temperature=0.0"),
+    (1, dict(COMMON, beam_size=1, patience=1, repetition_penalty=1.2), "repetition_penalty", "repetition_penalty"),
+    (1, dict(COMMON, beam_size=1, patience=1, no_repeat_ngram_size=3), "no_repeat_ngram_size", "no_repeat_ngram_size"),
+    (2, dict(COMMON, beam_size=1, patience=1), "batch", "WhisperModel.transcribe"),
+])
+def test_bypass_reason_names_the_option(special, batch, kwargs, kind, advice):
+    from tokenmap.rules import supports_fast_path
+    from tokenmap.whisper import bypass_reason
+
+    prompt = _prompt(special)
+    if batch == 1:
+        assert not supports_fast_path(prompt=prompt, special=special, **kwargs)
+    got_kind, message = bypass_reason(batch, prompt, special, kwargs)
+    assert got_kind == kind
+    assert advice in message
+
+
+@pytest.mark.model
+def test_bypass_reason_names_a_decoding_prefix(special):
+    from tokenmap.rules import supports_fast_path
+    from tokenmap.whisper import bypass_reason
+
+    greedy = dict(COMMON, beam_size=1, patience=1)
+    prompt = _prompt(special, 400, 401)
+    assert supports_fast_path(**greedy) and not supports_fast_path(prompt=prompt, special=special, **greedy)
+    assert bypass_reason(1, prompt, special, greedy)[0] == "prefix"
+
+
+class _PlainEngine:
+    """Stands in for ``ctranslate2.models.Whisper``: counts generate calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, features, prompts, **kwargs):
+        self.calls += 1
+        return ["plain"]
+
+
+@pytest.mark.model
+def test_each_kind_of_bypass_is_logged_once_per_model(special, caplog):
+    from tokenmap.whisper import SpeculativeEngine
+
+    caplog.set_level(logging.WARNING, logger="tokenmap")
+    plain = _PlainEngine()
+    spec = SpeculativeEngine(plain, special, make_drafter=None)
+    prompt = _prompt(special)
+    for kwargs in (SAMPLING, SAMPLING, BEAM, SAMPLING, BEAM):
+        assert spec.generate(None, [prompt], **kwargs) == ["plain"]
+    assert plain.calls == 5 and spec.take_stats().fallbacks == 5
+    messages = [r.getMessage() for r in caplog.records if "without the token map" in r.getMessage()]
+    assert len(messages) == 2
+    assert "temperature fallback" in messages[0] and "temperature 0.2" in messages[0]
+    assert "beam_size=5" in messages[1]
+    caplog.clear()
+    other = SpeculativeEngine(_PlainEngine(), special, make_drafter=None)  # another model says it again
+    other.generate(None, [prompt], **BEAM)
+    assert len([r for r in caplog.records if "without the token map" in r.getMessage()]) == 1
