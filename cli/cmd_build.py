@@ -71,13 +71,16 @@ class _Bar:
 @click.option("--layout", type=click.Choice(["sections", "merged"]), default="sections", show_default=True,
               help="With --balance: one section per task, or every budget merged into one map.")
 @click.option("--teacher", multiple=True, type=click.Path(exists=True),
-              help="With --balance: the model's own transcripts of unlabelled in-domain audio (e.g. from "
-                   "`tokenmap transcribe`), read like a corpus (domain/lang from fields or folders). D_T is then "
-                   "measured on them, and each task's section also counts them, more often the worse its D_T "
-                   "(the best task's section is unchanged). Never use the audio you benchmark on. Repeatable.")
+              help="The model's own transcripts of other in-domain audio (e.g. `tokenmap transcribe -o DIR` "
+                   "output, one segment a line), read like a corpus without the style bridge: the map learns how "
+                   "Whisper writes what it hears (commas, digits, sentence splits). With --balance, D_T is "
+                   "measured on them and each task's section counts them, more often the worse its D_T. Never "
+                   "use the audio you benchmark on. Repeatable.")
+@click.option("--teacher-copies", default=2, show_default=True, type=click.IntRange(1, 16),
+              help="Without --balance: how many times each teacher line is counted beside the corpus.")
 def build(corpus, output, model, max_order, min_count, max_candidates, max_draft_len, merge_near_duplicates,
           text_column, style_bridge, capitalize, final_period, digits, add_raw, jobs, force, balance, layout,
-          teacher):
+          teacher, teacher_copies):
     """Build a token map from domain transcripts (.txt, .jsonl, .csv, .tsv, dirs, .gz)."""
     from tokenmap.builder import BuildError, BuildOptions, build_map
     from tokenmap.corpus import CorpusError
@@ -89,8 +92,6 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
     options = BuildOptions(max_order=max_order, min_count=min_count, max_candidates=max_candidates,
                            max_draft_len=max_draft_len, merge_near_duplicates=merge_near_duplicates, style=style,
                            add_raw=add_raw, text_column=text_column, jobs=jobs)
-    if teacher and not balance:
-        _fail("--teacher needs --balance")
     bar = _Bar()
     try:
         if balance:
@@ -98,7 +99,8 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
             result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar,
                                     layout=layout, teacher=teacher)
         else:
-            result = build_map(corpus, output, model=model, options=options, force=force, progress=bar)
+            result = build_map(corpus, output, model=model, options=options, force=force, progress=bar,
+                               teacher=teacher, teacher_copies=teacher_copies)
     except (BuildError, CorpusError, TokenizerError, MapFormatError, OSError, ValueError) as exc:
         bar.close()
         _fail(str(exc))

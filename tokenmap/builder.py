@@ -50,7 +50,7 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -59,7 +59,7 @@ import numpy as np
 from tokenmap import mapfile, suffixmap
 from tokenmap.corpus import CorpusStats, check_nonempty, read_corpus
 from tokenmap.cost import DEFAULT, CostModel
-from tokenmap.style import StyleOptions, bridge
+from tokenmap.style import NO_BRIDGE, StyleOptions, bridge
 
 log = logging.getLogger("tokenmap")
 
@@ -315,11 +315,27 @@ def _resolve(output: Path, force: bool, model: str, tokenizer, cost: CostModel |
     return tokenizer, cost
 
 
+def _read_stream(corpus: Sequence, tokenizer, options: BuildOptions, stats: CorpusStats,
+                 progress: Progress | None) -> np.ndarray:
+    """The ``BOS ids SEP ...`` uint32 stream of every utterance of ``corpus`` (spooled through a temp file)."""
+    with tempfile.TemporaryDirectory(prefix="tokenmap-") as tmp:
+        spool = Path(tmp) / "tokens.u32"
+        with open(spool, "wb") as out:
+            utts = read_corpus(corpus, text_column=options.text_column, stats=stats)
+            n_tokens = spool_tokens(utts, tokenizer, options, out, progress)
+        return np.fromfile(spool, dtype=np.uint32, count=n_tokens)
+
+
 def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *, model: str = "base",
               tokenizer=None, options: BuildOptions = BuildOptions(), cost: CostModel | None = None,
-              force: bool = False, progress: Progress | None = None) -> BuildResult:
+              force: bool = False, progress: Progress | None = None, teacher: Sequence = (),
+              teacher_copies: int = 1) -> BuildResult:
     """Build ``output`` from ``corpus`` files/dirs (see module docstring).
 
+    ``teacher``: files of the model's own transcripts of other audio from the
+    domain (``tokenmap transcribe`` output), read like a corpus but without
+    the style bridge (they are in Whisper's style already) and counted
+    ``teacher_copies`` times: the map learns how the model writes what it hears.
     ``tokenizer`` defaults to the model's (:class:`tokenmap.textok.TextTokenizer`);
     ``cost`` defaults to the calibrated curve for the model, else
     :data:`tokenmap.cost.DEFAULT`.  Raises :class:`BuildError`,
@@ -329,20 +345,23 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     output = Path(output)
     tokenizer, cost = _resolve(output, force, model, tokenizer, cost)
     bos, sep = tokenizer.vocab_size, tokenizer.vocab_size + 1
-    stats = CorpusStats()
-    with tempfile.TemporaryDirectory(prefix="tokenmap-") as tmp:
-        spool = Path(tmp) / "tokens.u32"
-        with open(spool, "wb") as out:
-            utts = read_corpus(corpus, text_column=options.text_column, stats=stats)
-            n_tokens = spool_tokens(utts, tokenizer, options, out, progress)
-        check_nonempty(stats)
-        stream = np.fromfile(spool, dtype=np.uint32, count=n_tokens)
+    stats, taught = CorpusStats(), CorpusStats()
+    stream = _read_stream(corpus, tokenizer, options, stats, progress)
+    check_nonempty(stats)
+    corpus_tokens = len(stream) - 2 * stats.utterances
+    if teacher:
+        lines = _read_stream(teacher, tokenizer, replace(options, style=NO_BRIDGE, add_raw=False), taught, None)
+        stream = np.concatenate([stream, *[lines] * max(0, teacher_copies)])
+    n_tokens = len(stream)
     if progress:
         progress("count", 0)
     min_count = options.trie_min_count or (1 if n_tokens <= SMALL_CORPUS_TOKENS else 2)
     arrays = suffixmap.build_arrays(stream, sep, options.depth, min_count)
-    header = make_header(tokenizer, model, options, stats, cost, n_tokens - 2 * stats.utterances)
+    header = make_header(tokenizer, model, options, stats, cost, corpus_tokens)
     header.update(depth=options.depth, bos=bos, sep=sep, min_count=min_count, order=options.depth)
+    if teacher:
+        header["teacher"] = {"utterances": taught.utterances, "copies": teacher_copies,
+                             "sha256": dict(sorted(taught.files.items()))}
     sm = suffixmap.SuffixMap(header, arrays)
     if progress:
         progress("prune", 0)
