@@ -20,7 +20,7 @@ import click
               help="Measure batches of 1..N tokens.")
 @click.option("--reps", default=5, show_default=True, type=click.IntRange(1, 100), help="Repetitions (median).")
 def calibrate(model, compute_type, threads, max_tokens, reps):
-    """Time forward_step against forward_batch of 1..N tokens and save the curve."""
+    """Time a verify pass of 1..N tokens on the real path (engine call, logits, rules); save the curve."""
     from tqdm import tqdm
 
     from tokenmap.cost import calibrate as measure, calibration_path, save_cost_model
@@ -31,7 +31,7 @@ def calibrate(model, compute_type, threads, max_tokens, reps):
     except TokenizerError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(1)
-    bar = tqdm(total=max_tokens, unit=" len", file=sys.stderr, disable=not sys.stderr.isatty(), desc="calibrate")
+    bar = tqdm(total=reps, unit=" round", file=sys.stderr, disable=not sys.stderr.isatty(), desc="calibrate")
     try:
         cost = measure(model_dir, compute_type, threads, max_tokens, reps, progress=lambda n: bar.update(1))
     except Exception as exc:  # engine errors: one line, no traceback

@@ -144,3 +144,12 @@ def test_choose_rows_equals_choose_row_by_row(tokens, draft):
         token, logprob = rules.choose(row, context)
         assert (token, logprob) == (chosen[j], logprobs[j])
         context.append(draft[j] if j < len(draft) else token)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), min_size=0, max_size=8), min_size=1, max_size=8), st.integers(1, 9))
+def test_chunked_sort_builds_the_same_arrays(utterances, chunk):
+    stream = _stream(utterances)
+    whole = build_arrays(stream, SEP, 5, 1)
+    parts = build_arrays(stream, SEP, 5, 1, chunk_positions=chunk)
+    assert all(np.array_equal(whole[k], parts[k]) for k in whole)
