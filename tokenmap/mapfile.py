@@ -11,7 +11,8 @@ Layout (all integers little-endian)::
     ...        arrays    each starting at a 64-byte aligned offset, C order
     end - 32   32 bytes  sha256 of every byte before it
 
-Arrays (K keys, C candidates, T candidate tokens, N = max order)::
+Arrays (K keys, C candidates, T candidate tokens, N = max order; :data:`LAYOUT`
+declares them and what they may hold, checked on load)::
 
     key_hash        uint64 [K]     hash of the key tokens, sorted within each order block
     key_tokens      uint32 [K, N]  the key tokens (left-aligned, padded with PAD)
@@ -22,6 +23,14 @@ Arrays (K keys, C candidates, T candidate tokens, N = max order)::
     cand_tokens     uint32 [T]
     cand_expected   float32 [C]    expected accepted tokens per verify pass
     cand_saving     float32 [C]    expected saving in ms per verify pass (cost model)
+
+Loading checks everything a lookup relies on: magic, version, checksum,
+header, the array table (names, dtypes, shapes, aligned offsets inside the
+data, no overlaps) and every array by its role in :data:`LAYOUT`
+(:mod:`tokenmap.mapschema`): token ids within the vocabulary of the tokenizer
+the map is loaded for (``vocab_size``, else the one the header records),
+offsets and lengths within the arrays they index.  A file that fails any
+check raises :class:`MapFormatError`.
 
 A **map set** (``tokenmap build --balance``) holds one map per task in one
 file: format version ``SET_VERSION``, a header list ``"sections"`` (each
@@ -49,6 +58,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .mapschema import ArraySpec, Offsets, TokenIds, Values, check_arrays
+
 log = logging.getLogger("tokenmap")
 
 MAGIC = b"\x93TOKMAP\x1a"
@@ -57,15 +68,25 @@ SET_VERSION = 2
 MAX_HEADER = 16 << 20
 ALIGN = 64
 PAD = 0xFFFFFFFE
+BOS = 0xFFFFFFFF
 _PREFIX = struct.Struct("<8sII")
 _CHECKSUM = 32
 _MASK = (1 << 64) - 1
 HASH_MULT = 0x9E3779B97F4A7C15
-SCHEMA = {
-    "key_hash": ("<u8", 1), "key_tokens": ("<u4", 2), "key_count": ("<u4", 1),
-    "order_offsets": ("<i8", 1), "cand_offsets": ("<i8", 1), "cand_tok_offsets": ("<i8", 1),
-    "cand_tokens": ("<u4", 1), "cand_expected": ("<f4", 1), "cand_saving": ("<f4", 1),
+#: The arrays of a map, what each may hold (:mod:`tokenmap.mapschema`); ``order`` is the header's.
+LAYOUT = {
+    "key_hash": ArraySpec("<u8", ("K",)),
+    "key_tokens": ArraySpec("<u4", ("K", "order"), TokenIds(sentinels=(BOS, PAD))),
+    "key_count": ArraySpec("<u4", ("K",)),
+    "order_offsets": ArraySpec("<i8", ("order+1",), Offsets("key_hash")),
+    "cand_offsets": ArraySpec("<i8", ("K+1",), Offsets("cand_expected")),
+    "cand_tok_offsets": ArraySpec("<i8", ("C+1",), Offsets("cand_tokens")),
+    "cand_tokens": ArraySpec("<u4", ("T",), TokenIds()),
+    "cand_expected": ArraySpec("<f4", ("C",), Values(finite=True)),
+    "cand_saving": ArraySpec("<f4", ("C",), Values(finite=True)),
 }
+#: ``{name: (dtype, number of dimensions)}`` of :data:`LAYOUT`
+SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in LAYOUT.items()}
 
 
 class MapFormatError(ValueError):
@@ -124,17 +145,21 @@ def write_map(path: str | os.PathLike, header: Mapping, arrays: Mapping[str, np.
         blob = json.dumps(meta, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     digest = hashlib.sha256()
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        def put(b: bytes) -> None:
-            f.write(b)
-            digest.update(b)
-        put(_PREFIX.pack(MAGIC, version, len(blob)) + blob)
-        put(b"\x00" * (data_start - _PREFIX.size - len(blob)))
-        for spec in specs:
-            raw = arrays[spec["name"]].tobytes()
-            put(raw + b"\x00" * _pad(len(raw)))
-        f.write(digest.digest())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            def put(b: bytes) -> None:
+                f.write(b)
+                digest.update(b)
+            put(_PREFIX.pack(MAGIC, version, len(blob)) + blob)
+            put(b"\x00" * (data_start - _PREFIX.size - len(blob)))
+            for spec in specs:
+                raw = arrays[spec["name"]].tobytes()
+                put(raw + b"\x00" * _pad(len(raw)))
+            f.write(digest.digest())
+        os.replace(tmp, path)
+    except BaseException:  # also Ctrl-C: no partial file stays behind, an old map stays untouched
+        tmp.unlink(missing_ok=True)
+        raise
     return path.stat().st_size
 
 
@@ -193,7 +218,7 @@ def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
     specs = header.get("arrays")
     if not isinstance(start, int) or not isinstance(specs, list) or not 0 < start <= size or start % ALIGN:
         raise _fail(path, "corrupt token map (bad array table)")
-    views = {}
+    views, extents = {}, []
     for spec in specs:
         try:
             name, dtype, shape, off = spec["name"], spec["dtype"], spec["shape"], spec["offset"]
@@ -201,8 +226,9 @@ def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
             raise _fail(path, "corrupt token map (bad array table)") from None
         base = _base(name) if isinstance(name, str) else ""
         if not _known_name(name, header) or SCHEMA[base][0] != dtype or name in views \
-                or not isinstance(shape, list) or len(shape) != SCHEMA[base][1] or not all(isinstance(s, int) and 0 <= s < 1 << 40 for s in shape) \
-                or not isinstance(off, int) or off < 0 or off % ALIGN:
+                or not isinstance(shape, list) or len(shape) != SCHEMA[base][1] \
+                or not all(type(s) is int and 0 <= s < 1 << 40 for s in shape) \
+                or type(off) is not int or off < 0 or off % ALIGN:
             raise _fail(path, f"corrupt token map (bad entry for array {name!r})")
         count = 1
         for s in shape:
@@ -210,7 +236,12 @@ def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
         nbytes = count * np.dtype(dtype).itemsize
         if start + off + nbytes > size:
             raise _fail(path, "token map is truncated")
+        extents.append((off, off + nbytes, name))
         views[name] = np.frombuffer(buf, dtype=dtype, count=count, offset=start + off).reshape(shape)
+    extents.sort()
+    for (_, end, first), (begin, _, second) in zip(extents, extents[1:]):
+        if begin < end:
+            raise _fail(path, f"corrupt token map (arrays {first!r} and {second!r} overlap)")
     prefixes = [f"{i}." for i in range(len(header["sections"]))] if "sections" in header else [""]
     missing = {p + n for p in prefixes for n in SCHEMA} - set(views)
     if missing:
@@ -230,21 +261,24 @@ def _known_name(name, header: dict) -> bool:
     return prefix.isdigit() and str(int(prefix)) == prefix and int(prefix) < len(header["sections"])
 
 
-def _check_structure(a: dict[str, np.ndarray], order: int, path: Path) -> None:
-    """Cross-array consistency, so that lookups can never index out of range."""
-    k = a["key_hash"].shape[0]
-    c = a["cand_expected"].shape[0]
-    oo, co, to = a["order_offsets"], a["cand_offsets"], a["cand_tok_offsets"]
-    ok = (
-        a["key_tokens"].shape == (k, order) and a["key_count"].shape == (k,)
-        and oo.shape == (order + 1,) and co.shape == (k + 1,) and to.shape == (c + 1,)
-        and a["cand_saving"].shape == (c,)
-        and oo[0] == 0 and oo[-1] == k and bool(np.all(np.diff(oo) >= 0))
-        and co[0] == 0 and co[-1] == c and bool(np.all(np.diff(co) >= 0))
-        and to[0] == 0 and to[-1] == a["cand_tokens"].shape[0] and bool(np.all(np.diff(to) >= 0))
-    )
-    if not ok:
-        raise _fail(path, "corrupt token map (inconsistent arrays)")
+def _check_structure(a: dict[str, np.ndarray], header: dict, vocab_size: int, path: Path,
+                     label: str = "") -> None:
+    """Every array by its role in :data:`LAYOUT`, so that lookups can never index out of range
+    nor draft an id outside the vocabulary."""
+    problem = check_arrays(a, LAYOUT, {"order": header["order"]}, vocab_size)
+    if problem:
+        raise _fail(path, f"corrupt token map ({label}{problem})")
+
+
+def _vocab_size(header: dict, vocab_size: int | None, path: Path) -> int:
+    """The vocabulary size ids are checked against: the header's, which must match the tokenizer's."""
+    recorded = header.get("vocab_size")
+    if type(recorded) is not int or not 0 < recorded < 1 << 31:
+        raise _fail(path, "corrupt token map (bad header field vocab_size)")
+    if vocab_size is not None and recorded != vocab_size:
+        raise _fail(path, f"made for a vocabulary of {recorded} tokens, the tokenizer has {vocab_size}: "
+                          "rebuild it with `tokenmap build`")
+    return recorded
 
 
 def _open(path: Path, verify: bool):
@@ -276,16 +310,18 @@ def _check_fingerprint(header: dict, fingerprint: str | None, model_hint: str, p
                           f"{fingerprint[:12]}…): rebuild it with `tokenmap build --model {model} …`")
 
 
-def _single(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str):
+def _single(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
+            vocab_size: int | None):
     """The map of a one-map file."""
     arrays = _array_views(buf, header, path)
     _check_order(header, path)
-    _check_structure(arrays, header["order"], path)
     _check_fingerprint(header, fingerprint, model_hint, path)
+    _check_structure(arrays, header, _vocab_size(header, vocab_size, path), path)
     return cls(header, arrays, path, buf)
 
 
-def _sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str) -> list:
+def _sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
+              vocab_size: int | None) -> list:
     """Every section of a map set as a map; each header is the file's plus the section's."""
     _check_fingerprint(header, fingerprint, model_hint, path)
     views = _array_views(buf, header, path)
@@ -298,19 +334,19 @@ def _sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model
             raise _fail(path, "corrupt token map (bad section table)")
         tasks.add(sec["task"])
         arrays = {name: views[f"{i}.{name}"] for name in SCHEMA}
-        _check_structure(arrays, merged["order"], path)
+        _check_structure(arrays, merged, _vocab_size(merged, vocab_size, path), path, f"section {i}: ")
         maps.append(cls(merged, arrays, path, buf))
     return maps
 
 
 def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify: bool = True,
-              model_hint: str = "") -> list["TokenMap"]:
+              model_hint: str = "", vocab_size: int | None = None) -> list["TokenMap"]:
     """Every map in a file: the sections of a map set, or ``[the map]`` (checks as :meth:`TokenMap.load`)."""
     path = Path(path)
     buf, header = _open(path, verify)
     if header.get("sections") is None:
-        return [_single(TokenMap, buf, header, path, fingerprint, model_hint)]
-    return _sections(TokenMap, buf, header, path, fingerprint, model_hint)
+        return [_single(TokenMap, buf, header, path, fingerprint, model_hint, vocab_size)]
+    return _sections(TokenMap, buf, header, path, fingerprint, model_hint, vocab_size)
 
 
 class TokenMap:
@@ -320,7 +356,7 @@ class TokenMap:
     for the first tokens, ``draft([BOS, t1])`` uses the 2-token key.
     """
 
-    BOS = 0xFFFFFFFF
+    BOS = BOS
 
     def __init__(self, header: dict, arrays: dict[str, np.ndarray], path: Path | None = None, buf=None):
         self.header = header
@@ -339,25 +375,27 @@ class TokenMap:
     # -- loading ---------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike, fingerprint: str | None = None, *, verify: bool = True,
-             model_hint: str = "", section: int | str | None = None) -> "TokenMap":
-        """Memory-map a token map; check magic, version, checksum and tokenizer.
+             model_hint: str = "", section: int | str | None = None, vocab_size: int | None = None) -> "TokenMap":
+        """Memory-map a token map; check magic, version, checksum, tokenizer and every array.
 
         ``fingerprint`` is the sha256 of the tokenizer's vocabulary that will
         use this map (see :class:`tokenmap.textok.TextTokenizer`); ``None``
-        skips that check.  A map set needs ``section`` (its index or task
-        name), or :func:`load_maps` for all of them.  Raises
+        skips that check.  ``vocab_size`` is that tokenizer's vocabulary size:
+        the header's must equal it, and every token id must lie below it
+        (``None``: below the header's).  A map set needs ``section`` (its index
+        or task name), or :func:`load_maps` for all of them.  Raises
         :class:`MapFormatError` with a one-line message.
         """
         path = Path(path)
         buf, header = _open(path, verify)
         sections = header.get("sections")
         if sections is None:
-            return _single(cls, buf, header, path, fingerprint, model_hint)
+            return _single(cls, buf, header, path, fingerprint, model_hint, vocab_size)
         if section is None:
             tasks = ", ".join(str(h.get("task")) for h in sections)
             raise _fail(path, f"a map set of {len(sections)} task sections ({tasks}): "
                               "load it with tokenmap.mapfile.load_maps, or name a section")
-        maps = _sections(cls, buf, header, path, fingerprint, model_hint)
+        maps = _sections(cls, buf, header, path, fingerprint, model_hint, vocab_size)
         index = {str(m.task): i for i, m in enumerate(maps)}
         i = index.get(str(section), section if isinstance(section, int) else -1)
         if not 0 <= i < len(maps):

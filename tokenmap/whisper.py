@@ -166,12 +166,12 @@ def _load_map(token_map, hf_tokenizer):
     from .mapfile import load_maps
     from .textok import TextTokenizer
 
-    fingerprint = None
+    tok = None
     maps = []
     for m in token_map if isinstance(token_map, (list, tuple)) else [token_map]:
         if isinstance(m, (str, os.PathLike)):
-            fingerprint = fingerprint or TextTokenizer(hf_tokenizer).fingerprint
-            maps.extend(load_maps(m, fingerprint))
+            tok = tok or TextTokenizer(hf_tokenizer)
+            maps.extend(load_maps(m, tok.fingerprint, vocab_size=tok.vocab_size))
         else:
             maps.append(m)
     return maps[0] if len(maps) == 1 else maps
