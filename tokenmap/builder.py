@@ -6,7 +6,9 @@ The pipeline (:func:`build_map`) is a fixed sequence:
    Whisper's style (:mod:`tokenmap.style`), tokenize them with the target
    model's tokenizer in batches and spool the ids to a temporary file as one
    flat ``uint32`` stream ``BOS t1 t2 ... SEP BOS ...``;
-2. **validate** - refuse an empty corpus or an existing output without ``force``;
+2. **validate** - refuse an output that is one of the inputs or lies inside an
+   input directory, an existing output without ``force``, and an empty corpus
+   (and, after step 4, a map without keys);
 3. **count** - level by level (apriori, :mod:`tokenmap.counting`): the
    m-grams of the stream are counted with ``numpy`` (exact 64-bit keys
    ``parent_id << bits | token``), and only m-grams whose count reaches
@@ -195,11 +197,22 @@ def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, pr
 
 
 # -- the pipeline ------------------------------------------------------------
-def _created() -> str:
-    """ISO time of the build; ``SOURCE_DATE_EPOCH`` makes it reproducible."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    stamp = int(epoch) if epoch and epoch.isdigit() else int(time.time())
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
+def _created() -> str | None:
+    """ISO time of ``SOURCE_DATE_EPOCH``, else None.
+
+    A map holds no wall-clock time, so two builds of the same corpus with the
+    same options are byte for byte the same; ``SOURCE_DATE_EPOCH`` (seconds
+    since 1970) records a date of the caller's choice.
+    """
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not epoch:
+        return None
+    try:
+        if not epoch.isdigit():
+            raise ValueError(epoch)
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(epoch)))
+    except (ValueError, OverflowError, OSError):
+        raise BuildError(f"SOURCE_DATE_EPOCH={epoch!r} is not a number of seconds since 1970") from None
 
 
 def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats, cost: CostModel,
@@ -208,6 +221,7 @@ def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats
     params = asdict(options)
     params.pop("batch_size")
     params.pop("jobs")
+    created = _created()
     return {
         "format": "tokenmap",
         "fingerprint": tokenizer.fingerprint,
@@ -224,7 +238,7 @@ def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats
         "domains": dict(sorted(stats.domains.items())),
         "languages": dict(sorted(stats.langs.items())),
         "corpus_sha256": dict(sorted(stats.files.items())),
-        "created": _created(),
+        **({"created": created} if created else {}),
         "bos": mapfile.TokenMap.BOS,
     }
 
@@ -276,8 +290,33 @@ def _sample(tok: TokenFile, sep: int, limit: int) -> list[list[int]]:
     return out
 
 
-def _resolve(output: Path, force: bool, model: str, tokenizer, cost: CostModel | None):
-    """Check ``output`` and default the tokenizer and the cost model (shared with :mod:`tokenmap.balance`)."""
+def check_output(output: Path, inputs: Sequence[str | os.PathLike]) -> None:
+    """Refuse an ``output`` that is one of the ``inputs`` or lies inside an input directory."""
+    real = Path(os.path.realpath(output))
+    for raw in inputs:
+        source = Path(os.path.realpath(raw))
+        if source == real or (real.exists() and source.exists() and os.path.samefile(real, source)):
+            raise BuildError(f"{output} is one of the inputs: write the map to another file")
+        if source.is_dir() and source in real.parents:
+            raise BuildError(f"{output} lies inside the input directory {raw}: write the map outside it")
+
+
+def require_keys(keys: int, stats: CorpusStats, n_tokens: int, min_count: int) -> None:
+    """Refuse to write a map without keys (it would never draft), as an empty corpus is refused."""
+    if keys:
+        return
+    skipped = ", ".join(f"{v} {k}" for k, v in sorted(stats.skipped.items()) if k != "empty")
+    raise BuildError(f"no map written: no n-gram of the corpus occurs {min_count} times (--min-count) with a "
+                     f"draft worth verifying ({stats.utterances} usable utterances, {n_tokens} tokens"
+                     + (f"; lines skipped: {skipped}" if skipped else "") + "); add text or lower --min-count")
+
+
+def _resolve(output: Path, force: bool, model: str, tokenizer, cost: CostModel | None,
+             inputs: Sequence[str | os.PathLike] = ()):
+    """Check ``output`` against the ``inputs`` and ``force``, check ``SOURCE_DATE_EPOCH``, and default the
+    tokenizer and the cost model (shared with :mod:`tokenmap.balance`)."""
+    check_output(output, inputs)
+    _created()
     if output.exists() and not force:
         raise BuildError(f"{output} already exists (use --force to overwrite it)")
     try:
@@ -309,7 +348,7 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     """
     t0 = time.perf_counter()
     output = Path(output)
-    tokenizer, cost = _resolve(output, force, model, tokenizer, cost)
+    tokenizer, cost = _resolve(output, force, model, tokenizer, cost, corpus)
     bos, sep = tokenizer.vocab_size, tokenizer.vocab_size + 1
     stats = CorpusStats()
     with tempfile.TemporaryDirectory(prefix="tokenmap-") as tmp:
@@ -332,6 +371,7 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     header = make_header(tokenizer, model, options, stats, cost, n_tokens - 2 * stats.utterances)
     header["merged_near_duplicates"] = report["merged"]
     tm = mapfile.TokenMap(dict(header), arrays)
+    require_keys(tm.num_keys, stats, header["tokens"], options.min_count)
     header["self_test"] = {k: round(v, 4) if isinstance(v, float) else v for k, v in simulate(tm, sample).items()}
     if progress:
         progress("save", 0)
