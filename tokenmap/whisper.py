@@ -32,6 +32,7 @@ from .drafters import SessionCache, default_drafter
 from .engine import require_step_api
 from .rules import SpecialTokens, supports_fast_path
 from .speculative import ControllerSet, DecodeStats, decode_window
+from .transcriber import audio_input
 
 logger = logging.getLogger("tokenmap")
 
@@ -145,7 +146,7 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     def transcribe(self, audio, *args, **kwargs):
         self.model.take_stats()  # start this thread's counters afresh
-        segments, info = super().transcribe(audio, *args, **kwargs)
+        segments, info = super().transcribe(audio_input(audio), *args, **kwargs)
         return self._remember(segments), info
 
     def _remember(self, segments):
