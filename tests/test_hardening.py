@@ -59,11 +59,10 @@ def bad_inputs(tmp_path_factory, corpus):
                                   "unknown model"])
 def test_stream_errors_are_transcribes(bad_inputs, data_dir, case):
     audio = data_dir / "en-agent-pass.flac"
-    results = {cmd: run(cmd, "-l", "en", "--threads", 2, *bad_inputs[case], audio) for cmd in ("transcribe", "stream")}
-    for cmd, res in results.items():
-        assert res.exit_code == 2, (cmd, res.output, res.exception)
-        assert len(res.stderr.splitlines()) == 1 and res.stderr.startswith("Error: "), (cmd, res.stderr)
-    assert results["stream"].stderr == results["transcribe"].stderr
+    transcribe, stream = (run(cmd, "-l", "en", "--threads", 2, *bad_inputs[case], audio) for cmd in ("transcribe",
+                                                                                                     "stream"))
+    assert (stream.exit_code, stream.stderr) == (transcribe.exit_code, transcribe.stderr), stream.exception
+    assert stream.exit_code == 2 and len(stream.stderr.splitlines()) == 1 and stream.stderr.startswith("Error: ")
 
 
 # -- one error prefix ----------------------------------------------------------------------------
