@@ -109,17 +109,16 @@ def test_build_refuses_to_overwrite_its_input(tmp_path, corpus):
     assert teacher.exit_code == 1 and "is one of the inputs" in teacher.stderr
 
 
-def test_a_corpus_without_keys_is_an_error(tmp_path):
-    """200 kB of random bytes without NUL: a few lines decode, no n-gram repeats, so no map."""
+def test_a_corpus_without_usable_text_is_an_error(tmp_path):
+    """200 kB of random bytes without NUL: almost every line is skipped, so no map (as for an empty corpus)."""
     noise = tmp_path / "noise.txt"
     noise.write_bytes(np.random.default_rng(1).integers(1, 256, 200_000, dtype=np.uint8).tobytes())
-    res = run("build", noise, "-o", tmp_path / "m.tmap", "--model", MODEL, "--jobs", 1)
-    assert res.exit_code == 1 and "no map written" in res.stderr, res.output
-    assert not (tmp_path / "m.tmap").exists()
-    once = tmp_path / "once.txt"
-    once.write_text("Every line here is said only once.\nNothing comes back twice.\n")
-    res = run("build", once, "-o", tmp_path / "m.tmap", "--model", MODEL, "--jobs", 1)
-    assert res.exit_code == 1 and "no map written" in res.stderr and "--min-count" in res.stderr
+    for extra in ((), ("--balance",)):
+        res = run("build", noise, *extra, "-o", tmp_path / "m.tmap", "--model", MODEL, "--jobs", 1)
+        assert res.exit_code == 1, res.output
+        assert [line for line in res.stderr.splitlines() if line.startswith("Error: ")] == [
+            "Error: the corpus is mostly not text: 789 of 791 lines skipped (789 not UTF-8); check the input files"]
+        assert not (tmp_path / "m.tmap").exists()
 
 
 # -- reproducible builds -------------------------------------------------------------------------

@@ -131,15 +131,18 @@ def _random_values(rng, dtype, n, vocab):
 
 
 def _mutate(rng, arrays, draw, vocab):
-    """A few random edits of ``arrays``: values replaced, an array cut, grown, replaced or dropped."""
+    """A few random edits of ``arrays``: values replaced, an array filled with one value, cut, grown,
+    replaced or dropped."""
     arrays = {k: np.array(v) for k, v in arrays.items()}
     for _ in range(draw(st.integers(0, 3))):
         name = draw(st.sampled_from(sorted(arrays)))
         a = arrays[name]
-        kind = draw(st.sampled_from(["values", "values", "cut", "grow", "replace", "drop"]))
+        kind = draw(st.sampled_from(["values", "values", "fill", "cut", "grow", "replace", "drop"]))
         if kind == "values" and a.size:
             idx = rng.integers(0, a.size, draw(st.integers(1, 3)))
             a.reshape(-1)[idx] = _random_values(rng, a.dtype, len(idx), vocab)
+        elif kind == "fill":
+            a[...] = _random_values(rng, a.dtype, 1, vocab)[0]
         elif kind == "cut" and len(a):
             arrays[name] = a[:-1]
         elif kind == "grow":
@@ -150,6 +153,31 @@ def _mutate(rng, arrays, draw, vocab):
         elif kind == "drop":
             del arrays[name]
     return arrays
+
+
+def _edge_values(dtype, vocab):
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return [np.nan, np.inf, -1.0, 0.0]
+    info = np.iinfo(dt)
+    return [v for v in (0, 1, 2, vocab - 1, vocab, vocab + 1, vocab + 2, 2**31, info.max, -1, info.min)
+            if info.min <= v <= info.max]
+
+
+def test_arrays_set_to_edge_values(small_map, contexts, tok, tmp_path):
+    """Each array of a real map, all of it or its first or last entry set to 0, 1, -1, the vocabulary
+    size, 2**31, its dtype's limits, NaN...: rejected, or safe to draft from."""
+    raw = open(small_map, "rb").read()
+    table = json.loads(raw[16:16 + struct.unpack_from("<I", raw, 12)[0]])["arrays"]
+    for spec in table:
+        for value in _edge_values(spec["dtype"], tok.vocab_size):
+            for where in (slice(None), 0, -1):
+                def edit(name, view):
+                    if name == spec["name"] and view.size:
+                        view.reshape(-1)[where] = value
+
+                path = rewrite(small_map, tmp_path / "edge.tmap", edit)
+                load_or_reject(path, contexts, tok.fingerprint, tok.vocab_size)
 
 
 HEADER_EDITS = st.fixed_dictionaries({}, optional={

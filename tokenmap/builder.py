@@ -301,14 +301,17 @@ def check_output(output: Path, inputs: Sequence[str | os.PathLike]) -> None:
             raise BuildError(f"{output} lies inside the input directory {raw}: write the map outside it")
 
 
-def require_keys(keys: int, stats: CorpusStats, n_tokens: int, min_count: int) -> None:
-    """Refuse to write a map without keys (it would never draft), as an empty corpus is refused."""
+def require_keys(keys: int, stats: CorpusStats, n_tokens: int, min_count: int,
+                 flag: str | None = "--min-count") -> None:
+    """Refuse to write a map without keys (it would never draft), as an empty corpus is refused;
+    ``flag`` is the option that sets ``min_count``, if any."""
     if keys:
         return
     skipped = ", ".join(f"{v} {k}" for k, v in sorted(stats.skipped.items()) if k != "empty")
-    raise BuildError(f"no map written: no n-gram of the corpus occurs {min_count} times (--min-count) with a "
-                     f"draft worth verifying ({stats.utterances} usable utterances, {n_tokens} tokens"
-                     + (f"; lines skipped: {skipped}" if skipped else "") + "); add text or lower --min-count")
+    raise BuildError(f"no map written: no context of the corpus occurs {min_count} times or more with a draft "
+                     f"worth verifying ({stats.utterances} usable utterances, {n_tokens} tokens"
+                     + (f"; lines skipped: {skipped}" if skipped else "") + "); add text"
+                     + (f" or lower {flag}" if flag else ""))
 
 
 def _resolve(output: Path, force: bool, model: str, tokenizer, cost: CostModel | None,
