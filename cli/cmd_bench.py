@@ -16,12 +16,9 @@ from pathlib import Path
 
 import click
 
+from .errors import fail as _fail
+
 SYSTEMS = "greedy,tokenmap,oracle,distil-spec,stock,e2e"
-
-
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(1)
 
 
 class _Progress:

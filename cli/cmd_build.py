@@ -9,18 +9,41 @@ Examples::
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+from contextlib import contextmanager
 
 import click
 import numpy as np
 
 from tokenmap.suffixmap import SuffixMap
 
+from .errors import fail as _fail
 
-def _fail(message: str) -> None:
-    """One line on stderr, exit code 1, no traceback."""
-    click.echo(f"error: {message}", err=True)
-    sys.exit(1)
+
+@contextmanager
+def _interrupt_parent_only():
+    """Ctrl-C stops a build without the forked workers' tracebacks.
+
+    The terminal sends SIGINT to the whole process group, so the tokenizing
+    and counting workers (forked: they inherit this handler) get it too. They
+    still unwind with KeyboardInterrupt, which releases the pool's locks so the
+    parent can stop them, but with their stderr sent to /dev/null; the parent
+    stops the build as before (no partial file, an old map untouched).
+    """
+    parent = os.getpid()
+
+    def on_interrupt(signum, frame):
+        if os.getpid() != parent:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class _Bar:
@@ -94,13 +117,14 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
                            add_raw=add_raw, text_column=text_column, jobs=jobs)
     bar = _Bar()
     try:
-        if balance:
-            from tokenmap.balance import build_balanced
-            result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar,
-                                    layout=layout, teacher=teacher)
-        else:
-            result = build_map(corpus, output, model=model, options=options, force=force, progress=bar,
-                               teacher=teacher, teacher_copies=teacher_copies)
+        with _interrupt_parent_only():
+            if balance:
+                from tokenmap.balance import build_balanced
+                result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar,
+                                        layout=layout, teacher=teacher)
+            else:
+                result = build_map(corpus, output, model=model, options=options, force=force, progress=bar,
+                                   teacher=teacher, teacher_copies=teacher_copies)
     except (BuildError, CorpusError, TokenizerError, MapFormatError, OSError, ValueError) as exc:
         bar.close()
         _fail(str(exc))
@@ -255,7 +279,8 @@ def _print_summary(info: dict, prefix) -> None:
         click.echo(f"section {info['task']}: budget min-count {info['budget']['min_count']}, candidates "
                    f"{info['budget']['max_candidates']}, draft-len {info['budget']['max_draft_len']}")
     click.echo(f"{info['path']}: {info['size_bytes'] / 1e6:.2f} MB, {info['family']} "
-               f"(model {info['model']}, tokenizer {str(info['fingerprint'])[:12]}…), created {info['created']}")
+               f"(model {info['model']}, tokenizer {str(info['fingerprint'])[:12]}…)"
+               + (f", created {info['created']}" if info["created"] else ""))
     click.echo(f"order N={info['order']}, params {json.dumps(info['params'], sort_keys=True)}")
     click.echo(f"corpus: {info['utterances']} utterances, {info['tokens']} tokens; "
                f"domains {info['domains']}, languages {info['languages']}")

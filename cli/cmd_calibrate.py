@@ -11,6 +11,8 @@ import sys
 
 import click
 
+from .errors import fail
+
 
 @click.command()
 @click.option("--model", default="base", show_default=True, help="Whisper model name or CTranslate2 directory.")
@@ -29,15 +31,13 @@ def calibrate(model, compute_type, threads, max_tokens, reps):
     try:
         model_dir = model_dir_for(model)
     except TokenizerError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        fail(exc)
     bar = tqdm(total=reps, unit=" round", file=sys.stderr, disable=not sys.stderr.isatty(), desc="calibrate")
     try:
         cost = measure(model_dir, compute_type, threads, max_tokens, reps, progress=lambda n: bar.update(1))
     except Exception as exc:  # engine errors: one line, no traceback
         bar.close()
-        click.echo(f"error: calibration failed: {exc}", err=True)
-        sys.exit(1)
+        fail(f"calibration failed: {exc}")
     bar.close()
     click.echo(f"forward_step: {cost.step_ms:.2f} ms")
     click.echo("forward_batch (tokens: ms, in steps):")

@@ -40,7 +40,7 @@ def tiny_arrays():
     }
 
 
-HEADER = {"fingerprint": "ab" * 32, "order": 2, "model": "base", "family": "whisper-multilingual"}
+HEADER = {"fingerprint": "ab" * 32, "order": 2, "model": "base", "family": "whisper-multilingual", "vocab_size": 1000}
 
 
 @pytest.fixture()
