@@ -3,7 +3,10 @@
 Layout (all integers little-endian)::
 
     offset 0   8 bytes   MAGIC  b"\\x93TOKMAP\\x1a"
-    offset 8   uint32    format version (FORMAT_VERSION, or SET_VERSION for a map set)
+    offset 8   uint32    format version: 3 a suffix map (what `tokenmap build` writes),
+                         2 a map set of n-gram sections, 4 one n-gram map
+                         (`--balance --layout merged`); 1, the n-gram map of
+                         earlier releases, is refused with a message to rebuild
     offset 12  uint32    header length H in bytes (<= MAX_HEADER)
     offset 16  H bytes   UTF-8 JSON header (fingerprint, family, order, build
                          parameters, counts, corpus sha256s, created, and
@@ -64,9 +67,10 @@ from .suffixmap import ARRAYS, SuffixMap
 log = logging.getLogger("tokenmap")
 
 MAGIC = b"\x93TOKMAP\x1a"
-NGRAM_VERSION = 1  # the n-gram key/candidate layout of earlier releases: no longer read
-SET_VERSION = 2
+LEGACY_VERSION = 1  # the 3-token n-gram map of earlier `tokenmap build`s: refused, rebuild it
+SET_VERSION = 2  # a map set of n-gram sections (`tokenmap build --balance`)
 SUFFIX_VERSION = 3  # one suffix map (tokenmap.suffixmap), what `tokenmap build` writes
+NGRAM_VERSION = 4  # one n-gram map with this release's checks (`tokenmap build --balance --layout merged`)
 FORMAT_VERSION = SUFFIX_VERSION
 MAX_HEADER = 16 << 20
 ALIGN = 64
@@ -211,9 +215,12 @@ def read_header(buf, path: Path) -> dict:
     magic, version, hlen = _PREFIX.unpack_from(buf, 0)
     if magic != MAGIC:
         raise _fail(path, "not a token map (bad magic)")
-    if version not in (NGRAM_VERSION, SUFFIX_VERSION, SET_VERSION):
+    if version == LEGACY_VERSION:
+        raise _fail(path, "a token map of format 1 (3-token contexts), which this tokenmap no longer reads: "
+                          "rebuild it with `tokenmap build`")
+    if version not in (SET_VERSION, SUFFIX_VERSION, NGRAM_VERSION):
         raise _fail(path, f"unsupported token map format version {version} "
-                          f"(this tokenmap reads {NGRAM_VERSION}, {SET_VERSION} and {SUFFIX_VERSION})")
+                          f"(this tokenmap reads {SET_VERSION}, {SUFFIX_VERSION} and {NGRAM_VERSION})")
     if hlen > MAX_HEADER:
         raise _fail(path, "corrupt token map (header too large)")
     if _PREFIX.size + hlen + _CHECKSUM > size:
@@ -361,11 +368,6 @@ def _sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model
     return maps
 
 
-def _warn_ngram(path: Path) -> None:
-    log.warning("%s: an n-gram token map (format %d) drafts from 3-token contexts only; rebuild it with "
-                "`tokenmap build` for the suffix map's longer drafts", path, NGRAM_VERSION)
-
-
 def _suffix(buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
             vocab_size: int | None) -> SuffixMap:
     """The map of a format-3 file, its arrays checked so that no walk can leave them and no draft
@@ -406,7 +408,6 @@ def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify
     if header["format_version"] == SUFFIX_VERSION:
         return [_suffix(buf, header, path, fingerprint, model_hint, vocab_size)]
     if header.get("sections") is None:
-        _warn_ngram(path)
         return [_single(TokenMap, buf, header, path, fingerprint, model_hint, vocab_size)]
     return _sections(TokenMap, buf, header, path, fingerprint, model_hint, vocab_size)
 
