@@ -63,9 +63,15 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--out", default="")
+    ap.add_argument("--report", default="", help="only report an earlier --out file (adds WER against the manifest)")
     args = ap.parse_args()
     args.set = args.set or ["telephony"]
     systems = args.systems.split(",")
+    if args.report:
+        rows = [json.loads(line) for line in Path(args.report).read_text().splitlines() if line.strip()]
+        report(rows, systems)
+        word_error_rates(rows, systems, args.manifest)
+        return
     import ctranslate2
 
     model_dir = resolve_model("base", download=False)
@@ -133,6 +139,23 @@ def report(rows, systems):
         line = "".join(f" {ref / sum(r[f'{n}_s'] for r in rs):18.3f}" for n in systems)
         line += "".join(f" {sum(r[a + '_tokens'] == r[b + '_tokens'] for r in rs) / len(rs):28.1%}" for a, b in pairs)
         print(f"{task:16s} {len(rs):4d}{line}")
+
+
+def word_error_rates(rows, systems, manifest) -> None:
+    """WER of each system against the manifest's transcripts (utterances that have one)."""
+    from tokenizers import Tokenizer
+
+    from tokenmap.bench.metrics import wer
+
+    tok = Tokenizer.from_file(str(resolve_model("base", download=False) / "tokenizer.json"))
+    refs = {u.id: u.text for u in load_manifest(manifest)}
+    rows = [r for r in rows if refs.get(r["id"])]
+
+    def text(ids):
+        return tok.decode([t for t in ids if t < 50257])
+
+    print(f"WER on {len(rows)} utterances with a reference: " + ", ".join(
+        f"{n} {wer((refs[r['id']], text(r[n + '_tokens'])) for r in rows):.2%}" for n in systems))
 
 
 if __name__ == "__main__":

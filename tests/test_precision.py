@@ -115,3 +115,34 @@ def test_int8_model_decodes_with_a_float32_copy_by_default(base_model_dir, data_
 
     assert text(exact) == text(plain)
     assert exact.last_stats()["windows"] >= 1
+
+
+def test_float32_decoder_has_its_own_built_in_cost_curve(tmp_path):
+    from tokenmap.cost import DEFAULT, DEFAULT_FLOAT32, load_cost_model
+
+    assert load_cost_model(tmp_path, "float32", 2) is DEFAULT_FLOAT32
+    assert load_cost_model(tmp_path, "int8", 2) is DEFAULT
+    assert DEFAULT_FLOAT32.batch(17) > 5 * DEFAULT_FLOAT32.step_ms > DEFAULT.batch(17)
+
+
+@pytest.mark.model  # resolves the packaged model directory (loads nothing)
+def test_calibrate_measures_the_decoders_precision(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    import tokenmap.cost as cost
+    from tokenmap_cli.main import cli
+
+    seen = []
+
+    def fake(model_dir, compute_type, threads, max_tokens, reps, progress=None):
+        seen.append(compute_type)
+        return cost.CostModel(1.0, (1.0,) * max_tokens)
+
+    monkeypatch.setattr(cost, "calibrate", fake)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["calibrate", "--max-tokens", "2"]).exit_code == 0
+    assert runner.invoke(cli, ["calibrate", "--max-tokens", "2", "--decoder-compute-type", "same"]).exit_code == 0
+    assert seen == ["float32", "int8"]
+    assert sorted(p.name.split("-")[1] for p in (tmp_path / "tokenmap" / "calibration").glob("*.json")) == \
+        ["float32", "int8"]
