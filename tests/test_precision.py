@@ -146,3 +146,23 @@ def test_calibrate_measures_the_decoders_precision(monkeypatch, tmp_path):
     assert seen == ["float32", "int8"]
     assert sorted(p.name.split("-")[1] for p in (tmp_path / "tokenmap" / "calibration").glob("*.json")) == \
         ["float32", "int8"]
+
+
+def test_doctor_shows_the_encoder_and_decoder_choice_and_why(monkeypatch, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from tokenmap.engine import drafting_off_reason
+    from tokenmap_cli.main import cli
+
+    if drafting_off_reason() is not None:
+        pytest.skip("needs the engine fork")
+    monkeypatch.setenv("TOKENMAP_STOCK_CT2", str(tmp_path / "none"))
+    info = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).stdout)
+    assert info["encoder"].startswith("the fork's own encoder") and "make stock-encoder" in info["encoder"]
+    assert "float32 decoder" in info["decoder (--compute-type int8)"]
+    (tmp_path / "none" / "ctranslate2").mkdir(parents=True)
+    (tmp_path / "none" / "ctranslate2" / "__init__.py").write_text("")
+    info = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).stdout)
+    assert info["encoder"].startswith("stock CTranslate2 in a worker process") and "faster" in info["encoder"]

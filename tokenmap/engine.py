@@ -187,7 +187,10 @@ def engine_info(model_dir=None) -> dict:
     info["drafting"] = "on" if reason is None else f"off: {reason.partition(': ')[2]}"
     info["compute types (cpu)"] = ", ".join(sorted(ct2.get_supported_compute_types("cpu")))
     info["threads"] = _thread_report()
-    info.update(_precision_report())
+    if reason is None:
+        info.update(_precision_report())
+    else:
+        info["encoder"] = f"ctranslate2 {ct2.__version__} in process (drafting off: plain faster-whisper)"
     if model_dir is not None:
         info.update({("cpu" if k == "cpu" else f"cpu {k}"): v for k, v in cpu_report(model_dir).items()})
     return info
