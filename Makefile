@@ -12,12 +12,13 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see README, "The engine").
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test setup engine models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock clean
+.PHONY: help demo test setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
 	@echo "make test        install everything needed, then run the test suite"
 	@echo "make engine      re-install the CTranslate2 fork (if stock ctranslate2 shadowed it)"
+	@echo "make stock-encoder  stock CTranslate2 for the encoder worker (faster encoder, same output)"
 	@echo "make bench-data  install TTS voices and real speech, build the benchmark test sets"
 	@echo "make bench-teacher  the model's transcripts of the dev audio, for map mode taught"
 	@echo "make bench-learn the model's transcripts of the 8 kHz prompt recordings, for tokenmap-learned"
@@ -25,7 +26,7 @@ help:
 	@echo "make bench       the full benchmark; regenerates docs/BENCHMARKS.md"
 	@echo "make clean       remove the virtual environment"
 
-setup: $(STAMP) models
+setup: $(STAMP) models stock-encoder
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +38,14 @@ $(STAMP): setup.cfg pyproject.toml
 engine:
 	$(PIP) install -q --disable-pip-version-check --force-reinstall --no-deps $(ENGINE)
 	$(PY) -c "from tokenmap.engine import require_step_api; require_step_api()"
+
+# Stock CTranslate2 for the encoder worker (tokenmap/stock_encoder.py): it encodes faster than
+# the fork with bit-identical output. A private directory that only the worker puts on its
+# path (the fork and stock cannot share a process); installed here, never at run time.
+STOCK_CT2 := $(or $(TOKENMAP_STOCK_CT2),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/tokenmap/stock-ct2)
+stock-encoder: $(STOCK_CT2)/ctranslate2/__init__.py
+$(STOCK_CT2)/ctranslate2/__init__.py: | $(STAMP)
+	$(PIP) install -q --disable-pip-version-check --no-deps --target $(STOCK_CT2) ctranslate2==4.8.5
 
 models: $(STAMP)
 	$(BIN)/tokenmap models prepare base tiny.en

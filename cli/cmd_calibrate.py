@@ -2,7 +2,7 @@
 
 Example::
 
-    tokenmap calibrate --model base --compute-type int8 --threads 2
+    tokenmap calibrate --model base --compute-type int8 --threads 2   # measures the float32 decoder
 """
 
 from __future__ import annotations
@@ -16,14 +16,20 @@ from .errors import fail
 
 @click.command()
 @click.option("--model", default="base", show_default=True, help="Whisper model name or CTranslate2 directory.")
-@click.option("--compute-type", default="int8", show_default=True, help="CTranslate2 compute type.")
+@click.option("--compute-type", default="int8", show_default=True,
+              help="CTranslate2 compute type, as given to `tokenmap transcribe`.")
+@click.option("--decoder-compute-type", type=click.Choice(["auto", "same", "float32", "int8"]), default="auto",
+              show_default=True, help="As for `tokenmap transcribe`: the curve is measured for the decoder's "
+                                      "precision (auto: float32 when --compute-type is int8).")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256), help="intra_threads.")
 @click.option("--max-tokens", default=32, show_default=True, type=click.IntRange(1, 64),
               help="Measure batches of 1..N tokens.")
 @click.option("--reps", default=5, show_default=True, type=click.IntRange(1, 100), help="Repetitions (median).")
-def calibrate(model, compute_type, threads, max_tokens, reps):
+def calibrate(model, compute_type, decoder_compute_type, threads, max_tokens, reps):
     """Time a verify pass of 1..N tokens on the real path (engine call, logits, rules); save the curve."""
     from tqdm import tqdm
+
+    from tokenmap.precision import decoder_compute_type as decoder_type
 
     from tokenmap.cost import calibrate as measure, calibration_path, save_cost_model
     from tokenmap.textok import TokenizerError, model_dir_for
@@ -32,6 +38,8 @@ def calibrate(model, compute_type, threads, max_tokens, reps):
         model_dir = model_dir_for(model)
     except TokenizerError as exc:
         fail(exc)
+    compute_type = decoder_type(compute_type, decoder_compute_type)  # the curve is the decoder's
+    click.echo(f"decoder compute type: {compute_type}")
     bar = tqdm(total=reps, unit=" round", file=sys.stderr, disable=not sys.stderr.isatty(), desc="calibrate")
     try:
         cost = measure(model_dir, compute_type, threads, max_tokens, reps, progress=lambda n: bar.update(1))

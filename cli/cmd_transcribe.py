@@ -74,6 +74,13 @@ def _emit(transcript, fmt: str, output_dir: Path | None, many: bool) -> None:
 @click.option("--task", type=click.Choice(["transcribe", "translate"]), default="transcribe", show_default=True)
 @click.option("--compute-type", type=click.Choice(["int8", "float32", "int8_float32"]), default="int8",
               show_default=True, help="Weight precision on the CPU.")
+@click.option("--decoder-compute-type", type=click.Choice(["auto", "same", "float32", "int8"]), default="auto",
+              show_default=True,
+              help="Decoder precision. auto: float32 when --compute-type is int8 (the map then gives the plain "
+                   "transcript); same: int8 throughout (faster, a few transcripts differ).")
+@click.option("--encoder", type=click.Choice(["auto", "fork", "stock"]), default="auto", show_default=True,
+              help="Encoder engine. auto: stock CTranslate2 in a worker process when `make stock-encoder` "
+                   "installed it (faster, same output), else the fork in process.")
 @click.option("--threads", type=click.IntRange(1, 64), default=None,
               help="CPU threads for CTranslate2 [default: all visible cores, at most 8].")
 @click.option("--beam-size", type=click.IntRange(1, 16), default=1, show_default=True,
@@ -83,8 +90,8 @@ def _emit(transcript, fmt: str, output_dir: Path | None, many: bool) -> None:
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="txt", show_default=True)
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write FILE-stem.FORMAT files here (as each finishes) instead of printing.")
-def transcribe(files, model, map_path, language, task, compute_type, threads, beam_size, vad,
-               word_timestamps, fmt, output_dir):
+def transcribe(files, model, map_path, language, task, compute_type, decoder_compute_type, encoder, threads,
+               beam_size, vad, word_timestamps, fmt, output_dir):
     """Transcribe audio FILES (any format FFmpeg reads) with Whisper.
 
     \b
@@ -102,7 +109,8 @@ def transcribe(files, model, map_path, language, task, compute_type, threads, be
     from tokenmap.transcriber import AudioError, TranscribeOptions, load_model, transcribe_file
 
     try:
-        whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=list(map_path) or None)
+        whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=list(map_path) or None,
+                             decoder_compute_type=decoder_compute_type, encoder=encoder)
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
         fail(exc, exit_code=2)
     if output_dir is not None:

@@ -106,6 +106,19 @@ DEFAULT = CostModel(
     source="default (engine-notes: base, int8, 2 threads)",
 )
 
+#: a float32 decoder (base, 2 threads, AMD EPYC, medians of 30): a pass of 2-3 tokens
+#: costs about one step, longer ones grow faster than at int8
+DEFAULT_FLOAT32 = CostModel(
+    step_ms=9.3,
+    batch_ms=interpolate({1: 9.3, 2: 9.3, 5: 15.7, 9: 22.7, 13: 37.6, 17: 64.8}),
+    source="default (engine-notes: base, float32, 2 threads)",
+)
+
+
+def default_cost(compute_type: str) -> CostModel:
+    """The built-in curve for a decoder at ``compute_type`` (float32's, else int8's)."""
+    return DEFAULT_FLOAT32 if compute_type == "float32" else DEFAULT
+
 
 def model_fingerprint(model_dir: Path) -> str:
     """Short id of a CTranslate2 model directory (config.json bytes + model.bin size)."""
@@ -136,7 +149,7 @@ def save_cost_model(cost: CostModel, path: Path, meta: dict | None = None) -> Pa
 
 
 def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads: int = 2) -> CostModel:
-    """The calibrated curve for this model/compute type/threads, else :data:`DEFAULT`."""
+    """The calibrated curve for this model/compute type/threads, else :func:`default_cost`."""
     if model_dir is not None:
         path = calibration_path(Path(model_dir), compute_type, threads)
         if path.is_file():
@@ -146,8 +159,10 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
                 return CostModel(cost.step_ms, cost.batch_ms, f"calibrated ({path.name})")
             except (ValueError, OSError) as exc:
                 log.warning("ignoring bad calibration %s: %s", path, exc)
-    log.info("cost model: %s (run `tokenmap calibrate` to measure this machine)", DEFAULT.source)
-    return DEFAULT
+    fallback = default_cost(compute_type)
+    log.info("cost model: %s (run `tokenmap calibrate --compute-type %s` to measure this machine)",
+             fallback.source, compute_type)
+    return fallback
 
 
 def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max_tokens: int = MAX_TOKENS,

@@ -187,9 +187,21 @@ def engine_info(model_dir=None) -> dict:
     info["drafting"] = "on" if reason is None else f"off: {reason.partition(': ')[2]}"
     info["compute types (cpu)"] = ", ".join(sorted(ct2.get_supported_compute_types("cpu")))
     info["threads"] = _thread_report()
+    if reason is None:
+        info.update(_precision_report())
+    else:
+        info["encoder"] = f"ctranslate2 {ct2.__version__} in process (drafting off: plain faster-whisper)"
     if model_dir is not None:
         info.update({("cpu" if k == "cpu" else f"cpu {k}"): v for k, v in cpu_report(model_dir).items()})
     return info
+
+
+def _precision_report() -> dict:
+    """Which engine encodes and which precision decodes by default, and why (:mod:`tokenmap.precision`)."""
+    from .precision import choose_encoder, describe
+
+    _, reason = choose_encoder("auto")
+    return {"encoder": reason, "decoder (--compute-type int8)": describe("int8")}
 
 
 def _thread_report() -> str:

@@ -112,13 +112,17 @@ class StreamEngine:
 
     @classmethod
     def load(cls, model: str = "base", compute_type: str = "int8", threads: int | None = None,
-             token_map=None) -> "StreamEngine":
+             token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto") -> "StreamEngine":
+        """Load ``model``; ``decoder_compute_type`` and ``encoder`` as in :func:`tokenmap.precision.build_engine`."""
+        from types import SimpleNamespace
+
         import ctranslate2
         from tokenizers import Tokenizer
 
         from .cost import load_cost_model
         from .engine import default_threads, require_step_api
         from .models import resolve_model
+        from .precision import build_engine
         from .whisper import _load_map
 
         require_step_api()
@@ -126,9 +130,13 @@ class StreamEngine:
         threads = threads or default_threads()
         engine = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
                                             intra_threads=threads)
+        holder = SimpleNamespace(model=engine)
+        decoder, _ = build_engine(holder, str(model_dir), compute_type, decoder_compute_type, encoder,
+                                  device="cpu", cpu_threads=threads)
+        engine = holder.model
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         return cls(engine, SpecialTokens.from_model_dir(str(model_dir)), tokenizer,
-                   _load_map(token_map, tokenizer), load_cost_model(model_dir, compute_type, threads))
+                   _load_map(token_map, tokenizer), load_cost_model(model_dir, decoder, threads))
 
     def token_id(self, token: str) -> int:
         found = self.tokenizer.token_to_id(token)

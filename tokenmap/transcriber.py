@@ -60,16 +60,21 @@ class TranscribeOptions:
         }
 
 
-def load_model(model: str = "base", compute_type: str = "int8", threads: int | None = None, token_map=None):
+def load_model(model: str = "base", compute_type: str = "int8", threads: int | None = None, token_map=None,
+               decoder_compute_type: str = "auto", encoder: str = "auto"):
     """Load a Whisper model for CPU decoding.
 
     ``model`` is anything :func:`tokenmap.models.resolve_model` accepts;
     ``token_map`` (a path or a :class:`tokenmap.mapfile.TokenMap`, a list of
     them, one per task, or a map set from ``tokenmap build --balance``) turns on
     token-map speculative decoding; on stock CTranslate2 (no engine fork) the
-    model decodes as plain faster-whisper after one warning. Raises ``ModelError``.
+    model decodes as plain faster-whisper after one warning.
+    ``decoder_compute_type`` (``auto``: an int8 encoder with a float32
+    decoder) and ``encoder`` (``auto``: stock CTranslate2 in a worker when
+    installed) are :func:`tokenmap.precision.build_engine`'s and apply with or
+    without a map, so a map changes the speed and not the transcript. Raises ``ModelError``.
     """
-    from .engine import default_threads
+    from .engine import default_threads, drafting_off_reason
     from .models import resolve_model
 
     model_dir = resolve_model(model)
@@ -78,11 +83,18 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     if token_map is None:
         from faster_whisper import WhisperModel as Plain
 
-        return Plain(str(model_dir), device="cpu", compute_type=compute_type, cpu_threads=threads)
+        from .precision import build_engine
+
+        plain = Plain(str(model_dir), device="cpu", compute_type=compute_type, cpu_threads=threads)
+        if drafting_off_reason() is None:  # the configuration map decoding would use
+            build_engine(plain, str(model_dir), compute_type, decoder_compute_type, encoder, device="cpu",
+                         cpu_threads=threads)
+        return plain
     from .whisper import WhisperModel
 
     return WhisperModel(
-        str(model_dir), token_map=token_map, device="cpu", compute_type=compute_type, cpu_threads=threads
+        str(model_dir), token_map=token_map, device="cpu", compute_type=compute_type, cpu_threads=threads,
+        decoder_compute_type=decoder_compute_type, encoder=encoder,
     )
 
 

@@ -161,7 +161,13 @@ class WhisperModel(faster_whisper.WhisperModel):
     and ``session_cache`` (drafters after the map), ``adaptive`` (let the
     cost curve and the running acceptance decide how far to draft),
     ``cost_model`` (a :class:`tokenmap.cost.CostModel`; default: this
-    machine's calibration or the built-in curve). All other arguments are
+    machine's calibration or the built-in curve), ``decoder_compute_type``
+    (``"auto"``: an int8 ``compute_type`` encodes at int8 and decodes with a
+    float32 copy of the model, so map decoding gives the plain transcript of
+    that configuration; ``"same"``: int8 throughout, faster but not identical),
+    ``encoder`` (``"auto"``: stock CTranslate2 in a worker process when
+    ``make stock-encoder`` installed it, else the fork; ``"fork"``, ``"stock"``;
+    see :mod:`tokenmap.precision`). All other arguments are
     faster-whisper's; ``cpu_threads=0`` (faster-whisper's default, CTranslate2's
     own choice) becomes :func:`tokenmap.engine.default_threads`, so the engine
     runs with the thread count its cost curve was calibrated for.
@@ -172,7 +178,8 @@ class WhisperModel(faster_whisper.WhisperModel):
     """
 
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
-                 session_cache: bool = True, adaptive: bool = True, cost_model=None, **kwargs):
+                 session_cache: bool = True, adaptive: bool = True, cost_model=None,
+                 decoder_compute_type: str = "auto", encoder: str = "auto", **kwargs):
         from .models import resolve_model
 
         model_dir = resolve_model(model_size_or_path)
@@ -184,13 +191,14 @@ class WhisperModel(faster_whisper.WhisperModel):
         if not self.drafting:
             self.session_cache = None
             return
+        self.decoder_compute_type, self.encoder_engine = _split(self, model_dir, decoder_compute_type, encoder, kwargs)
         special = SpecialTokens.from_model_dir(str(model_dir))
         self.session_cache = SessionCache(timestamp_begin=special.timestamp_begin) if session_cache else None
         self._prompt_lookup = prompt_lookup
         if cost_model is None:
             from .cost import load_cost_model
 
-            cost_model = load_cost_model(model_dir, kwargs.get("compute_type", "int8"), kwargs["cpu_threads"])
+            cost_model = load_cost_model(model_dir, self.decoder_compute_type, kwargs["cpu_threads"])
         self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost_model, adaptive)
 
     def _make_drafter(self, controllers=None):
@@ -224,6 +232,14 @@ class WhisperModel(faster_whisper.WhisperModel):
         All zero when drafting is off (no engine fork; see ``drafting``).
         """
         return (self.model.current_stats() if self.drafting else DecodeStats()).as_dict()
+
+
+def _split(fw_model, model_dir, decoder: str, encoder: str, kwargs: dict) -> tuple[str, str]:
+    """:func:`tokenmap.precision.build_engine` for this model: (decoder compute type, encoder engine)."""
+    from .precision import build_engine
+
+    load = {k: kwargs[k] for k in ("device", "device_index", "cpu_threads", "num_workers") if k in kwargs}
+    return build_engine(fw_model, str(model_dir), kwargs.get("compute_type", "default"), decoder, encoder, **load)
 
 
 def _load_map(token_map, hf_tokenizer):

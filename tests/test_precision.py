@@ -1,0 +1,168 @@
+"""An int8 encoder with a float32 decoder: map decoding gives that configuration's plain output."""
+
+import numpy as np
+import pytest
+
+from tokenmap.precision import SplitEngine, decoder_compute_type, describe
+
+KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,
+          suppress_blank=True, suppress_tokens=[-1], max_initial_timestamp_index=50)
+FILES = ["en-agent-pass.flac", "en-basic-pbx-ivr-main.flac", "en-conf-getpin.flac", "en-ss-noservice.flac",
+         "en-tt-weasels.flac", "en-vm-record-prepend.flac", "es-conf-getpin.flac", "fr-conf-getpin.flac"]
+
+
+@pytest.mark.parametrize("compute_type, requested, expected", [
+    ("int8", "auto", "float32"), ("int8", None, "float32"), ("int8_float32", "auto", "float32"),
+    ("int16", "auto", "float32"), ("float32", "auto", "float32"), ("default", "auto", "default"),
+    ("int8", "same", "int8"), ("float32", "int8", "int8"),
+])
+def test_decoder_compute_type(compute_type, requested, expected):
+    assert decoder_compute_type(compute_type, requested) == expected
+
+
+def test_describe_names_the_exact_and_the_fast_mode():
+    assert "float32 decoder" in describe("int8") and "plain transcript" in describe("int8")
+    assert "not identical" in describe("int8", "same") or "differ" in describe("int8", "same")
+
+
+def test_split_engine_routes_encode_and_decoder_calls():
+    class Fake:
+        def __init__(self, name):
+            self.name, self.n_mels = name, 80
+
+        def encode(self, features):
+            return (self.name, features)
+
+        def generate(self, enc, prompts):
+            return (self.name, enc)
+
+    split = SplitEngine(Fake("enc"), Fake("dec"))
+    out = split.encode("mel")
+    assert out == ("enc", "mel")
+    assert split.generate(out, [[1]]) == ("dec", ("enc", "mel"))
+    assert split.n_mels == 80
+
+
+def _prompt(base_model_dir, lang):
+    from tokenizers import Tokenizer
+
+    vocab = Tokenizer.from_file(str(base_model_dir / "tokenizer.json")).get_vocab(with_added_tokens=True)
+    return [vocab["<|startoftranscript|>"], vocab[f"<|{lang}|>"], vocab["<|transcribe|>"]]
+
+
+def _encode(engine, path):
+    import ctranslate2
+    from faster_whisper.audio import decode_audio
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    feats = FeatureExtractor()(decode_audio(str(path)))[:, :3000]
+    feats = np.pad(feats, ((0, 0), (0, 3000 - feats.shape[1])))[None]
+    return engine.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats)))
+
+
+@pytest.fixture(scope="module")
+def split(base_model_dir):
+    import ctranslate2
+
+    from tokenmap.precision import load_decoder
+
+    encoder = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
+    return SplitEngine(encoder, load_decoder(str(base_model_dir), "float32", device="cpu", cpu_threads=2))
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("name", FILES)
+def test_drafts_keep_the_split_configurations_greedy_output(split, base_model_dir, data_dir, name):
+    """Oracle drafts (whole output in one pass), drafts wrong from the 3rd token on, and no drafts."""
+    from tokenmap.drafters import FixedDrafter
+    from tokenmap.rules import SpecialTokens
+    from tokenmap.speculative import decode_window
+
+    special = SpecialTokens.from_model_dir(str(base_model_dir))
+    enc = _encode(split, data_dir / name)
+    prompt = _prompt(base_model_dir, name[:2])
+    ref = split.generate(enc, [prompt], **KW)[0]
+    tokens = list(ref.sequences_ids[0])
+    assert len(tokens) >= 5
+    wrong = tokens[:2] + [t + 1 for t in tokens[2:]]
+    for draft in (tokens + [special.eot], wrong, []):
+        got = decode_window(split, enc, prompt, special, FixedDrafter(draft), **KW)
+        assert got.tokens == tokens
+        assert got.score == pytest.approx(ref.scores[0], abs=2e-3)
+        assert got.no_speech_prob == pytest.approx(ref.no_speech_prob, abs=1e-4)
+
+
+@pytest.mark.model
+def test_int8_model_decodes_with_a_float32_copy_by_default(base_model_dir, data_dir):
+    from faster_whisper.audio import decode_audio
+
+    from tokenmap import WhisperModel
+    from tokenmap.transcriber import load_model
+
+    exact = WhisperModel(str(base_model_dir), device="cpu", compute_type="int8", cpu_threads=2)
+    assert exact.decoder_compute_type == "float32"
+    assert isinstance(exact.model._engine, SplitEngine)
+    fast = WhisperModel(str(base_model_dir), device="cpu", compute_type="int8", cpu_threads=2,
+                        decoder_compute_type="same")
+    assert fast.decoder_compute_type == "int8" and not isinstance(fast.model._engine, SplitEngine)
+    plain = load_model(str(base_model_dir), compute_type="int8", threads=2)  # no map: the same configuration
+    assert isinstance(plain.model, SplitEngine)
+    audio = decode_audio(str(data_dir / "en-basic-pbx-ivr-main.flac"))
+
+    def text(model):
+        segments, _ = model.transcribe(audio, language="en", beam_size=1, temperature=0.0)
+        return [(s.start, s.end, s.text) for s in segments]
+
+    assert text(exact) == text(plain)
+    assert exact.last_stats()["windows"] >= 1
+
+
+def test_float32_decoder_has_its_own_built_in_cost_curve(tmp_path):
+    from tokenmap.cost import DEFAULT, DEFAULT_FLOAT32, load_cost_model
+
+    assert load_cost_model(tmp_path, "float32", 2) is DEFAULT_FLOAT32
+    assert load_cost_model(tmp_path, "int8", 2) is DEFAULT
+    assert DEFAULT_FLOAT32.batch(17) > 5 * DEFAULT_FLOAT32.step_ms > DEFAULT.batch(17)
+
+
+@pytest.mark.model  # resolves the packaged model directory (loads nothing)
+def test_calibrate_measures_the_decoders_precision(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    import tokenmap.cost as cost
+    from tokenmap_cli.main import cli
+
+    seen = []
+
+    def fake(model_dir, compute_type, threads, max_tokens, reps, progress=None):
+        seen.append(compute_type)
+        return cost.CostModel(1.0, (1.0,) * max_tokens)
+
+    monkeypatch.setattr(cost, "calibrate", fake)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["calibrate", "--max-tokens", "2"]).exit_code == 0
+    assert runner.invoke(cli, ["calibrate", "--max-tokens", "2", "--decoder-compute-type", "same"]).exit_code == 0
+    assert seen == ["float32", "int8"]
+    assert sorted(p.name.split("-")[1] for p in (tmp_path / "tokenmap" / "calibration").glob("*.json")) == \
+        ["float32", "int8"]
+
+
+def test_doctor_shows_the_encoder_and_decoder_choice_and_why(monkeypatch, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from tokenmap.engine import drafting_off_reason
+    from tokenmap_cli.main import cli
+
+    if drafting_off_reason() is not None:
+        pytest.skip("needs the engine fork")
+    monkeypatch.setenv("TOKENMAP_STOCK_CT2", str(tmp_path / "none"))
+    info = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).stdout)
+    assert info["encoder"].startswith("the fork's own encoder") and "make stock-encoder" in info["encoder"]
+    assert "float32 decoder" in info["decoder (--compute-type int8)"]
+    (tmp_path / "none" / "ctranslate2").mkdir(parents=True)
+    (tmp_path / "none" / "ctranslate2" / "__init__.py").write_text("")
+    info = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).stdout)
+    assert info["encoder"].startswith("stock CTranslate2 in a worker process") and "faster" in info["encoder"]

@@ -1,0 +1,126 @@
+"""The stock-encoder worker: features in and encoder output out through shared memory."""
+
+import logging
+import os
+
+import numpy as np
+import pytest
+
+from tokenmap.precision import SplitEngine, choose_encoder
+from tokenmap.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
+
+
+class ForkStandIn:
+    """What the fallback is asked for: ``encode(features, to_cpu=...)``."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def encode(self, features, to_cpu=False):
+        self.calls += 1
+        return ("fork", np.asarray(features).shape)
+
+
+@pytest.fixture
+def broken_stock(tmp_path):
+    """A 'stock CTranslate2' directory whose package fails on import: the worker dies at start."""
+    (tmp_path / "ctranslate2").mkdir()
+    (tmp_path / "ctranslate2" / "__init__.py").write_text("raise ImportError('broken on purpose')\n")
+    return tmp_path
+
+
+def test_missing_stock_directory_is_one_clear_error(tmp_path):
+    with pytest.raises(StockEncoderError, match="make stock-encoder"):
+        StockEncoder("unused", directory=tmp_path / "nothing")
+
+
+def test_choose_encoder_follows_the_installation(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENMAP_STOCK_CT2", str(tmp_path / "nothing"))
+    assert stock_dir() == tmp_path / "nothing" and not stock_installed()
+    assert choose_encoder("auto")[0] == "fork"
+    assert "make stock-encoder" in choose_encoder("auto")[1]
+    with pytest.raises(StockEncoderError):
+        choose_encoder("stock")
+    (tmp_path / "nothing" / "ctranslate2").mkdir(parents=True)
+    (tmp_path / "nothing" / "ctranslate2" / "__init__.py").write_text("")
+    assert choose_encoder("auto")[0] == "stock" and choose_encoder("fork")[0] == "fork"
+    with pytest.raises(ValueError):
+        choose_encoder("gpu")
+
+
+def test_a_dead_worker_falls_back_to_the_fork_once(broken_stock, caplog):
+    fork = ForkStandIn()
+    enc = StockEncoder("unused", directory=broken_stock, fallback=fork)
+    features = np.zeros((1, 80, 3000), np.float32)
+    with caplog.at_level(logging.WARNING, logger="tokenmap"):
+        assert enc.encode(features) == ("fork", (1, 80, 3000))
+        assert enc.encode(features) == ("fork", (1, 80, 3000))
+    assert fork.calls == 2 and enc.failed
+    assert sum("stock encoder worker failed" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_dead_worker_without_fallback_raises(broken_stock):
+    enc = StockEncoder("unused", directory=broken_stock)
+    with pytest.raises(StockEncoderError, match="exited"):
+        enc.encode(np.zeros((1, 80, 3000), np.float32))
+    enc.close()
+
+
+@pytest.fixture(scope="module")
+def stock_encoder(base_model_dir):
+    if not stock_installed():
+        pytest.skip(f"no stock CTranslate2 in {stock_dir()}: run `make stock-encoder`")
+    enc = StockEncoder(base_model_dir, "int8", threads=2)
+    yield enc
+    enc.close()
+
+
+@pytest.fixture(scope="module")
+def window(data_dir):
+    from faster_whisper.audio import decode_audio
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    feats = FeatureExtractor()(decode_audio(str(data_dir / "en-basic-pbx-ivr-main.flac")))[:, :3000]
+    return np.ascontiguousarray(np.pad(feats, ((0, 0), (0, 3000 - feats.shape[1])))[None], dtype=np.float32)
+
+
+@pytest.mark.model
+def test_round_trip_matches_the_forks_encoder(stock_encoder, base_model_dir, window):
+    import ctranslate2
+
+    fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
+    expected = np.asarray(fork.encode(ctranslate2.StorageView.from_array(window)))
+    got = stock_encoder.encode(ctranslate2.StorageView.from_array(window))
+    assert stock_encoder.wait_ready().startswith("4.")
+    assert np.asarray(got).shape == expected.shape == (1, 1500, 512)
+    np.testing.assert_allclose(np.asarray(got), expected, atol=1e-4)
+    twice = np.asarray(stock_encoder.encode(window[0]))  # a 2-D array works too; blocks are reused
+    np.testing.assert_array_equal(twice, np.asarray(got))
+    names = [b.name for b in stock_encoder._blocks.values()]
+    assert names and all(os.path.exists(f"/dev/shm/{n.lstrip('/')}") for n in names)
+
+
+@pytest.mark.model
+def test_close_frees_the_shared_memory(base_model_dir, window):
+    if not stock_installed():
+        pytest.skip(f"no stock CTranslate2 in {stock_dir()}: run `make stock-encoder`")
+    enc = StockEncoder(base_model_dir, "int8", threads=2)
+    enc.encode(window)
+    names = [b.name for b in enc._blocks.values()]
+    enc.close()
+    assert names and not any(os.path.exists(f"/dev/shm/{n.lstrip('/')}") for n in names)
+    assert enc._proc.poll() is not None
+
+
+@pytest.mark.model
+def test_stock_encoder_gives_the_same_transcript(stock_encoder, base_model_dir, data_dir):
+    """A plain model with the stock encoder and the float32 decoder transcribes as with the fork's encoder."""
+    from tokenmap.transcriber import load_model, transcribe_file
+
+    stock = load_model(str(base_model_dir), "int8", 2, encoder="stock")
+    fork = load_model(str(base_model_dir), "int8", 2, encoder="fork")
+    assert isinstance(stock.model, SplitEngine) and isinstance(stock.model.encoder, StockEncoder)
+    assert not isinstance(fork.model.encoder, StockEncoder)
+    for name in ("en-basic-pbx-ivr-main.flac", "fr-conf-getpin.flac"):
+        path = data_dir / name
+        assert transcribe_file(stock, path).text == transcribe_file(fork, path).text
