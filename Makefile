@@ -108,9 +108,10 @@ bench-learn: $(LEARN)
 $(LEARN): benchmarks/telephone_teacher.py | bench-data
 	$(PY) benchmarks/telephone_teacher.py -o $@
 
-bench: bench-data bench-stock bench-teacher bench-learn
+bench: bench-data bench-stock bench-learn
+	$(BIN)/tokenmap calibrate --decoder-compute-type same --reps 15
 	$(BIN)/tokenmap calibrate --reps 15
-	$(BIN)/tokenmap bench --map-mode per-task,inferred,taught --teacher $(TEACHER) --learn $(LEARN) \
+	$(BIN)/tokenmap bench --map-mode per-task,inferred --learn $(LEARN) \
 		--heavy-per-group 2 --update-docs docs/BENCHMARKS.md
 
 clean:
