@@ -211,13 +211,14 @@ class WhisperModel(faster_whisper.WhisperModel):
         Draft verification reproduces greedy decoding; beam search has no single
         path to verify and would bypass the map (faster-whisper's default is 5).
         """
+        audio = audio_input(audio)  # arrays faster-whisper would misread: converted or refused, on every path
         bound = inspect.signature(super().transcribe).bind_partial(audio, *args, **kwargs)
         if "beam_size" not in bound.arguments:
             kwargs["beam_size"] = 1
         if not self.drafting:
             return super().transcribe(audio, *args, **kwargs)
         self.model.take_stats()  # start this thread's counters afresh
-        segments, info = super().transcribe(audio_input(audio), *args, **kwargs)
+        segments, info = super().transcribe(audio, *args, **kwargs)
         return self._remember(segments), info
 
     def _remember(self, segments):
