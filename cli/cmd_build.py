@@ -28,15 +28,16 @@ def _interrupt_parent_only():
 
     The terminal sends SIGINT to the whole process group, so the tokenizing
     and counting workers (forked: they inherit this handler) get it too. They
-    still unwind with KeyboardInterrupt, which releases the pool's locks so the
-    parent can stop them, but with their stderr sent to /dev/null; the parent
-    stops the build as before (no partial file, an old map untouched).
+    ignore it: a worker interrupted halfway through sending a result, or
+    holding a queue's lock, could leave the pool unable to stop (the parent
+    then hung). The parent's KeyboardInterrupt stops the build as before and
+    terminates its pools (no partial file, an old map untouched).
     """
     parent = os.getpid()
 
     def on_interrupt(signum, frame):
         if os.getpid() != parent:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
+            return  # a worker: the parent terminates it
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
