@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see README, "The engine").
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test setup engine stock-encoder models tools bench-data bench-teacher bench bench-quick bench-stock clean
+.PHONY: help demo test setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
@@ -21,6 +21,7 @@ help:
 	@echo "make stock-encoder  stock CTranslate2 for the encoder worker (faster encoder, same output)"
 	@echo "make bench-data  install TTS voices and real speech, build the benchmark test sets"
 	@echo "make bench-teacher  the model's transcripts of the dev audio, for map mode taught"
+	@echo "make bench-learn the model's transcripts of the 8 kHz prompt recordings, for tokenmap-learned"
 	@echo "make bench-quick the quick benchmark (about 10 minutes on 2 cores)"
 	@echo "make bench       the full benchmark; regenerates docs/BENCHMARKS.md"
 	@echo "make clean       remove the virtual environment"
@@ -71,7 +72,8 @@ demo: setup $(DEMO_MAP)
 # generated into bench-data/ (gitignored), never committed.
 BENCH_DEBS := flite espeak-ng sox libsox-fmt-base pocketsphinx-testdata \
 	asterisk-core-sounds-en asterisk-core-sounds-es asterisk-core-sounds-fr \
-	asterisk-core-sounds-en-g722 asterisk-core-sounds-es-g722 asterisk-core-sounds-fr-g722
+	asterisk-core-sounds-en-g722 asterisk-core-sounds-es-g722 asterisk-core-sounds-fr-g722 \
+	asterisk-core-sounds-en-wav asterisk-core-sounds-es-wav asterisk-core-sounds-fr-wav
 
 bench-data: setup
 	@dpkg -s $(BENCH_DEBS) >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq $(BENCH_DEBS); }
@@ -99,8 +101,17 @@ $(TEACHER): benchmarks/dev_manifest.py benchmarks/teacher_texts.py | bench-data
 	$(BIN)/tokenmap bench --manifest bench-data/dev.jsonl --systems greedy --reps 1 --out results/dev
 	$(PY) benchmarks/teacher_texts.py "$$(ls -td results/dev/2*/ | head -1)results.json" -o $@
 
-bench: bench-data bench-stock bench-teacher
-	$(BIN)/tokenmap bench --map-mode per-task,multi,balanced,inferred,taught --teacher $(TEACHER) \
+# The model's transcripts of the 8 kHz telephone recordings of the scripted prompts (other
+# recordings than the 16 kHz ones the bench decodes): what system tokenmap-learned learns from.
+LEARN := bench-data/teacher-telephone.jsonl
+bench-learn: $(LEARN)
+$(LEARN): benchmarks/telephone_teacher.py | bench-data
+	$(PY) benchmarks/telephone_teacher.py -o $@
+
+bench: bench-data bench-stock bench-learn
+	$(BIN)/tokenmap calibrate --decoder-compute-type same --reps 15
+	$(BIN)/tokenmap calibrate --reps 15
+	$(BIN)/tokenmap bench --map-mode per-task,inferred --learn $(LEARN) \
 		--heavy-per-group 2 --update-docs docs/BENCHMARKS.md
 
 clean:

@@ -42,6 +42,8 @@ def main():
     ap.add_argument("--no-timestamps", action="store_true")
     ap.add_argument("--corpus-only", action="store_true")
     ap.add_argument("--compute-type", default="int8")
+    ap.add_argument("--teacher", default="", help="JSON lines (text, domain, lang) of the model's transcripts of "
+                    "other recordings (benchmarks/telephone_teacher.py): the learned map")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     import ctranslate2
@@ -63,8 +65,14 @@ def main():
         files = [ROOT / "corpora" / task / "train.txt"]
         if not args.corpus_only:
             files.append(ROOT / "corpora" / task / "test.txt")
+        teacher = []
+        if args.teacher:
+            lines = [r["text"] for r in map(json.loads, Path(args.teacher).read_text().splitlines())
+                     if f"{r['domain']}/{r['lang']}" == task]
+            teacher = [tmp / f"{task.replace('/', '-')}-teacher.txt"]
+            teacher[0].write_text("\n".join(lines) + "\n")
         build_map([str(f) for f in files if f.exists()], tmp / f"{task.replace('/', '-')}.tmap", model="base",
-                  options=BuildOptions(jobs=1), cost=cost)
+                  options=BuildOptions(jobs=1), cost=cost, teacher=teacher, teacher_copies=2)
         maps[task] = load_maps(tmp / f"{task.replace('/', '-')}.tmap")[0]
     print(f"cost model: {cost.source}", file=sys.stderr)
     rows = []

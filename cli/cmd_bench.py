@@ -16,12 +16,9 @@ from pathlib import Path
 
 import click
 
+from .errors import fail as _fail
+
 SYSTEMS = "greedy,tokenmap,oracle,distil-spec,stock,e2e"
-
-
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(1)
 
 
 class _Progress:
@@ -80,6 +77,10 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
                    "--balance` over the same corpora: tokenmap-balanced), inferred (every task's own map: "
                    "tokenmap-inferred), taught (`--balance --teacher`, needs --teacher: tokenmap-taught); with a "
                    "set the task is inferred while decoding.")
+@click.option("--learn", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="JSON lines of the model's transcripts of OTHER recordings of the scripted prompts "
+                   "(`python benchmarks/telephone_teacher.py`): adds system tokenmap-learned on the scripted "
+                   "tasks, whose map is the phrase inventory plus those transcripts.")
 @click.option("--teacher", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Teacher transcripts for map mode taught (`tokenmap build --balance --teacher`): the model's "
                    "greedy output on other audio of the same tasks, e.g. from `python benchmarks/teacher_texts.py` "
@@ -87,7 +88,7 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
 @click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Regenerate the generated section of this Markdown file (e.g. docs/BENCHMARKS.md).")
 def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,
-          timestamps, out, stock_python, map_modes, teacher, update_docs):
+          timestamps, out, stock_python, map_modes, learn, teacher, update_docs):
     """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
     from tokenmap.bench.data import BenchDataError
     from tokenmap.bench.harness import BenchOptions
@@ -103,6 +104,7 @@ def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, thre
                                reps=reps, e2e_reps=e2e_reps if e2e_reps is not None else (1 if quick else reps),
                                systems=tuple(dict.fromkeys(("greedy",) + chosen)), timestamps=timestamps,
                                spec_tokens=spec_tokens, stock_python=stock_python, teacher=tuple(teacher),
+                               learn=str(learn or ""),
                                map_modes=tuple(dict.fromkeys(("per-task",) + tuple(
                                    m.strip() for m in map_modes.split(",") if m.strip()))),
                                heavy_per_group=heavy_per_group if heavy_per_group is not None else int(quick))

@@ -9,18 +9,41 @@ Examples::
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+from contextlib import contextmanager
 
 import click
 import numpy as np
 
 from tokenmap.suffixmap import SuffixMap
 
+from .errors import fail as _fail
 
-def _fail(message: str) -> None:
-    """One line on stderr, exit code 1, no traceback."""
-    click.echo(f"error: {message}", err=True)
-    sys.exit(1)
+
+@contextmanager
+def _interrupt_parent_only():
+    """Ctrl-C stops a build without the forked workers' tracebacks.
+
+    The terminal sends SIGINT to the whole process group, so the tokenizing
+    and counting workers (forked: they inherit this handler) get it too. They
+    still unwind with KeyboardInterrupt, which releases the pool's locks so the
+    parent can stop them, but with their stderr sent to /dev/null; the parent
+    stops the build as before (no partial file, an old map untouched).
+    """
+    parent = os.getpid()
+
+    def on_interrupt(signum, frame):
+        if os.getpid() != parent:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class _Bar:
@@ -71,13 +94,16 @@ class _Bar:
 @click.option("--layout", type=click.Choice(["sections", "merged"]), default="sections", show_default=True,
               help="With --balance: one section per task, or every budget merged into one map.")
 @click.option("--teacher", multiple=True, type=click.Path(exists=True),
-              help="With --balance: the model's own transcripts of unlabelled in-domain audio (e.g. from "
-                   "`tokenmap transcribe`), read like a corpus (domain/lang from fields or folders). D_T is then "
-                   "measured on them, and each task's section also counts them, more often the worse its D_T "
-                   "(the best task's section is unchanged). Never use the audio you benchmark on. Repeatable.")
+              help="The model's own transcripts of other in-domain audio (e.g. `tokenmap transcribe -o DIR` "
+                   "output, one segment a line), read like a corpus without the style bridge: the map learns how "
+                   "Whisper writes what it hears (commas, digits, sentence splits). With --balance, D_T is "
+                   "measured on them and each task's section counts them, more often the worse its D_T. Never "
+                   "use the audio you benchmark on. Repeatable.")
+@click.option("--teacher-copies", default=2, show_default=True, type=click.IntRange(1, 16),
+              help="Without --balance: how many times each teacher line is counted beside the corpus.")
 def build(corpus, output, model, max_order, min_count, max_candidates, max_draft_len, merge_near_duplicates,
           text_column, style_bridge, capitalize, final_period, digits, add_raw, jobs, force, balance, layout,
-          teacher):
+          teacher, teacher_copies):
     """Build a token map from domain transcripts (.txt, .jsonl, .csv, .tsv, dirs, .gz)."""
     from tokenmap.builder import BuildError, BuildOptions, build_map
     from tokenmap.corpus import CorpusError
@@ -89,16 +115,16 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
     options = BuildOptions(max_order=max_order, min_count=min_count, max_candidates=max_candidates,
                            max_draft_len=max_draft_len, merge_near_duplicates=merge_near_duplicates, style=style,
                            add_raw=add_raw, text_column=text_column, jobs=jobs)
-    if teacher and not balance:
-        _fail("--teacher needs --balance")
     bar = _Bar()
     try:
-        if balance:
-            from tokenmap.balance import build_balanced
-            result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar,
-                                    layout=layout, teacher=teacher)
-        else:
-            result = build_map(corpus, output, model=model, options=options, force=force, progress=bar)
+        with _interrupt_parent_only():
+            if balance:
+                from tokenmap.balance import build_balanced
+                result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar,
+                                        layout=layout, teacher=teacher)
+            else:
+                result = build_map(corpus, output, model=model, options=options, force=force, progress=bar,
+                                   teacher=teacher, teacher_copies=teacher_copies)
     except (BuildError, CorpusError, TokenizerError, MapFormatError, OSError, ValueError) as exc:
         bar.close()
         _fail(str(exc))
@@ -253,7 +279,8 @@ def _print_summary(info: dict, prefix) -> None:
         click.echo(f"section {info['task']}: budget min-count {info['budget']['min_count']}, candidates "
                    f"{info['budget']['max_candidates']}, draft-len {info['budget']['max_draft_len']}")
     click.echo(f"{info['path']}: {info['size_bytes'] / 1e6:.2f} MB, {info['family']} "
-               f"(model {info['model']}, tokenizer {str(info['fingerprint'])[:12]}…), created {info['created']}")
+               f"(model {info['model']}, tokenizer {str(info['fingerprint'])[:12]}…)"
+               + (f", created {info['created']}" if info["created"] else ""))
     click.echo(f"order N={info['order']}, params {json.dumps(info['params'], sort_keys=True)}")
     click.echo(f"corpus: {info['utterances']} utterances, {info['tokens']} tokens; "
                f"domains {info['domains']}, languages {info['languages']}")

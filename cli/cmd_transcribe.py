@@ -10,9 +10,7 @@ import click
 
 from tokenmap.writers import FORMATS
 
-
-def _fail(message: str) -> None:
-    click.echo(f"tokenmap: {message}", err=True)
+from .errors import fail, report
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -114,8 +112,7 @@ def transcribe(files, model, map_path, language, task, compute_type, decoder_com
         whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=list(map_path) or None,
                              decoder_compute_type=decoder_compute_type, encoder=encoder)
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
-        _fail(str(exc))
-        sys.exit(2)
+        fail(exc, exit_code=2)
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
     options = TranscribeOptions(language=language, task=task, beam_size=beam_size, vad=vad,
@@ -127,16 +124,15 @@ def transcribe(files, model, map_path, language, task, compute_type, decoder_com
             result = transcribe_file(whisper, path, options, progress=update)
         except AudioError as exc:
             failed += 1
-            _fail(str(exc))
+            report(exc)
             continue
         except (RuntimeError, ValueError, MemoryError) as exc:
             failed += 1
-            _fail(f"{path}: transcription failed ({type(exc).__name__}: {exc})")
+            report(f"{path}: transcription failed ({type(exc).__name__}: {exc})")
             continue
         finally:
             bar.close()
         _emit(result, fmt, output_dir, many=len(files) > 1)
         click.echo(_summary(result), err=True)
     if failed:
-        _fail(f"{failed} of {len(files)} file(s) failed")
-        sys.exit(1)
+        fail(f"{failed} of {len(files)} file(s) failed")

@@ -79,6 +79,9 @@ def test_min_count_prunes_rare_contexts(tmp_path, corpus, tok):
     strict = load_maps(_build(corpus, tmp_path / "b.tmap", tok, trie_min_count=50).path)[0]
     assert strict.num_nodes < loose.num_nodes and int(strict.arrays["node_count"].min()) >= 50
     assert loose.header["min_count"] == 1 and strict.header["min_count"] == 50
+    with pytest.raises(BuildError, match="no map written"):  # a map without contexts would never draft
+        _build(corpus, tmp_path / "d.tmap", tok, trie_min_count=10**6)
+    assert not (tmp_path / "d.tmap").exists()
 
 
 def test_count_levels_small():

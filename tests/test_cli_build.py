@@ -49,7 +49,7 @@ def test_build_errors_are_one_line(tmp_path):
     res = run("build", tmp_path / "empty.txt", "--model", MODEL, "-o", tmp_path / "m.tmap")
     assert res.exit_code == 1 and "no usable utterances" in res.stderr
     res = run("build", tmp_path / "empty.txt", "--model", tmp_path / "nomodel", "-o", tmp_path / "m.tmap")
-    assert res.exit_code == 1 and "error:" in res.stderr
+    assert res.exit_code == 1 and res.stderr.startswith("Error: ")
 
 
 def test_inspect_bad_file(tmp_path):

@@ -70,6 +70,15 @@ def test_missing_and_empty(tmp_path):
         check_nonempty(stats)
 
 
+def test_a_corpus_that_is_mostly_not_text(tmp_path):
+    (tmp_path / "bad.txt").write_bytes(b"good line\n" + b"caf\xe9\n" * 2)
+    _, stats = _read([tmp_path / "bad.txt"])
+    with pytest.raises(CorpusError, match="mostly not text: 2 of 3 lines skipped .2 not UTF-8"):
+        check_nonempty(stats)
+    (tmp_path / "bad.txt").write_bytes(b"good line\nanother\n" + b"caf\xe9\n")
+    check_nonempty(_read([tmp_path / "bad.txt"])[1])  # a few bad lines among good ones: skipped, no error
+
+
 def test_bad_gzip(tmp_path):
     p = tmp_path / "x.txt.gz"
     p.write_bytes(b"not gzip at all\n")

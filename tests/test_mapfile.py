@@ -40,7 +40,7 @@ def tiny_arrays():
     }
 
 
-HEADER = {"fingerprint": "ab" * 32, "order": 2, "model": "base", "family": "whisper-multilingual"}
+HEADER = {"fingerprint": "ab" * 32, "order": 2, "model": "base", "family": "whisper-multilingual", "vocab_size": 1000}
 
 
 @pytest.fixture()
@@ -72,7 +72,7 @@ def test_layout_alignment_and_header(tiny_map):
     raw = tiny_map.read_bytes()
     assert raw[:8] == MAGIC
     version, hlen = struct.unpack_from("<II", raw, 8)
-    assert version == 1
+    assert version == 4  # NGRAM_VERSION: one n-gram map
     import json
     header = json.loads(raw[16:16 + hlen])
     assert header["data_start"] % 64 == 0
@@ -215,3 +215,12 @@ def test_drafter_uses_the_maps_own_order(tmp_path):
     assert m.seen[-1] == [3, 4]
     d.draft([1], 5)
     assert m.seen[-1] == [Order2.BOS, 1]
+
+
+def test_a_map_of_format_1_says_to_rebuild_it(tmp_path):
+    """The 3-token n-gram maps of earlier releases are refused in one line that names the fix."""
+    path = tmp_path / "old.tmap"
+    write_map(path, HEADER, tiny_arrays(), version=1)
+    for load in (TokenMap.load, load_maps):
+        with pytest.raises(MapFormatError, match=r"format 1 .*no longer reads: rebuild it with `tokenmap build`"):
+            load(path)

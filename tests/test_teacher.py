@@ -102,8 +102,11 @@ def test_cli_build_teacher(tmp_path, caplog):
 
     files, teacher = _corpora(tmp_path, 300, 30)
     runner = CliRunner()
-    res = runner.invoke(cli, ["build", *map(str, files), "-o", str(tmp_path / "x.tmap"), "--teacher", str(teacher)])
-    assert res.exit_code == 1 and "--teacher needs --balance" in res.output
+    res = runner.invoke(cli, ["build", *map(str, files), "-o", str(tmp_path / "plain.tmap"), "--model", str(MODEL),
+                              "--jobs", "1", "--teacher", str(teacher), "--teacher-copies", "3"])
+    assert res.exit_code == 0, res.output  # a plain map counts the teacher beside the corpus
+    from tokenmap.mapfile import load_maps
+    assert load_maps(tmp_path / "plain.tmap")[0].header["teacher"]["copies"] == 3
     other = tmp_path / "teach"  # `tokenmap transcribe -o teach/nocorpus/en/` output: a segment a line
     (other / "nocorpus" / "en").mkdir(parents=True)
     (other / "nocorpus" / "en" / "call1.txt").write_text("Hello there.\nGoodbye.\n")
@@ -145,3 +148,23 @@ def test_bench_refuses_teacher_of_measured_audio(tmp_path):
     teacher.write_text(json.dumps({"id": U.id, "text": "a"}) + "\n")
     with pytest.raises(BenchDataError, match="1 utterances this run decodes"):
         check_teacher_disjoint([U()], [teacher])
+
+
+def test_plain_map_learns_the_models_wording(tmp_path, tok):
+    """The corpus has no comma; the model's own transcripts do: with them, the drafter proposes it."""
+    from tokenmap.builder import BuildOptions, build_map
+    from tokenmap.follow import FollowDrafter
+    from tokenmap.mapfile import load_maps
+
+    corpus = tmp_path / "prompts.txt"
+    corpus.write_text("Please enter your password followed by the pound key.\nPlease hold.\n")
+    teacher = tmp_path / "teacher.txt"
+    teacher.write_text("Please enter your password, followed by the pound key.\n")
+    context = tok.encode(" Please enter your password")
+    drafts = {}
+    for name, taught in (("plain", ()), ("taught", (teacher,))):
+        build_map([corpus], tmp_path / f"{name}.tmap", tokenizer=tok, options=BuildOptions(jobs=1),
+                  teacher=taught, teacher_copies=2)
+        sm = load_maps(tmp_path / f"{name}.tmap")[0]
+        drafts[name] = tok.decode(FollowDrafter(sm, timestamp_begin=None, eot=sm.bos).draft(context, 8)[:2])
+    assert drafts["plain"] == " followed by" and drafts["taught"] == ", followed"

@@ -288,7 +288,7 @@ def plan_balance(corpus: Sequence, output, *, model: str = "base", tokenizer=Non
     started = time.perf_counter()
     options = options or BuildOptions()
     output = Path(output)
-    tokenizer, cost = _resolve(output, force, model, tokenizer, cost)
+    tokenizer, cost = _resolve(output, force, model, tokenizer, cost, (*corpus, *teacher))
     plan = BalancePlan(output, model, tokenizer, options, cost, progress, stats=CorpusStats(),
                        default=Budget(options.min_count, options.max_candidates, options.max_draft_len),
                        generous=generous, protect=protect, started=started)
@@ -333,7 +333,7 @@ def build_balanced(corpus: Sequence, output, *, layout: str = "sections", **kwar
 
 def build_sections(plan: BalancePlan):
     """A map set: each task's section counted and pruned with its own budget (teacher lines included)."""
-    from tokenmap.builder import make_header
+    from tokenmap.builder import make_header, require_keys
     from tokenmap.teacher import with_teacher
 
     if plan.progress:
@@ -355,6 +355,7 @@ def build_sections(plan: BalancePlan):
     header = make_header(plan.tokenizer, plan.model, plan.options, plan.stats, plan.cost, plan.n_tokens(streams))
     header["balance"] = plan.header("sections")
     header["self_test"] = summed_tests([info["self_test"] for info, _ in sections])
+    require_keys(sum(m.num_keys for m in maps), plan.stats, header["tokens"], plan.options.min_count)
     if plan.progress:
         plan.progress("save", 0)
     size = mapfile.write_map_set(plan.output, header, sections)

@@ -194,7 +194,7 @@ def _to_arrays(merged: dict, order: int) -> dict:
 
 def build_merged(plan: BalancePlan):
     """One map over the tasks of ``plan`` (module docstring); returns a :class:`tokenmap.builder.BuildResult`."""
-    from tokenmap.builder import make_header
+    from tokenmap.builder import make_header, require_keys
 
     options, default, protected = plan.options, plan.default, plan.protected
     bos, sep = plan.bos, plan.sep
@@ -217,6 +217,7 @@ def build_merged(plan: BalancePlan):
     header["balance"] = plan.header("merged")
     tm = mapfile.TokenMap(dict(header), arrays)
     header["self_test"] = plan.self_test(tm, streams.values())
+    require_keys(tm.num_keys, plan.stats, header["tokens"], options.min_count)
     if plan.progress:
         plan.progress("save", 0)
     size = mapfile.write_map(plan.output, header, arrays)

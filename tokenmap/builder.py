@@ -6,7 +6,9 @@ The pipeline (:func:`build_map`) is a fixed sequence:
    Whisper's style (:mod:`tokenmap.style`), tokenize them with the target
    model's tokenizer in batches and spool the ids to a temporary file as one
    flat ``uint32`` stream ``BOS t1 t2 ... SEP BOS ...``;
-2. **validate** - refuse an empty corpus or an existing output without ``force``;
+2. **validate** - refuse an output that is one of the inputs or lies inside an
+   input directory, an existing output without ``force``, and an empty corpus
+   (and, after step 4, a map without keys);
 3. **count** - level by level (apriori, :mod:`tokenmap.counting`): the
    m-grams of the stream are counted with ``numpy`` (exact 64-bit keys
    ``parent_id << bits | token``), and only m-grams whose count reaches
@@ -50,7 +52,7 @@ import logging
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -59,7 +61,7 @@ import numpy as np
 from tokenmap import mapfile, suffixmap
 from tokenmap.corpus import CorpusStats, check_nonempty, read_corpus
 from tokenmap.cost import DEFAULT, CostModel
-from tokenmap.style import StyleOptions, bridge
+from tokenmap.style import NO_BRIDGE, StyleOptions, bridge
 
 log = logging.getLogger("tokenmap")
 
@@ -198,11 +200,22 @@ def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, pr
 
 
 # -- the pipeline ------------------------------------------------------------
-def _created() -> str:
-    """ISO time of the build; ``SOURCE_DATE_EPOCH`` makes it reproducible."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    stamp = int(epoch) if epoch and epoch.isdigit() else int(time.time())
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
+def _created() -> str | None:
+    """ISO time of ``SOURCE_DATE_EPOCH``, else None.
+
+    A map holds no wall-clock time, so two builds of the same corpus with the
+    same options are byte for byte the same; ``SOURCE_DATE_EPOCH`` (seconds
+    since 1970) records a date of the caller's choice.
+    """
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if not epoch:
+        return None
+    try:
+        if not epoch.isdigit():
+            raise ValueError(epoch)
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(epoch)))
+    except (ValueError, OverflowError, OSError):
+        raise BuildError(f"SOURCE_DATE_EPOCH={epoch!r} is not a number of seconds since 1970") from None
 
 
 def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats, cost: CostModel,
@@ -211,6 +224,7 @@ def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats
     params = asdict(options)
     params.pop("batch_size")
     params.pop("jobs")
+    created = _created()
     return {
         "format": "tokenmap",
         "fingerprint": tokenizer.fingerprint,
@@ -227,7 +241,7 @@ def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats
         "domains": dict(sorted(stats.domains.items())),
         "languages": dict(sorted(stats.langs.items())),
         "corpus_sha256": dict(sorted(stats.files.items())),
-        "created": _created(),
+        **({"created": created} if created else {}),
         "bos": mapfile.TokenMap.BOS,
     }
 
@@ -294,8 +308,36 @@ def _sample(tok, sep: int, limit: int) -> list[list[int]]:
     return out
 
 
-def _resolve(output: Path, force: bool, model: str, tokenizer, cost: CostModel | None):
-    """Check ``output`` and default the tokenizer and the cost model (shared with :mod:`tokenmap.balance`)."""
+def check_output(output: Path, inputs: Sequence[str | os.PathLike]) -> None:
+    """Refuse an ``output`` that is one of the ``inputs`` or lies inside an input directory."""
+    real = Path(os.path.realpath(output))
+    for raw in inputs:
+        source = Path(os.path.realpath(raw))
+        if source == real or (real.exists() and source.exists() and os.path.samefile(real, source)):
+            raise BuildError(f"{output} is one of the inputs: write the map to another file")
+        if source.is_dir() and source in real.parents:
+            raise BuildError(f"{output} lies inside the input directory {raw}: write the map outside it")
+
+
+def require_keys(keys: int, stats: CorpusStats, n_tokens: int, min_count: int,
+                 flag: str | None = "--min-count") -> None:
+    """Refuse to write a map without keys (it would never draft), as an empty corpus is refused;
+    ``flag`` is the option that sets ``min_count``, if any."""
+    if keys:
+        return
+    skipped = ", ".join(f"{v} {k}" for k, v in sorted(stats.skipped.items()) if k != "empty")
+    raise BuildError(f"no map written: no context of the corpus occurs {min_count} times or more with a draft "
+                     f"worth verifying ({stats.utterances} usable utterances, {n_tokens} tokens"
+                     + (f"; lines skipped: {skipped}" if skipped else "") + "); add text"
+                     + (f" or lower {flag}" if flag else ""))
+
+
+def _resolve(output: Path, force: bool, model: str, tokenizer, cost: CostModel | None,
+             inputs: Sequence[str | os.PathLike] = ()):
+    """Check ``output`` against the ``inputs`` and ``force``, check ``SOURCE_DATE_EPOCH``, and default the
+    tokenizer and the cost model (shared with :mod:`tokenmap.balance`)."""
+    check_output(output, inputs)
+    _created()
     if output.exists() and not force:
         raise BuildError(f"{output} already exists (use --force to overwrite it)")
     try:
@@ -315,11 +357,27 @@ def _resolve(output: Path, force: bool, model: str, tokenizer, cost: CostModel |
     return tokenizer, cost
 
 
+def _read_stream(corpus: Sequence, tokenizer, options: BuildOptions, stats: CorpusStats,
+                 progress: Progress | None) -> np.ndarray:
+    """The ``BOS ids SEP ...`` uint32 stream of every utterance of ``corpus`` (spooled through a temp file)."""
+    with tempfile.TemporaryDirectory(prefix="tokenmap-") as tmp:
+        spool = Path(tmp) / "tokens.u32"
+        with open(spool, "wb") as out:
+            utts = read_corpus(corpus, text_column=options.text_column, stats=stats)
+            n_tokens = spool_tokens(utts, tokenizer, options, out, progress)
+        return np.fromfile(spool, dtype=np.uint32, count=n_tokens)
+
+
 def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *, model: str = "base",
               tokenizer=None, options: BuildOptions = BuildOptions(), cost: CostModel | None = None,
-              force: bool = False, progress: Progress | None = None) -> BuildResult:
+              force: bool = False, progress: Progress | None = None, teacher: Sequence = (),
+              teacher_copies: int = 1) -> BuildResult:
     """Build ``output`` from ``corpus`` files/dirs (see module docstring).
 
+    ``teacher``: files of the model's own transcripts of other audio from the
+    domain (``tokenmap transcribe`` output), read like a corpus but without
+    the style bridge (they are in Whisper's style already) and counted
+    ``teacher_copies`` times: the map learns how the model writes what it hears.
     ``tokenizer`` defaults to the model's (:class:`tokenmap.textok.TextTokenizer`);
     ``cost`` defaults to the calibrated curve for the model, else
     :data:`tokenmap.cost.DEFAULT`.  Raises :class:`BuildError`,
@@ -327,25 +385,29 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     """
     t0 = time.perf_counter()
     output = Path(output)
-    tokenizer, cost = _resolve(output, force, model, tokenizer, cost)
+    tokenizer, cost = _resolve(output, force, model, tokenizer, cost, [*corpus, *teacher])
     bos, sep = tokenizer.vocab_size, tokenizer.vocab_size + 1
-    stats = CorpusStats()
-    with tempfile.TemporaryDirectory(prefix="tokenmap-") as tmp:
-        spool = Path(tmp) / "tokens.u32"
-        with open(spool, "wb") as out:
-            utts = read_corpus(corpus, text_column=options.text_column, stats=stats)
-            n_tokens = spool_tokens(utts, tokenizer, options, out, progress)
-        check_nonempty(stats)
-        stream = np.fromfile(spool, dtype=np.uint32, count=n_tokens)
+    stats, taught = CorpusStats(), CorpusStats()
+    stream = _read_stream(corpus, tokenizer, options, stats, progress)
+    check_nonempty(stats)
+    corpus_tokens = len(stream) - 2 * stats.utterances
+    if teacher:
+        lines = _read_stream(teacher, tokenizer, replace(options, style=NO_BRIDGE, add_raw=False), taught, None)
+        stream = np.concatenate([stream, *[lines] * max(0, teacher_copies)])
+    n_tokens = len(stream)
     if progress:
         progress("count", 0)
     min_count = options.trie_min_count or (1 if n_tokens <= SMALL_CORPUS_TOKENS else 2)
     arrays = suffixmap.build_arrays(stream, sep, options.depth, min_count)
-    header = make_header(tokenizer, model, options, stats, cost, n_tokens - 2 * stats.utterances)
+    header = make_header(tokenizer, model, options, stats, cost, corpus_tokens)
     header.update(depth=options.depth, bos=bos, sep=sep, min_count=min_count, order=options.depth)
+    if teacher:
+        header["teacher"] = {"utterances": taught.utterances, "copies": teacher_copies,
+                             "sha256": dict(sorted(taught.files.items()))}
     sm = suffixmap.SuffixMap(header, arrays)
     if progress:
         progress("prune", 0)
+    require_keys(int(np.count_nonzero(arrays["node_depth"] >= 2)), stats, corpus_tokens, min_count, None)
     header["self_test"] = self_test(sm, _sample(stream, sep, 2000), cost)
     if progress:
         progress("save", 0)

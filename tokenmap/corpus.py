@@ -264,10 +264,16 @@ def read_corpus(paths: Iterable[str | os.PathLike], *, text_column: str = "text"
 
 
 def check_nonempty(stats: CorpusStats) -> None:
-    """Raise :class:`CorpusError` when reading produced no utterance."""
+    """Raise :class:`CorpusError` when reading produced no utterance, or skipped more lines than it read
+    (not UTF-8, binary, too long, bad records: the input is not a transcript file)."""
+    detail = ", ".join(f"{v} {k}" for k, v in sorted(stats.skipped.items()))
     if stats.utterances == 0:
-        detail = ", ".join(f"{v} {k}" for k, v in sorted(stats.skipped.items()))
         raise CorpusError("the corpus has no usable utterances" + (f" ({detail} lines skipped)" if detail else ""))
+    bad = {k: v for k, v in sorted(stats.skipped.items()) if k != "empty"}
+    n_bad = sum(bad.values())
+    if n_bad > stats.utterances:
+        raise CorpusError(f"the corpus is mostly not text: {n_bad} of {n_bad + stats.utterances} lines skipped "
+                          f"({', '.join(f'{v} {k}' for k, v in bad.items())}); check the input files")
 
 
 def synthetic_corpus(n: int, seed: int = 0) -> Iterator[str]:

@@ -165,15 +165,6 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
     return fallback
 
 
-def _median_ms(fn, reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000.0)
-    return statistics.median(times)
-
-
 def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max_tokens: int = MAX_TOKENS,
               reps: int = 5, progress=None) -> CostModel:
     """Measure a verify pass as the decoder pays for it, for 1..max_tokens tokens.
@@ -183,7 +174,9 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
     ``forward_batch``, the logits as numpy and Whisper's logit rules on every
     row (:meth:`tokenmap.rules.RuleSet.choose_rows`), with ``truncate_to_step``
     restoring the state length between calls (median of ``reps`` after a
-    warm-up).  ``progress`` is called with the number of tokens done.
+    warm-up; every round times each length once, so load on a shared machine
+    shifts the whole curve rather than bending it).  ``progress(1)`` is called
+    after each round.
     """
     import ctranslate2
     import numpy as np
@@ -222,11 +215,13 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
     for _ in range(3):
         step()
         batch(8)
-    step_ms = _median_ms(step, reps)
-    curve = []
-    for n in range(1, max_tokens + 1):
-        batch(n)
-        curve.append(round(_median_ms(lambda: batch(n), reps), 3))
+    samples: dict[int, list[float]] = {n: [] for n in range(max_tokens + 1)}  # 0: the single step
+    for _ in range(reps):  # every length once per round: a busy spell hits all lengths alike
+        for n in range(max_tokens + 1):
+            t0 = time.perf_counter()
+            step() if n == 0 else batch(n)
+            samples[n].append((time.perf_counter() - t0) * 1000.0)
         if progress:
-            progress(n)
-    return CostModel(round(step_ms, 3), tuple(curve), "measured")
+            progress(1)
+    curve = tuple(round(statistics.median(samples[n]), 3) for n in range(1, max_tokens + 1))
+    return CostModel(round(statistics.median(samples[0]), 3), curve, "measured")

@@ -42,6 +42,7 @@ import math
 from typing import Iterable, Sequence
 
 from tokenmap.mapfile import TokenMap
+from tokenmap.suffixmap import SuffixMap
 
 log = logging.getLogger("tokenmap")
 
@@ -116,12 +117,45 @@ class MapDistribution:
         return (1.0 - EPSILON) * (p + remaining / self.vocab) + EPSILON / self.vocab
 
 
-def cross_entropy(tm: TokenMap, sequences: Iterable[Sequence[int]], vocab_size: int | None = None) -> float:
+def suffix_prob(sm: SuffixMap, node: int, token: int, vocab: int) -> float:
+    """``q(token | context)`` of a suffix map, ``node`` matching the context's longest stored suffix:
+    at each context from the longest to the empty one, ``count(context + token) / (count(context) +
+    PRIOR)``, the ``PRIOR`` share backing off to the next shorter context (its suffix link), the rest
+    spread uniformly; mixed with ``EPSILON`` of the uniform distribution as for n-gram maps."""
+    p, remaining = 0.0, 1.0
+    while True:
+        total = sm.count(node) + PRIOR
+        child = sm.child(node, token)
+        if child > 0:
+            p += remaining * sm.count(child) / total
+        remaining *= PRIOR / total
+        if node == 0:
+            break
+        node = int(sm.arrays["node_link"][node])
+    return (1.0 - EPSILON) * (p + remaining / vocab) + EPSILON / vocab
+
+
+def _suffix_cross_entropy(sm: SuffixMap, sequences: Iterable[Sequence[int]], vocab_size: int | None) -> float:
+    vocab = int(vocab_size or sm.header.get("vocab_size") or DEFAULT_VOCAB)
+    total, n = 0.0, 0
+    for ids in sequences:
+        node = sm.bos_node if sm.bos_node > 0 else 0
+        for y in ids:
+            total -= math.log(max(suffix_prob(sm, node, int(y), vocab), 1e-300))
+            node = sm.advance(node, int(y))
+            n += 1
+    return total / n if n else math.nan
+
+
+def cross_entropy(tm, sequences: Iterable[Sequence[int]], vocab_size: int | None = None) -> float:
     """``D_T``: mean ``-log q(y_i | BOS, y_<i)`` in nats/token over all tokens of ``sequences``.
 
     ``sequences`` are the model's (greedy) text tokens of the task's
     utterances, one list per segment, without special tokens; NaN if empty.
+    ``tm``: a :class:`TokenMap` or a :class:`tokenmap.suffixmap.SuffixMap` (:func:`suffix_prob`).
     """
+    if isinstance(tm, SuffixMap):
+        return _suffix_cross_entropy(tm, sequences, vocab_size)
     dist = MapDistribution(tm, vocab_size)
     total, n = 0.0, 0
     for ids in sequences:

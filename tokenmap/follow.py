@@ -100,6 +100,7 @@ class FollowDrafter:
         self._verify = np.array([cost.batch(L + 1) - cost.step_ms for L in lens])
         self._marginal = float(np.diff(np.concatenate([[0.0], self._verify])).min())
         self._pending = 0.0
+        self.log: list[tuple[int, int]] | None = None  # (drafted, accepted) per verified draft, when a list
         self.reset()
 
     # -- state -------------------------------------------------------------
@@ -217,3 +218,5 @@ class FollowDrafter:
         """The verified outcome of the last draft (for the running calibration)."""
         if drafted:
             self.calibration.update(self._pending, accepted)
+            if self.log is not None:
+                self.log.append((drafted, accepted))

@@ -3,7 +3,10 @@
 Layout (all integers little-endian)::
 
     offset 0   8 bytes   MAGIC  b"\\x93TOKMAP\\x1a"
-    offset 8   uint32    format version (FORMAT_VERSION, or SET_VERSION for a map set)
+    offset 8   uint32    format version: 3 a suffix map (what `tokenmap build` writes),
+                         2 a map set of n-gram sections, 4 one n-gram map
+                         (`--balance --layout merged`); 1, the n-gram map of
+                         earlier releases, is refused with a message to rebuild
     offset 12  uint32    header length H in bytes (<= MAX_HEADER)
     offset 16  H bytes   UTF-8 JSON header (fingerprint, family, order, build
                          parameters, counts, corpus sha256s, created, and
@@ -11,7 +14,8 @@ Layout (all integers little-endian)::
     ...        arrays    each starting at a 64-byte aligned offset, C order
     end - 32   32 bytes  sha256 of every byte before it
 
-Arrays (K keys, C candidates, T candidate tokens, N = max order)::
+Arrays (K keys, C candidates, T candidate tokens, N = max order; :data:`LAYOUT`
+declares them and what they may hold, checked on load)::
 
     key_hash        uint64 [K]     hash of the key tokens, sorted within each order block
     key_tokens      uint32 [K, N]  the key tokens (left-aligned, padded with PAD)
@@ -22,6 +26,14 @@ Arrays (K keys, C candidates, T candidate tokens, N = max order)::
     cand_tokens     uint32 [T]
     cand_expected   float32 [C]    expected accepted tokens per verify pass
     cand_saving     float32 [C]    expected saving in ms per verify pass (cost model)
+
+Loading checks everything a lookup relies on: magic, version, checksum,
+header, the array table (names, dtypes, shapes, aligned offsets inside the
+data, no overlaps) and every array by its role in :data:`LAYOUT`
+(:mod:`tokenmap.mapschema`): token ids within the vocabulary of the tokenizer
+the map is loaded for (``vocab_size``, else the one the header records),
+offsets and lengths within the arrays they index.  A file that fails any
+check raises :class:`MapFormatError`.
 
 A **map set** (``tokenmap build --balance``) holds one map per task in one
 file: format version ``SET_VERSION``, a header list ``"sections"`` (each
@@ -49,29 +61,49 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from .mapschema import ArraySpec, Offsets, TokenIds, Values, check_arrays
 from .suffixmap import ARRAYS, SuffixMap
 
 log = logging.getLogger("tokenmap")
 
 MAGIC = b"\x93TOKMAP\x1a"
-NGRAM_VERSION = 1  # the n-gram key/candidate layout of earlier releases: no longer read
-SET_VERSION = 2
+LEGACY_VERSION = 1  # the 3-token n-gram map of earlier `tokenmap build`s: refused, rebuild it
+SET_VERSION = 2  # a map set of n-gram sections (`tokenmap build --balance`)
 SUFFIX_VERSION = 3  # one suffix map (tokenmap.suffixmap), what `tokenmap build` writes
+NGRAM_VERSION = 4  # one n-gram map with this release's checks (`tokenmap build --balance --layout merged`)
 FORMAT_VERSION = SUFFIX_VERSION
 MAX_HEADER = 16 << 20
 ALIGN = 64
 PAD = 0xFFFFFFFE
+BOS = 0xFFFFFFFF
 _PREFIX = struct.Struct("<8sII")
 _CHECKSUM = 32
 _MASK = (1 << 64) - 1
 HASH_MULT = 0x9E3779B97F4A7C15
-SCHEMA = {
-    "key_hash": ("<u8", 1), "key_tokens": ("<u4", 2), "key_count": ("<u4", 1),
-    "order_offsets": ("<i8", 1), "cand_offsets": ("<i8", 1), "cand_tok_offsets": ("<i8", 1),
-    "cand_tokens": ("<u4", 1), "cand_expected": ("<f4", 1), "cand_saving": ("<f4", 1),
+#: The arrays of a map, what each may hold (:mod:`tokenmap.mapschema`); ``order`` is the header's.
+LAYOUT = {
+    "key_hash": ArraySpec("<u8", ("K",)),
+    "key_tokens": ArraySpec("<u4", ("K", "order"), TokenIds(sentinels=(BOS, PAD))),
+    "key_count": ArraySpec("<u4", ("K",)),
+    "order_offsets": ArraySpec("<i8", ("order+1",), Offsets("key_hash")),
+    "cand_offsets": ArraySpec("<i8", ("K+1",), Offsets("cand_expected")),
+    "cand_tok_offsets": ArraySpec("<i8", ("C+1",), Offsets("cand_tokens")),
+    "cand_tokens": ArraySpec("<u4", ("T",), TokenIds()),
+    "cand_expected": ArraySpec("<f4", ("C",), Values(finite=True)),
+    "cand_saving": ArraySpec("<f4", ("C",), Values(finite=True)),
 }
-#: the arrays of a format-3 suffix map (``tokenmap.suffixmap.ARRAYS``)
-SUFFIX_SCHEMA = {name: (dtype, 1) for name, dtype in ARRAYS.items()}
+#: ``{name: (dtype, number of dimensions)}`` of :data:`LAYOUT`
+SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in LAYOUT.items()}
+#: the arrays of a format-3 suffix map (:mod:`tokenmap.suffixmap`): the trie's structure is
+#: checked by :func:`_suffix`, token ids here (``BOS`` and ``SEP`` of the trie are vocab and vocab + 1)
+SUFFIX_LAYOUT = {
+    "edge_key": ArraySpec(ARRAYS["edge_key"], ("E",)),
+    "node_count": ArraySpec(ARRAYS["node_count"], ("N",)),
+    "node_link": ArraySpec(ARRAYS["node_link"], ("N",)),
+    "node_best": ArraySpec(ARRAYS["node_best"], ("N",)),
+    "node_depth": ArraySpec(ARRAYS["node_depth"], ("N",)),
+}
+SUFFIX_SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in SUFFIX_LAYOUT.items()}
 
 
 class MapFormatError(ValueError):
@@ -137,17 +169,21 @@ def write_map(path: str | os.PathLike, header: Mapping, arrays: Mapping[str, np.
         blob = json.dumps(meta, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     digest = hashlib.sha256()
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        def put(b: bytes) -> None:
-            f.write(b)
-            digest.update(b)
-        put(_PREFIX.pack(MAGIC, version, len(blob)) + blob)
-        put(b"\x00" * (data_start - _PREFIX.size - len(blob)))
-        for spec in specs:
-            raw = arrays[spec["name"]].tobytes()
-            put(raw + b"\x00" * _pad(len(raw)))
-        f.write(digest.digest())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            def put(b: bytes) -> None:
+                f.write(b)
+                digest.update(b)
+            put(_PREFIX.pack(MAGIC, version, len(blob)) + blob)
+            put(b"\x00" * (data_start - _PREFIX.size - len(blob)))
+            for spec in specs:
+                raw = arrays[spec["name"]].tobytes()
+                put(raw + b"\x00" * _pad(len(raw)))
+            f.write(digest.digest())
+        os.replace(tmp, path)
+    except BaseException:  # also Ctrl-C: no partial file stays behind, an old map stays untouched
+        tmp.unlink(missing_ok=True)
+        raise
     return path.stat().st_size
 
 
@@ -179,9 +215,12 @@ def read_header(buf, path: Path) -> dict:
     magic, version, hlen = _PREFIX.unpack_from(buf, 0)
     if magic != MAGIC:
         raise _fail(path, "not a token map (bad magic)")
-    if version not in (NGRAM_VERSION, SUFFIX_VERSION, SET_VERSION):
+    if version == LEGACY_VERSION:
+        raise _fail(path, "a token map of format 1 (3-token contexts), which this tokenmap no longer reads: "
+                          "rebuild it with `tokenmap build`")
+    if version not in (SET_VERSION, SUFFIX_VERSION, NGRAM_VERSION):
         raise _fail(path, f"unsupported token map format version {version} "
-                          f"(this tokenmap reads {NGRAM_VERSION}, {SET_VERSION} and {SUFFIX_VERSION})")
+                          f"(this tokenmap reads {SET_VERSION}, {SUFFIX_VERSION} and {NGRAM_VERSION})")
     if hlen > MAX_HEADER:
         raise _fail(path, "corrupt token map (header too large)")
     if _PREFIX.size + hlen + _CHECKSUM > size:
@@ -208,7 +247,7 @@ def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
     if not isinstance(start, int) or not isinstance(specs, list) or not 0 < start <= size or start % ALIGN:
         raise _fail(path, "corrupt token map (bad array table)")
     schema = _schema(header.get("format_version"))
-    views = {}
+    views, extents = {}, []
     for spec in specs:
         try:
             name, dtype, shape, off = spec["name"], spec["dtype"], spec["shape"], spec["offset"]
@@ -216,8 +255,9 @@ def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
             raise _fail(path, "corrupt token map (bad array table)") from None
         base = _base(name) if isinstance(name, str) else ""
         if not _known_name(name, header, schema) or schema[base][0] != dtype or name in views \
-                or not isinstance(shape, list) or len(shape) != schema[base][1] or not all(isinstance(s, int) and 0 <= s < 1 << 40 for s in shape) \
-                or not isinstance(off, int) or off < 0 or off % ALIGN:
+                or not isinstance(shape, list) or len(shape) != schema[base][1] \
+                or not all(type(s) is int and 0 <= s < 1 << 40 for s in shape) \
+                or type(off) is not int or off < 0 or off % ALIGN:
             raise _fail(path, f"corrupt token map (bad entry for array {name!r})")
         count = 1
         for s in shape:
@@ -225,7 +265,12 @@ def _array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
         nbytes = count * np.dtype(dtype).itemsize
         if start + off + nbytes > size:
             raise _fail(path, "token map is truncated")
+        extents.append((off, off + nbytes, name))
         views[name] = np.frombuffer(buf, dtype=dtype, count=count, offset=start + off).reshape(shape)
+    extents.sort()
+    for (_, end, first), (begin, _, second) in zip(extents, extents[1:]):
+        if begin < end:
+            raise _fail(path, f"corrupt token map (arrays {first!r} and {second!r} overlap)")
     prefixes = [f"{i}." for i in range(len(header["sections"]))] if "sections" in header else [""]
     missing = {p + n for p in prefixes for n in schema} - set(views)
     if missing:
@@ -245,21 +290,24 @@ def _known_name(name, header: dict, schema: dict) -> bool:
     return prefix.isdigit() and str(int(prefix)) == prefix and int(prefix) < len(header["sections"])
 
 
-def _check_structure(a: dict[str, np.ndarray], order: int, path: Path) -> None:
-    """Cross-array consistency, so that lookups can never index out of range."""
-    k = a["key_hash"].shape[0]
-    c = a["cand_expected"].shape[0]
-    oo, co, to = a["order_offsets"], a["cand_offsets"], a["cand_tok_offsets"]
-    ok = (
-        a["key_tokens"].shape == (k, order) and a["key_count"].shape == (k,)
-        and oo.shape == (order + 1,) and co.shape == (k + 1,) and to.shape == (c + 1,)
-        and a["cand_saving"].shape == (c,)
-        and oo[0] == 0 and oo[-1] == k and bool(np.all(np.diff(oo) >= 0))
-        and co[0] == 0 and co[-1] == c and bool(np.all(np.diff(co) >= 0))
-        and to[0] == 0 and to[-1] == a["cand_tokens"].shape[0] and bool(np.all(np.diff(to) >= 0))
-    )
-    if not ok:
-        raise _fail(path, "corrupt token map (inconsistent arrays)")
+def _check_structure(a: dict[str, np.ndarray], header: dict, vocab_size: int, path: Path,
+                     label: str = "") -> None:
+    """Every array by its role in :data:`LAYOUT`, so that lookups can never index out of range
+    nor draft an id outside the vocabulary."""
+    problem = check_arrays(a, LAYOUT, {"order": header["order"]}, vocab_size)
+    if problem:
+        raise _fail(path, f"corrupt token map ({label}{problem})")
+
+
+def _vocab_size(header: dict, vocab_size: int | None, path: Path) -> int:
+    """The vocabulary size ids are checked against: the header's, which must match the tokenizer's."""
+    recorded = header.get("vocab_size")
+    if type(recorded) is not int or not 0 < recorded < 1 << 31:
+        raise _fail(path, "corrupt token map (bad header field vocab_size)")
+    if vocab_size is not None and recorded != vocab_size:
+        raise _fail(path, f"made for a vocabulary of {recorded} tokens, the tokenizer has {vocab_size}: "
+                          "rebuild it with `tokenmap build`")
+    return recorded
 
 
 def _open(path: Path, verify: bool):
@@ -291,16 +339,18 @@ def _check_fingerprint(header: dict, fingerprint: str | None, model_hint: str, p
                           f"{fingerprint[:12]}…): rebuild it with `tokenmap build --model {model} …`")
 
 
-def _single(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str):
+def _single(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
+            vocab_size: int | None):
     """The map of a one-map file."""
     arrays = _array_views(buf, header, path)
     _check_order(header, path)
-    _check_structure(arrays, header["order"], path)
     _check_fingerprint(header, fingerprint, model_hint, path)
+    _check_structure(arrays, header, _vocab_size(header, vocab_size, path), path)
     return cls(header, arrays, path, buf)
 
 
-def _sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str) -> list:
+def _sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
+              vocab_size: int | None) -> list:
     """Every section of a map set as a map; each header is the file's plus the section's."""
     _check_fingerprint(header, fingerprint, model_hint, path)
     views = _array_views(buf, header, path)
@@ -313,48 +363,53 @@ def _sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model
             raise _fail(path, "corrupt token map (bad section table)")
         tasks.add(sec["task"])
         arrays = {name: views[f"{i}.{name}"] for name in SCHEMA}
-        _check_structure(arrays, merged["order"], path)
+        _check_structure(arrays, merged, _vocab_size(merged, vocab_size, path), path, f"section {i}: ")
         maps.append(cls(merged, arrays, path, buf))
     return maps
 
 
-def _warn_ngram(path: Path) -> None:
-    log.warning("%s: an n-gram token map (format %d) drafts from 3-token contexts only; rebuild it with "
-                "`tokenmap build` for the suffix map's longer drafts", path, NGRAM_VERSION)
-
-
-def _suffix(buf, header: dict, path: Path, fingerprint: str | None, model_hint: str) -> SuffixMap:
-    """The map of a format-3 file, its arrays checked so that no lookup can leave them."""
+def _suffix(buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
+            vocab_size: int | None) -> SuffixMap:
+    """The map of a format-3 file, its arrays checked so that no walk can leave them and no draft
+    can leave the vocabulary (the trie's own BOS and SEP are ``vocab`` and ``vocab + 1``)."""
     arrays = _array_views(buf, header, path)
     _check_fingerprint(header, fingerprint, model_hint, path)
-    depth, vocab = header.get("depth"), header.get("vocab_size")
-    if not isinstance(depth, int) or not 1 <= depth <= 255 or not isinstance(vocab, int) or vocab < 1 \
-            or header.get("bos") != vocab or header.get("sep") != vocab + 1:
+    vocab = _vocab_size(header, vocab_size, path)
+    depth = header.get("depth")
+    if type(depth) is not int or not 1 <= depth <= 255 or header.get("bos") != vocab or header.get("sep") != vocab + 1:
         raise _fail(path, "corrupt token map (bad header fields)")
+    problem = check_arrays(arrays, SUFFIX_LAYOUT, {}, vocab + 2)
+    tokens = arrays["edge_key"] & np.uint64(0xFFFFFFFF)
+    if problem is None and tokens.size and int(tokens.max()) > vocab + 1:
+        problem = (f"array 'edge_key': token id {int(tokens.max())} outside the vocabulary of {vocab} tokens")
     n = arrays["node_count"].shape[0]
-    keys = arrays["edge_key"]
-    ok = (n >= 1 and keys.shape[0] == n - 1 and all(arrays[k].shape[0] == n for k in ARRAYS if k != "edge_key")
+    keys, best = arrays["edge_key"], arrays["node_best"].astype(np.int64)
+    ok = (problem is None and n >= 1 and keys.shape[0] == n - 1
           and bool(np.all(keys[1:] > keys[:-1])) and bool(np.all((keys >> np.uint64(32)) < np.arange(1, n)))
           and bool(np.all((keys & np.uint64(0xFFFFFFFF)) <= vocab + 1))
           and bool(np.all(arrays["node_link"] < np.maximum(np.arange(n), 1)))
-          and bool(np.all((arrays["node_best"] == -1) | ((arrays["node_best"] > 0) & (arrays["node_best"] < n))))
+          and bool(np.all((best == -1) | ((best > 0) & (best < n))))
           and bool(np.all(arrays["node_depth"][1:] >= 1)) and int(arrays["node_depth"].max(initial=0)) <= depth)
+    if ok:  # every count positive and no larger than its parent's; a best child is a child
+        count, parent = arrays["node_count"], (keys >> np.uint64(32)).astype(np.int64)
+        has = best > 0
+        ok = (bool(np.all(count >= 1)) and bool(np.all(count[1:] <= count[parent]))
+              and bool(np.all(parent[best[has] - 1] == np.flatnonzero(has))))
     if not ok:
-        raise _fail(path, "corrupt token map (inconsistent arrays)")
+        raise _fail(path, f"corrupt token map ({problem or 'inconsistent arrays'})")
     return SuffixMap(header, arrays, path, buf)
 
 
 def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify: bool = True,
-              model_hint: str = "") -> list["TokenMap"]:
+              model_hint: str = "", vocab_size: int | None = None) -> list["TokenMap"]:
     """Every map in a file: the sections of a map set, or ``[the map]`` (checks as :meth:`TokenMap.load`)."""
     path = Path(path)
     buf, header = _open(path, verify)
     if header["format_version"] == SUFFIX_VERSION:
-        return [_suffix(buf, header, path, fingerprint, model_hint)]
+        return [_suffix(buf, header, path, fingerprint, model_hint, vocab_size)]
     if header.get("sections") is None:
-        _warn_ngram(path)
-        return [_single(TokenMap, buf, header, path, fingerprint, model_hint)]
-    return _sections(TokenMap, buf, header, path, fingerprint, model_hint)
+        return [_single(TokenMap, buf, header, path, fingerprint, model_hint, vocab_size)]
+    return _sections(TokenMap, buf, header, path, fingerprint, model_hint, vocab_size)
 
 
 class TokenMap:
@@ -364,7 +419,7 @@ class TokenMap:
     for the first tokens, ``draft([BOS, t1])`` uses the 2-token key.
     """
 
-    BOS = 0xFFFFFFFF
+    BOS = BOS
 
     def __init__(self, header: dict, arrays: dict[str, np.ndarray], path: Path | None = None, buf=None):
         self.header = header
@@ -383,27 +438,29 @@ class TokenMap:
     # -- loading ---------------------------------------------------------
     @classmethod
     def load(cls, path: str | os.PathLike, fingerprint: str | None = None, *, verify: bool = True,
-             model_hint: str = "", section: int | str | None = None) -> "TokenMap":
-        """Memory-map a token map; check magic, version, checksum and tokenizer.
+             model_hint: str = "", section: int | str | None = None, vocab_size: int | None = None) -> "TokenMap":
+        """Memory-map a token map; check magic, version, checksum, tokenizer and every array.
 
         ``fingerprint`` is the sha256 of the tokenizer's vocabulary that will
         use this map (see :class:`tokenmap.textok.TextTokenizer`); ``None``
-        skips that check.  A map set needs ``section`` (its index or task
-        name), or :func:`load_maps` for all of them.  Raises
+        skips that check.  ``vocab_size`` is that tokenizer's vocabulary size:
+        the header's must equal it, and every token id must lie below it
+        (``None``: below the header's).  A map set needs ``section`` (its index
+        or task name), or :func:`load_maps` for all of them.  Raises
         :class:`MapFormatError` with a one-line message.
         """
         path = Path(path)
         buf, header = _open(path, verify)
         if header["format_version"] == SUFFIX_VERSION:
-            return _suffix(buf, header, path, fingerprint, model_hint)
+            return _suffix(buf, header, path, fingerprint, model_hint, vocab_size)
         sections = header.get("sections")
         if sections is None:
-            return _single(cls, buf, header, path, fingerprint, model_hint)
+            return _single(cls, buf, header, path, fingerprint, model_hint, vocab_size)
         if section is None:
             tasks = ", ".join(str(h.get("task")) for h in sections)
             raise _fail(path, f"a map set of {len(sections)} task sections ({tasks}): "
                               "load it with tokenmap.mapfile.load_maps, or name a section")
-        maps = _sections(cls, buf, header, path, fingerprint, model_hint)
+        maps = _sections(cls, buf, header, path, fingerprint, model_hint, vocab_size)
         index = {str(m.task): i for i, m in enumerate(maps)}
         i = index.get(str(section), section if isinstance(section, int) else -1)
         if not 0 <= i < len(maps):

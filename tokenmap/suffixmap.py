@@ -44,10 +44,13 @@ _LOW = (1 << 32) - 1
 ARRAYS = {"edge_key": "<u8", "node_count": "<u4", "node_link": "<u4", "node_best": "<i4", "node_depth": "<u1"}
 
 
-def _windows(stream: np.ndarray, sep: int, depth: int, start: int, stop: int) -> np.ndarray:
-    """uint32 [stop - start, depth]: the ``depth`` tokens from each position, PAD after the utterance's SEP."""
+#: positions sorted at once; the stream is cut by first token into chunks of about this many
+CHUNK_POSITIONS = 2_000_000
+
+
+def _windows(stream: np.ndarray, sep: int, depth: int, pos: np.ndarray) -> np.ndarray:
+    """uint32 [len(pos), depth]: the ``depth`` tokens from each position, PAD after the utterance's SEP."""
     n = len(stream)
-    pos = np.arange(start, stop, dtype=np.int64)
     seps = np.flatnonzero(stream == sep)
     nxt = seps[np.minimum(np.searchsorted(seps, pos), len(seps) - 1)] if len(seps) else np.full(len(pos), n - 1)
     nxt = np.where(nxt >= pos, nxt, n - 1)
@@ -57,69 +60,99 @@ def _windows(stream: np.ndarray, sep: int, depth: int, start: int, stop: int) ->
     return np.where(cols[None, :] < length[:, None], stream[idx], PAD).astype(np.uint32)
 
 
-def build_arrays(stream: np.ndarray, sep: int, depth: int, min_count: int = 1) -> dict[str, np.ndarray]:
+def _chunk_levels(rows: np.ndarray, depth: int, min_count: int) -> list[tuple[np.ndarray, ...]]:
+    """Per level of one chunk of sorted windows: ``(token, count, parent index in the level above)``."""
+    m = len(rows)
+    boundary = np.zeros(m, dtype=bool)
+    boundary[0] = True
+    levels, prev_node_of_row = [], None
+    for j in range(depth):
+        col = rows[:, j]
+        boundary[1:] |= col[1:] != col[:-1]
+        first = np.flatnonzero(boundary)
+        size = np.diff(np.append(first, m))
+        keep = (rows[first, j] != PAD) & (size >= min_count)
+        if not keep.any():
+            break
+        kept_first = first[keep]
+        parent = np.zeros(len(kept_first), dtype=np.int64) if j == 0 else prev_node_of_row[kept_first]
+        levels.append((rows[kept_first, j], size[keep], parent))
+        node_of_group = np.full(len(first), -1, dtype=np.int64)
+        node_of_group[keep] = np.arange(len(kept_first))
+        prev_node_of_row = node_of_group[np.cumsum(boundary) - 1]
+    return levels
+
+
+def build_arrays(stream: np.ndarray, sep: int, depth: int, min_count: int = 1,
+                 chunk_positions: int = CHUNK_POSITIONS) -> dict[str, np.ndarray]:
     """The suffix-trie arrays (see the module docstring) of a ``BOS ... SEP`` token stream.
 
     Every position starts a window of ``depth`` tokens that ends after its
     utterance's SEP; sorting the windows makes each trie node a run of rows
-    sharing a prefix.  A node is kept when it occurs ``min_count`` times or
-    more (its link then exists too: a shorter context occurs at least as often).
+    sharing a prefix.  Windows are sorted in chunks of whole first tokens
+    (about ``chunk_positions`` rows each), which bounds memory; each level's
+    nodes are the chunks' nodes in first-token order, so the numbering is the
+    same as one global sort.  A node is kept when it occurs ``min_count`` times
+    or more (its suffix then occurs as often: its link exists too).
     """
     stream = np.ascontiguousarray(stream, dtype=np.uint32)
-    m = len(stream)
-    if m == 0:
+    if len(stream) == 0:
         raise ValueError("empty token stream")
-    win = _windows(stream, sep, depth, 0, m)
-    order = np.lexsort(win.T[::-1])
-    rows = win[order]
-    del win
-    row_of_pos = np.empty(m, dtype=np.int64)
-    row_of_pos[order] = np.arange(m)
-    boundary = np.zeros(m, dtype=bool)
-    boundary[0] = True
-    level_nodes, level_first, group_of_row, counts, tokens, parents = [], [], [], [], [], []
-    next_id = 1
-    prev_node_of_group = None
+    by_first = np.argsort(stream, kind="stable")
+    firsts = stream[by_first]
+    cuts = [0]
+    while cuts[-1] < len(by_first):  # cut only between different first tokens
+        end = min(len(by_first), cuts[-1] + chunk_positions)
+        if end < len(by_first):
+            end = int(np.searchsorted(firsts, firsts[end - 1], side="right"))
+        cuts.append(end)
+    chunks = []
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        win = _windows(stream, sep, depth, np.sort(by_first[lo:hi]))
+        chunks.append(_chunk_levels(win[np.lexsort(win.T[::-1])], depth, min_count))
+        del win
+    return _assemble(chunks, depth, len(stream))
+
+
+def _assemble(chunks: list, depth: int, total: int) -> dict[str, np.ndarray]:
+    """Global arrays from per-chunk levels: level by level, chunk after chunk (``total``: positions)."""
+    tokens, counts, parents = [], [], []
+    level_start, base = [], 1
+    prev_offsets = None
     for j in range(depth):
-        col = rows[:, j]
-        boundary[1:] |= col[1:] != col[:-1]
-        gid = np.cumsum(boundary) - 1
-        first = np.flatnonzero(boundary)
-        size = np.diff(np.append(first, m))
-        keep = (rows[first, j] != PAD) & (size >= min_count)
-        node_of_group = np.full(len(first), -1, dtype=np.int64)
-        node_of_group[keep] = next_id + np.arange(int(keep.sum()))
-        if j == 0:
-            par = np.zeros(int(keep.sum()), dtype=np.int64)
-        else:
-            par = prev_node_of_group[group_of_row[-1][first[keep]]]
-        counts.append(size[keep])
-        tokens.append(rows[first[keep], j])
-        parents.append(par)
-        group_of_row.append(gid)
-        level_nodes.append(node_of_group)
-        level_first.append(first)
-        next_id += int(keep.sum())
-        prev_node_of_group = node_of_group
-        if not keep.any():
+        parts = [c[j] for c in chunks if len(c) > j]
+        sizes = [len(c[j][0]) if len(c) > j else 0 for c in chunks]
+        if not sum(sizes):
             break
-    n_nodes = next_id
-    node_count = np.empty(n_nodes, dtype=np.uint32)
-    node_count[0] = min(m, _LOW)
-    node_count[1:] = np.concatenate(counts)
-    token = np.concatenate(tokens).astype(np.uint64)
-    parent = np.concatenate(parents).astype(np.uint64)
+        offsets = np.concatenate([[0], np.cumsum(sizes)])[:-1]
+        level_start.append(base)
+        for ci, c in enumerate(chunks):
+            if len(c) <= j:
+                continue
+            tok, cnt, par = c[j]
+            tokens.append(tok)
+            counts.append(cnt)
+            parents.append(np.zeros(len(tok), np.int64) if j == 0 else level_start[j - 1] + prev_offsets[ci] + par)
+        base += sum(sizes)
+        prev_offsets = offsets
+        del parts
+    n_nodes = base
+    token = np.concatenate(tokens).astype(np.uint64) if tokens else np.zeros(0, np.uint64)
+    parent = np.concatenate(parents).astype(np.uint64) if parents else np.zeros(0, np.uint64)
     edge_key = (parent << np.uint64(32)) | token
+    node_count = np.empty(n_nodes, dtype=np.uint32)
+    node_count[0] = min(total, _LOW)
+    node_count[1:] = np.minimum(np.concatenate(counts), _LOW) if counts else 0
     node_depth = np.zeros(n_nodes, dtype=np.uint8)
     node_link = np.zeros(n_nodes, dtype=np.uint32)
-    for j, (node_of_group, first) in enumerate(zip(level_nodes, level_first)):
-        keep = node_of_group >= 0
-        ids = node_of_group[keep]
-        node_depth[ids] = j + 1
-        if j == 0:
-            continue  # a one-token sequence backs off to the root
-        pos = order[first[keep]] + 1  # the same window one token later: the sequence without its first token
-        node_link[ids] = level_nodes[j - 1][group_of_row[j - 1][row_of_pos[pos]]]
+    bounds = level_start + [n_nodes]
+    for j in range(len(level_start)):
+        lo, hi = bounds[j], bounds[j + 1]
+        node_depth[lo:hi] = j + 1
+        if j:  # the sequence without its first token: the link's child for the same last token
+            key = (node_link[parent[lo - 1:hi - 1].astype(np.int64)].astype(np.uint64) << np.uint64(32)) \
+                | token[lo - 1:hi - 1]
+            node_link[lo:hi] = np.searchsorted(edge_key, key) + 1
     return {"edge_key": edge_key, "node_count": node_count, "node_link": node_link,
             "node_best": _best_children(parent.astype(np.int64), node_count[1:], n_nodes),
             "node_depth": node_depth}

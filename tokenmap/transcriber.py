@@ -29,6 +29,8 @@ from .writers import Segment, Transcript, Word
 logger = logging.getLogger("tokenmap")
 
 SAMPLE_RATE = 16_000
+#: integer PCM sample types and the float scale of each: ``(x - offset) / scale``
+_PCM = {np.dtype(np.int16): (0, 32768.0), np.dtype(np.int32): (0, 2147483648.0), np.dtype(np.uint8): (128, 128.0)}
 
 
 class AudioError(RuntimeError):
@@ -121,6 +123,41 @@ def load_audio(path: str | os.PathLike) -> np.ndarray:
     return audio
 
 
+def audio_input(audio, name: str = "audio"):
+    """``audio`` as faster-whisper's ``transcribe`` needs it: arrays it would misread are converted or refused.
+
+    A path or a file object is returned unchanged. An array must hold mono
+    samples at 16 kHz, shape ``[samples]``: a float array becomes float32;
+    integer PCM (int16, int32, uint8, as in WAV files) is scaled to [-1, 1]
+    (faster-whisper would read its raw values as huge samples, i.e. noise).
+    Raises :class:`AudioError` for several channels (faster-whisper would
+    take a 2-D array for a batch of spectrograms and try to allocate gigabytes),
+    other sample types, or NaN and infinite samples.
+
+    >>> audio_input(np.array([0, 16384, -32768], dtype=np.int16))
+    array([ 0. ,  0.5, -1. ], dtype=float32)
+    >>> audio_input(np.zeros((2, 8000), dtype=np.float32))
+    Traceback (most recent call last):
+    tokenmap.transcriber.AudioError: audio: an array of shape (2, 8000); tokenmap needs mono samples at 16 kHz, \
+shape [samples] (mix the channels down first, e.g. audio.mean(axis=0))
+    """
+    if not isinstance(audio, np.ndarray):
+        return audio
+    if audio.ndim != 1:
+        raise AudioError(f"{name}: an array of shape {audio.shape}; tokenmap needs mono samples at 16 kHz, shape "
+                         "[samples] (mix the channels down first, e.g. audio.mean(axis=0))")
+    if audio.dtype in _PCM:
+        offset, scale = _PCM[audio.dtype]
+        logger.info("%s: %s PCM samples scaled to float32 in [-1, 1]", name, audio.dtype)
+        return ((audio.astype(np.float32) - offset) / scale).astype(np.float32)
+    if audio.dtype.kind != "f":
+        raise AudioError(f"{name}: samples of type {audio.dtype}; pass float32 in [-1, 1] (or int16/int32 PCM)")
+    audio = audio.astype(np.float32, copy=False)
+    if not np.isfinite(audio).all():
+        raise AudioError(f"{name}: audio contains NaN or infinite samples")
+    return audio
+
+
 def transcribe_file(
     model,
     path: str | os.PathLike,
@@ -133,7 +170,8 @@ def transcribe_file(
 
 
 def transcribe_audio(model, audio: np.ndarray, name: str, options: TranscribeOptions, progress=None) -> Transcript:
-    """Transcribe a decoded ``audio`` array (mono float32, 16 kHz, shape ``[samples]``)."""
+    """Transcribe a decoded ``audio`` array (mono, 16 kHz, shape ``[samples]``; see :func:`audio_input`)."""
+    audio = audio_input(audio, name)
     duration = len(audio) / SAMPLE_RATE
     started = time.perf_counter()
     if len(audio) == 0:

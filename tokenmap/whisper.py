@@ -47,6 +47,7 @@ from . import engine as _engine
 from .drafters import SessionCache, default_drafter
 from .rules import SpecialTokens, supports_fast_path
 from .speculative import ControllerSet, DecodeStats, decode_window
+from .transcriber import audio_input
 
 logger = logging.getLogger("tokenmap")
 
@@ -219,7 +220,7 @@ class WhisperModel(faster_whisper.WhisperModel):
         if not self.drafting:
             return super().transcribe(audio, *args, **kwargs)
         self.model.take_stats()  # start this thread's counters afresh
-        segments, info = super().transcribe(audio, *args, **kwargs)
+        segments, info = super().transcribe(audio_input(audio), *args, **kwargs)
         return self._remember(segments), info
 
     def _remember(self, segments):
@@ -251,12 +252,12 @@ def _load_map(token_map, hf_tokenizer):
     from .mapfile import load_maps
     from .textok import TextTokenizer
 
-    fingerprint = None
+    tok = None
     maps = []
     for m in token_map if isinstance(token_map, (list, tuple)) else [token_map]:
         if isinstance(m, (str, os.PathLike)):
-            fingerprint = fingerprint or TextTokenizer(hf_tokenizer).fingerprint
-            maps.extend(load_maps(m, fingerprint))
+            tok = tok or TextTokenizer(hf_tokenizer)
+            maps.extend(load_maps(m, tok.fingerprint, vocab_size=tok.vocab_size))
         else:
             maps.append(m)
     return maps[0] if len(maps) == 1 else maps

@@ -16,7 +16,9 @@ from tokenmap.bench.data import MAP_MODES
 
 DECODER_BASELINE = "greedy"
 E2E_BASELINE = "fw-e2e"
-GROUPS = ("task", "domain", "lang", "voice", "set")
+GROUPS = ("task", "domain", "lang", "voice", "set", "regime")
+#: a task whose plain greedy WER is above this measures the voice (TTS the model cannot hear), not drafting
+VOICE_BOUND_WER = 0.5
 
 
 def baseline_of(system: str, systems: set) -> str | None:
@@ -119,13 +121,24 @@ def acceptance_by_length(rows: list[dict], system: str = "tokenmap") -> dict:
     return {n: {"drafts": c, "A_r": a / (c * n), "A_l": a / c} for n, (c, a) in sorted(acc.items())}
 
 
+def regimes(rows: list[dict], task_table: dict) -> dict:
+    """Per regime (scripted, structured, open), without the voice-bound tasks (greedy WER above
+    :data:`VOICE_BOUND_WER`), which are listed apart: ``{"table", "oracle_fraction", "voice_bound"}``."""
+    bound = {t: s["greedy"]["wer"] for t, s in task_table.items()
+             if "greedy" in s and s["greedy"]["wer"] > VOICE_BOUND_WER}
+    kept = [r for r in rows if r["task"] not in bound and "regime" in r]
+    table = by_group(kept, "regime")
+    return {"table": table, "oracle_fraction": oracle_fractions(table), "voice_bound": bound,
+            "all": summarize_systems(kept) if kept else {}}
+
+
 def aggregate(rows: list[dict]) -> dict:
     """Everything the report shows, JSON-ready."""
-    groups = {field: by_group(rows, field) for field in GROUPS}
+    groups = {field: by_group(rows, field) for field in GROUPS if all(field in r for r in rows)}
     modes = map_modes(rows, groups["task"])
     return {"systems": summarize_systems(rows), "groups": groups,
             "oracle_fraction": {"all": oracle_fractions({"all": summarize_systems(rows)}).get("all"),
                                 "task": oracle_fractions(groups["task"])},
             "fairness": fairness(groups["task"]), "fairness_oracle": fairness(groups["task"], "oracle"),
             "map_modes": modes, "map_modes_identical": map_modes_identical(rows, modes),
-            "acceptance_by_length": acceptance_by_length(rows)}
+            "acceptance_by_length": acceptance_by_length(rows), "regimes": regimes(rows, groups["task"])}

@@ -26,6 +26,15 @@ log = logging.getLogger("tokenmap")
 
 #: the map every domain is also decoded with when it is not its own (the "no slower" check)
 MISMATCH_DOMAIN = "maintenance"
+#: where drafting can pay: ``scripted`` (a closed phrase inventory heard again and again, the map
+#: built from the whole inventory), ``structured`` (templated domain sentences with new slot values,
+#: the map built from other sentences), ``open`` (books, a map of other text)
+REGIMES = {"telephony": "scripted", "opendomain": "open"}
+
+
+def regime_of(domain: str) -> str:
+    """The regime of a domain (``structured`` unless listed in :data:`REGIMES`)."""
+    return REGIMES.get(domain, "structured")
 
 
 class BenchDataError(RuntimeError):
@@ -50,6 +59,10 @@ class Utterance:
     def task(self) -> str:
         """The fairness task: ``domain/lang``."""
         return f"{self.domain}/{self.lang}"
+
+    @property
+    def regime(self) -> str:
+        return regime_of(self.domain)
 
 
 def load_manifest(path: str | os.PathLike, limit: int | None = None) -> list[Utterance]:
@@ -97,23 +110,59 @@ def corpus_path(corpora: Path, domain: str, lang: str) -> Path:
     return corpora / domain / lang / "train.txt"
 
 
+def map_corpus(corpora: Path, domain: str, lang: str) -> list[Path]:
+    """The files a task's own map is built from: its train split, and for a scripted task the
+    whole phrase inventory (train and test: every prompt the system can play)."""
+    files = [corpus_path(corpora, domain, lang)]
+    if regime_of(domain) == "scripted":
+        files.append(corpora / domain / lang / "test.txt")
+    return [f for f in files if f.is_file()]
+
+
 def _stamp(corpus: Path, model: str) -> dict:
     st = corpus.stat()
     return {"corpus": str(corpus.resolve()), "size": st.st_size, "mtime": int(st.st_mtime),
-            "model": str(model), "version": 2}  # 2: tokenizer merges repaired
+            "model": str(model), "version": 3}  # 2: tokenizer merges repaired; 3: suffix maps
 
 
-def ensure_map(corpora: Path, domain: str, lang: str, cache: Path, model: str) -> Path | None:
-    """The cached map of ``domain/lang``, built when missing or stale; None without a corpus."""
+def ensure_map(corpora: Path, domain: str, lang: str, cache: Path, model: str, teacher: Path | None = None,
+               name: str = "") -> Path | None:
+    """The cached map of ``domain/lang`` (:func:`map_corpus`, plus ``teacher`` lines when given),
+    built when missing or stale; None without a corpus."""
     from tokenmap.builder import BuildOptions, build_map
 
-    corpus = corpus_path(corpora, domain, lang)
-    if not corpus.is_file():
-        log.warning("no corpus %s: %s/%s decoded without a token map", corpus, domain, lang)
+    corpus = map_corpus(corpora, domain, lang)
+    if not corpus:
+        log.warning("no corpus %s: %s/%s decoded without a token map", corpus_path(corpora, domain, lang),
+                    domain, lang)
         return None
-    return _cached(cache / f"{domain}-{lang}.tmap", _stamp(corpus, model),
-                   lambda target: build_map([corpus], target, model=str(model), options=BuildOptions(jobs=1),
-                                            force=True))
+    stamp = {"corpora": [_stamp(c, model) for c in corpus],
+             **({"teacher": _stamp(teacher, model)} if teacher else {})}
+    taught = [teacher] if teacher else []
+    return _cached(cache / f"{name}{domain}-{lang}.tmap", stamp,
+                   lambda target: build_map(corpus, target, model=str(model), options=BuildOptions(jobs=1),
+                                            force=True, teacher=taught, teacher_copies=2))
+
+
+def ensure_learned_maps(utterances, corpora: Path, cache: Path, model: str, teacher: Path) -> dict:
+    """``{(domain, lang): map}`` for the scripted tasks of ``utterances``: the inventory plus the
+    lines of ``teacher`` (JSON lines with ``text``, ``domain``, ``lang``: the model's transcripts of
+    *other* recordings of the prompts) of that task."""
+    lines: dict = {}
+    for line in Path(teacher).read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        lines.setdefault((rec.get("domain"), rec.get("lang")), []).append(rec["text"])
+    out = {}
+    for key in sorted({(u.domain, u.lang) for u in utterances if u.regime == "scripted"}):
+        if key not in lines:
+            continue
+        part = cache / "teacher" / f"{key[0]}-{key[1]}.txt"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        text = "\n".join(lines[key]) + "\n"
+        if not part.is_file() or part.read_text(encoding="utf-8") != text:
+            part.write_text(text, encoding="utf-8")
+        out[key] = ensure_map(corpora, *key, cache, model, teacher=part, name="learned-")
+    return out
 
 
 def _cached(target: Path, stamp: dict, build) -> Path:
@@ -178,6 +227,7 @@ class BenchMaps:
 
     tasks: dict = field(default_factory=dict)
     shared: dict = field(default_factory=dict)
+    learned: dict = field(default_factory=dict)  # scripted tasks: inventory + the model's own transcripts
 
     def inferred(self, keys) -> list:
         """The ``inferred`` mode's map set: the own maps of the tasks ``keys`` that have one."""
@@ -193,7 +243,8 @@ class BenchMaps:
 
     def as_dict(self) -> dict:
         """``{"domain/lang" or mode: path string or None}`` (for results.json)."""
-        named = {**{"/".join(k): p for k, p in self.tasks.items()}, **self.shared}
+        named = {**{"/".join(k): p for k, p in self.tasks.items()}, **self.shared,
+                 **{"learned " + "/".join(k): p for k, p in self.learned.items()}}
         return {k: ([str(x) for x in p] if isinstance(p, list) else str(p) if p else None) for k, p in named.items()}
 
 

@@ -56,6 +56,7 @@ class BenchOptions:
     heavy_per_group: int = 0  # distil-spec, e2e, stock only on the first N of each set/domain/lang (0 = all)
     map_modes: tuple = ("per-task",)  # "multi" / "balanced" add systems tokenmap-multi / tokenmap-balanced
     teacher: tuple = ()  # teacher transcript files of map mode "taught" (tokenmap.teacher)
+    learn: str = ""  # the model's transcripts of other recordings of the scripted prompts (tokenmap-learned)
 
     def __post_init__(self) -> None:
         unknown = set(self.systems) - set(ALL_SYSTEMS)
@@ -192,6 +193,9 @@ def build_runners(state: RunState, utt: Utterance, mel, enc, greedy_tokens, opti
         runners["tokenmap"] = sysm.speculative(eng, enc, prompt, state.token_map(utt.domain, utt.lang), task)
         for mode in options.map_modes[1:]:
             runners[f"tokenmap-{mode}"] = sysm.speculative(eng, enc, prompt, state.shared_map(mode), f"{mode} {task}")
+        learned = state.maps.learned.get((utt.domain, utt.lang))
+        if learned:
+            runners["tokenmap-learned"] = sysm.speculative(eng, enc, prompt, state._load(learned), f"learned {task}")
         if utt.domain in MISMATCH_FOR:
             runners["tokenmap-mismatch"] = sysm.speculative(eng, enc, prompt,
                                                             state.token_map(MISMATCH_DOMAIN, utt.lang),
@@ -263,7 +267,8 @@ def _row(utt, name, times, out: sysm.Output, audio_s, encode_s, state: RunState,
     e2e = name.endswith("-e2e")
     stats = out.stats
     row = {"id": utt.id, "system": name, "kind": "e2e" if e2e else "decoder", "domain": utt.domain,
-           "lang": utt.lang, "voice": utt.voice, "set": utt.set, "task": utt.task, "audio_s": audio_s,
+           "lang": utt.lang, "voice": utt.voice, "set": utt.set, "task": utt.task, "regime": utt.regime,
+           "audio_s": audio_s,
            "decoder_s": statistics.median(times), "times": [round(t, 6) for t in times],
            "encode_s": encode_s, "ref": utt.text}
     if e2e:

@@ -200,6 +200,10 @@ def summarize(rows: Sequence[Mapping], baseline: Mapping[str, float] | None = No
            "A_r": acceptance_rate(accepted, drafted), "A_l": acceptance_length(accepted, drafts),
            "drafted": drafted, "accepted": accepted, "drafts": drafts,
            "tokens": sum(r.get("tokens", 0) for r in rows)}
+    passes = [r for r in rows if r.get("passes")]
+    # decided tokens (EOT included) per decoder pass after the prefill
+    out["tokens_per_pass"] = (sum(r["tokens"] + 1 for r in passes) / sum(r["passes"] - 1 for r in passes)
+                              if passes and sum(r["passes"] - 1 for r in passes) > 0 else math.nan)
     if baseline is not None:
         both = [r for r in rows if r["id"] in baseline]
         out["S"] = speedup(sum(baseline[r["id"]] for r in both), sum(r["decoder_s"] for r in both))

@@ -16,8 +16,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tokenmap.bench.aggregate import aggregate
-from tokenmap.bench.data import (BenchMaps, check_teacher_disjoint, ensure_maps, ensure_shared_map, load_manifest,
-                                 machine_info)
+from tokenmap.bench.data import (BenchMaps, check_teacher_disjoint, ensure_learned_maps, ensure_maps,
+                                 ensure_shared_map, load_manifest, machine_info)
 from tokenmap.bench.harness import BenchOptions, run_benchmark
 from tokenmap.bench.report import json_default, write_all
 
@@ -52,6 +52,9 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
     maps = BenchMaps()
     if "tokenmap" in options.systems or "e2e" in options.systems:
         maps.tasks = ensure_maps(utterances, corpora, out_root / "maps", options.model)
+        if options.learn:
+            maps.learned = ensure_learned_maps(utterances, corpora, out_root / "maps", options.model,
+                                               Path(options.learn))
     tasks = {(u.domain, u.lang) for u in utterances}
     for mode in options.map_modes[1:]:
         maps.shared[mode] = (maps.inferred(tasks) if mode == "inferred" else

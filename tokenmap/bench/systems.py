@@ -117,9 +117,12 @@ def speculative(eng: Engines, enc, prompt, token_map, session: str = ""):
             return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
         drafter = default_drafter(token_map, eng.special.timestamp_begin, controllers=controllers,
                                    eot=eng.special.eot, cost=eng.cost)
+        own = [d for d in drafter.drafters if hasattr(d, "log")]  # drafters that set their own length
+        for d in own:
+            d.log = []
         result = decode_window(eng.main, enc, prompt, eng.special, drafter, **GENERATE_KW)
         log = [entry for m, n in zip(controllers.members, start + [0] * len(controllers.members))
-               for entry in m.log[n:]]
+               for entry in m.log[n:]] + [entry for d in own for entry in d.log]
         return Output(result.tokens, result.stats.as_dict(), log)
     return run
 

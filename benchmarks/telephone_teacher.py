@@ -1,0 +1,88 @@
+"""Teacher transcripts for the scripted regime: plain greedy Whisper on the 8 kHz telephone recordings.
+
+    python benchmarks/telephone_teacher.py -o bench-data/teacher-telephone.jsonl [--split test]
+
+The telephony bench decodes the 16 kHz G.722 Asterisk prompts. Debian's
+asterisk-core-sounds-<lang>-wav packages carry the same prompts as 8 kHz
+telephone audio, the way calls carry them: another recording of the same
+inventory. This script transcribes those with plain greedy decoding (fork,
+base, int8, timestamps on, as faster-whisper decodes) and writes one JSON line
+per segment (text, domain, lang, prompt name), to be given to
+`tokenmap build --teacher`. It never reads the audio the bench measures.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tokenmap.bench.systems import GENERATE_KW  # noqa: E402
+from tokenmap.models import resolve_model  # noqa: E402
+from tokenmap.rules import SpecialTokens  # noqa: E402
+
+SOUNDS = Path("/usr/share/asterisk/sounds")
+VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
+
+
+def segments(tokens, ts0):
+    """Texts between timestamps (token lists)."""
+    out, cur = [], []
+    for t in tokens:
+        if t >= ts0:
+            if cur:
+                out.append(cur)
+            cur = []
+        else:
+            cur.append(t)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-o", "--out", required=True)
+    ap.add_argument("--split", action="append", default=[], help="test, train (default: test)")
+    ap.add_argument("--lang", action="append", default=[])
+    args = ap.parse_args()
+    import ctranslate2
+    from faster_whisper.audio import decode_audio
+    from faster_whisper.feature_extractor import FeatureExtractor
+    from tokenmap.textok import TextTokenizer
+
+    model_dir = resolve_model("base", download=False)
+    model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type="int8", intra_threads=2)
+    special = SpecialTokens.from_model_dir(str(model_dir))
+    tok = TextTokenizer.from_file(model_dir / "tokenizer.json")
+    vocab = (model_dir / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+    extractor = FeatureExtractor(feature_size=80)
+    n = 0
+    with open(args.out, "w", encoding="utf-8") as out:
+        for lang in args.lang or list(VOICES):
+            for split in args.split or ["test"]:
+                for line in (ROOT / "corpora/telephony" / lang / f"{split}.tsv").read_text().splitlines():
+                    name = line.split("\t", 1)[0]
+                    wav = SOUNDS / VOICES[lang] / f"{name}.wav"
+                    if not wav.exists():
+                        continue
+                    audio = decode_audio(str(wav), sampling_rate=16000)
+                    mel = extractor(audio)[:, :3000]
+                    mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None].astype(np.float32)
+                    enc = model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(mel)))
+                    prompt = [special.sot, vocab.index(f"<|{lang}|>"), vocab.index("<|transcribe|>")]
+                    res = model.generate(enc, [prompt], **GENERATE_KW)[0]
+                    for seg in segments(res.sequences_ids[0], special.timestamp_begin):
+                        text = tok.decode(seg).strip()
+                        if text:
+                            out.write(json.dumps({"text": text, "domain": "telephony", "lang": lang,
+                                                  "prompt": name, "source": "asterisk-8khz-wav"},
+                                                 ensure_ascii=False) + "\n")
+                    n += 1
+    print(f"{n} prompts transcribed -> {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""The suffix map (format 3), the drafter that follows the model, the replay and the row-wise rules."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenmap.cost import CostModel
+from tokenmap.follow import FollowDrafter
+from tokenmap.replay import replay_window
+from tokenmap.rules import RuleSet, SpecialTokens, log_softmax, log_softmax_rows, logsumexp, logsumexp_rows
+from tokenmap.suffixmap import SuffixMap, build_arrays
+
+BOS, SEP = 20, 21
+TS0, EOT = 100, 99
+
+
+def _stream(utterances):
+    out = []
+    for u in utterances:
+        out += [BOS, *u, SEP]
+    return np.array(out, dtype=np.uint32)
+
+
+def _substrings(stream, depth):
+    """Brute force: every sequence of <= depth tokens inside one utterance (SEP included), with its count."""
+    counts = Counter()
+    s = stream.tolist()
+    for i in range(len(s)):
+        for j in range(i + 1, min(len(s), i + depth) + 1):
+            counts[tuple(s[i:j])] += 1
+            if s[j - 1] == SEP:
+                break
+    return counts
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), min_size=0, max_size=8), min_size=1, max_size=6),
+       st.integers(1, 6), st.integers(1, 2))
+def test_nodes_counts_links_and_best_children_match_brute_force(utterances, depth, min_count):
+    stream = _stream(utterances)
+    sm = SuffixMap.from_stream(stream, BOS, SEP, depth, min_count)
+    expected = {k: v for k, v in _substrings(stream, depth).items() if v >= min_count}
+    assert sm.num_nodes == len(expected) + 1
+    for seq, count in expected.items():
+        node = 0
+        for t in seq:
+            node = sm.child(node, t)
+            assert node > 0
+        assert sm.count(node) == count
+        link = 0
+        for t in seq[1:]:
+            link = sm.child(link, t)
+        assert int(sm.arrays["node_link"][node]) == link
+        children = {t: v for s, v in expected.items() if len(s) == len(seq) + 1 and s[:-1] == seq for t in s[-1:]}
+        best = sm.best(node)
+        if children:
+            top = max(children.values())
+            assert sm.token(best) == min(t for t, v in children.items() if v == top)
+        else:
+            assert best == -1
+
+
+def test_longest_match_backs_off_through_links():
+    sm = SuffixMap.from_stream(_stream([[1, 2, 3, 4], [7, 2, 3, 5], [7, 2, 3, 5]]), BOS, SEP, depth=8)
+    assert sm.token(sm.next_choice(sm.walk([BOS, 1, 2, 3]))[1]) == 4  # the whole prefix decides
+    assert sm.token(sm.next_choice(sm.walk([9, 2, 3]))[1]) == 5      # unseen start: "2 3" -> 5 (2 of 3)
+    assert sm.walk([9, 9]) == 0
+
+
+def _drafter(utterances, **kw):
+    sm = SuffixMap.from_stream(_stream(utterances), BOS, SEP, depth=12)
+    return FollowDrafter(sm, timestamp_begin=TS0, eot=EOT, **kw)
+
+
+def test_structure_window_start_segments_and_end():
+    d = _drafter([[1, 2, 3], [1, 2, 3], [4, 5, 6]])
+    d.reset()
+    assert d.draft([TS0], 8) == [1, 2, 3]                # after <|0.00|>: text, never a timestamp
+    assert d.draft([TS0, 1, 2, 3, TS0 + 40], 8) == [EOT]  # the utterance ends here in the corpus
+    d.reset()
+    assert d.draft([], 8) == [1, 2, 3, EOT]               # no timestamps: through to end-of-text
+
+
+def test_reopens_the_segment_with_the_closing_timestamp():
+    d = _drafter([[1, 2, 3, 4, 5, 6]] * 3)
+    d.reset()
+    assert d.draft([TS0, 1, 2, 3, TS0 + 30], 8) == [TS0 + 30, 4, 5, 6]
+
+
+def test_no_draft_when_nothing_pays():
+    dear = CostModel(10.0, tuple([1000.0] * 32))
+    d = _drafter([[1, 2, 3]] * 3, cost=dear)
+    d.reset()
+    assert d.draft([TS0], 8) == []
+
+
+def test_calibration_shortens_drafts_that_keep_failing():
+    d = _drafter([[1, 2, 3, 4, 5, 6, 7, 8], [1, 9, 9, 9, 9, 9, 9, 9], [1, 9, 9, 9, 9, 9, 9, 9]])
+    d.reset()
+    first = len(d.draft([TS0, 1], 8))
+    for _ in range(30):
+        d.draft([TS0, 1], 8)
+        d.update(first, 0)
+    assert len(d.draft([TS0, 1], 8)) < first
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 4), min_size=1, max_size=6), min_size=1, max_size=5),
+       st.lists(st.integers(0, 4), min_size=0, max_size=10), st.booleans())
+def test_replay_decides_exactly_the_truth(utterances, truth, timestamps):
+    """Whatever the drafts, the replay ends with the truth: passes + accepted == tokens decided."""
+    d = _drafter(utterances)
+    truth = ([TS0] if timestamps else []) + truth + ([TS0 + 7] if timestamps else [])
+    r = replay_window(d, truth, eot=EOT, with_timestamps=timestamps, timestamp_begin=TS0)
+    assert r.tokens == len(truth) + 1
+    assert r.passes + r.accepted in (r.tokens, r.tokens + 1)  # + 1: the last draft was accepted through EOT
+    assert r.greedy_ms > 0 and r.ms > 0
+
+
+def test_rowwise_rules_are_bit_identical():
+    rng = np.random.default_rng(1)
+    for v in (51865, 51864, 9):
+        x = rng.normal(0, 3, (7, v)).astype(np.float32)
+        assert np.array_equal(log_softmax_rows(x.copy()), np.stack([log_softmax(r) for r in x]))
+        assert np.array_equal(logsumexp_rows(x.copy()), np.array([logsumexp(r) for r in x]))
+
+
+@pytest.mark.parametrize("tokens, draft", [([], [50364, 400, 401]), ([50364, 400], [401, 50400, 50400, 402]),
+                                           ([50364, 400, 50380], [50380, 500, 501])])
+def test_choose_rows_equals_choose_row_by_row(tokens, draft):
+    vocab = 51865
+    special = SpecialTokens(sot=50258, eot=50257, no_timestamps=50363, no_speech=50362, vocab_size=vocab,
+                            suppress_ids=(1, 2, 7), suppress_ids_begin=(220, 50257))
+    rules = RuleSet.from_generate_kwargs(special, [50258, 50259, 50359])
+    rng = np.random.default_rng(len(tokens))
+    rows = rng.normal(0, 4, (len(draft) + 1, vocab)).astype(np.float32)
+    rows[:, 50364:] += 6.0  # timestamps likely: the "force a timestamp" branch runs too
+    chosen, logprobs = rules.choose_rows(rows.copy(), tokens, draft)
+    context = list(tokens)
+    for j, row in enumerate(rows.copy()):
+        token, logprob = rules.choose(row, context)
+        assert (token, logprob) == (chosen[j], logprobs[j])
+        context.append(draft[j] if j < len(draft) else token)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), min_size=0, max_size=8), min_size=1, max_size=8), st.integers(1, 9))
+def test_chunked_sort_builds_the_same_arrays(utterances, chunk):
+    stream = _stream(utterances)
+    whole = build_arrays(stream, SEP, 5, 1)
+    parts = build_arrays(stream, SEP, 5, 1, chunk_positions=chunk)
+    assert all(np.array_equal(whole[k], parts[k]) for k in whole)

@@ -1,0 +1,135 @@
+"""What each array of a token map may hold, declared per array and checked on load.
+
+A layout maps each array name to an :class:`ArraySpec`: its dtype, its shape
+as dimension names, and its *role*:
+
+* :class:`TokenIds` - token ids, each below the vocabulary size of the
+  tokenizer the map is loaded for (or one of a few sentinel values);
+* :class:`Offsets` - offsets into another array: first 0, non-decreasing,
+  last equal to that array's length;
+* :class:`Rows` - row indices into another array, each in ``[0, len)``;
+* :class:`Values` - plain values (``finite``: no NaN or infinity).
+
+A dimension name is bound by the first array that uses it and must agree in
+every other: ``"K"`` is a length, ``"K+1"`` that length plus one, and names
+given by the caller (such as the map's order) are fixed in advance.
+:func:`check_arrays` checks shapes, then every role, with whole-array numpy
+operations, and returns the first problem as one line (or None), so that
+lookups in an accepted map can neither index out of range nor hand the
+decoder an id outside its vocabulary.
+
+>>> layout = {"offsets": ArraySpec("<i8", ("N+1",), Offsets("tokens")),
+...           "tokens": ArraySpec("<u4", ("T",), TokenIds())}
+>>> arrays = {"offsets": np.array([0, 2, 3]), "tokens": np.array([5, 6, 7], dtype=np.uint32)}
+>>> check_arrays(arrays, layout, {}, vocab_size=10) is None
+True
+>>> check_arrays(arrays, layout, {}, vocab_size=7)
+"array 'tokens': token id 7 outside the vocabulary of 7 tokens"
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TokenIds:
+    """Token ids: each < the vocabulary size, or one of ``sentinels``."""
+
+    sentinels: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Offsets:
+    """Offsets into array ``into``: first 0, non-decreasing, last == ``len(into)``."""
+
+    into: str
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Row indices into array ``into``: each in ``[0, len(into))``, or one of ``sentinels``."""
+
+    into: str
+    sentinels: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Values:
+    """Plain values; with ``finite``, no NaN or infinity."""
+
+    finite: bool = False
+
+
+Role = Union[TokenIds, Offsets, Rows, Values]
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One array of a layout: numpy ``dtype``, ``shape`` as dimension names, ``role``."""
+
+    dtype: str
+    shape: tuple[str, ...]
+    role: Role = Values()
+
+
+def check_arrays(arrays: Mapping[str, np.ndarray], layout: Mapping[str, ArraySpec], dims: Mapping[str, int],
+                 vocab_size: int) -> str | None:
+    """The first problem of ``arrays`` against ``layout`` as one line, or None when they are consistent.
+
+    ``arrays`` holds every array of ``layout`` (dtype and number of dimensions
+    already checked); ``dims`` fixes dimension names in advance (e.g. ``order``).
+    """
+    bound = dict(dims)
+    for name, spec in layout.items():
+        for axis, (symbol, size) in enumerate(zip(spec.shape, arrays[name].shape)):
+            base, _, plus = symbol.partition("+")
+            extra = int(plus or 0)
+            if base not in bound and size >= extra:
+                bound[base] = size - extra
+            elif base not in bound or bound[base] + extra != size:
+                return f"array {name!r} has {size} entries along axis {axis}, which does not fit the other arrays"
+    for name, spec in layout.items():
+        problem = _role_problem(arrays[name], spec.role, arrays, vocab_size)
+        if problem:
+            return f"array {name!r}: {problem}"
+    return None
+
+
+def _outside(a: np.ndarray, low: int, high: int, sentinels: tuple[int, ...]) -> np.ndarray:
+    """Mask of the values of ``a`` outside ``[low, high)`` that are not sentinels."""
+    bad = a >= high
+    if low > 0 or a.dtype.kind == "i":
+        bad |= a < low
+    if sentinels:
+        bad &= ~np.isin(a, np.array(sentinels, dtype=a.dtype))
+    return bad
+
+
+def _role_problem(a: np.ndarray, role: Role, arrays: Mapping[str, np.ndarray], vocab_size: int) -> str | None:
+    flat = a.reshape(-1)
+    if isinstance(role, TokenIds):
+        if flat.size and not (flat.min() >= 0 and flat.max() < vocab_size):
+            bad = _outside(flat, 0, vocab_size, role.sentinels)
+            if bad.any():
+                return f"token id {int(flat[bad.argmax()])} outside the vocabulary of {vocab_size} tokens"
+        return None
+    if isinstance(role, Offsets):
+        n = arrays[role.into].shape[0]
+        if not flat.size or flat[0] != 0 or flat[-1] != n:
+            return f"offsets into {role.into!r} must run from 0 to its length {n}"
+        if (flat[1:] < flat[:-1]).any():
+            return f"offsets into {role.into!r} decrease"
+        return None
+    if isinstance(role, Rows):
+        n = arrays[role.into].shape[0]
+        bad = _outside(flat, 0, n, role.sentinels)
+        if bad.any():
+            return f"row {int(flat[bad.argmax()])} outside {role.into!r} ({n} rows)"
+        return None
+    if role.finite and flat.dtype.kind == "f" and not np.isfinite(flat).all():
+        return "NaN or infinite values"
+    return None
