@@ -71,14 +71,19 @@ class _Bar:
 @click.argument("corpus", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Map file to write (.tmap).")
 @click.option("--model", default="base", show_default=True, help="Whisper model name or CTranslate2 directory.")
-@click.option("--max-order", default=3, show_default=True, type=click.IntRange(1, 8), help="Longest context N.")
-@click.option("--min-count", default=2, show_default=True, type=click.IntRange(1), help="Drop rarer n-grams.")
+@click.option("--max-order", default=3, show_default=True, type=click.IntRange(1, 8), help="--balance sections: longest n-gram context N.")
+@click.option("--min-count", default=2, show_default=True, type=click.IntRange(1), help="--balance sections: drop rarer n-grams.")
 @click.option("--max-candidates", default=3, show_default=True, type=click.IntRange(1, 16),
-              help="Candidates kept per key.")
+              help="--balance sections: candidates kept per key.")
 @click.option("--max-draft-len", default=16, show_default=True, type=click.IntRange(1, 64),
-              help="Longest draft in tokens.")
+              help="--balance sections: longest draft in tokens.")
 @click.option("--merge-near-duplicates/--no-merge-near-duplicates", default=True, show_default=True,
-              help="Merge candidates of a key that differ only in their first token.")
+              help="--balance sections: merge candidates of a key that differ only in their first token.")
+@click.option("--depth", default=24, show_default=True, type=click.IntRange(2, 64),
+              help="Longest token sequence the suffix map keeps (context and continuation together).")
+@click.option("--context-min-count", default=0, show_default=True, type=click.IntRange(0),
+              help="Keep suffix-map contexts seen this often; 0: every context of a corpus up to 200,000 tokens "
+                   "(a phrase inventory), those seen twice in a larger one.")
 @click.option("--text-column", default="text", show_default=True, help="Text column of .csv/.tsv inputs.")
 @click.option("--style-bridge/--no-style-bridge", default=True, show_default=True,
               help="Rewrite lines in Whisper's style (capital, final period, digits).")
@@ -103,9 +108,18 @@ class _Bar:
 @click.option("--teacher-copies", default=2, show_default=True, type=click.IntRange(1, 16),
               help="Without --balance: how many times each teacher line is counted beside the corpus.")
 def build(corpus, output, model, max_order, min_count, max_candidates, max_draft_len, merge_near_duplicates,
-          text_column, style_bridge, capitalize, final_period, digits, add_raw, jobs, force, balance, layout,
-          teacher, teacher_copies):
-    """Build a token map from domain transcripts (.txt, .jsonl, .csv, .tsv, dirs, .gz)."""
+          depth, context_min_count, text_column, style_bridge, capitalize, final_period, digits, add_raw, jobs,
+          force, balance, layout, teacher, teacher_copies):
+    """Build a token map from domain transcripts (.txt, .jsonl, .csv, .tsv, dirs, .gz).
+
+    The map is a suffix map: every token sequence of the corpus up to --depth
+    tokens with its counts, so the decoder drafts from the longest context it
+    has seen (up to the whole segment) and cuts each draft where one more token
+    would cost more than it is expected to save. Add --teacher with the
+    model's own transcripts of other audio from the domain, so that the map
+    learns how Whisper writes what it hears. With --balance, a map set of
+    n-gram sections (one per task) instead.
+    """
     from tokenmap.builder import BuildError, BuildOptions, build_map
     from tokenmap.corpus import CorpusError
     from tokenmap.mapfile import MapFormatError
@@ -115,7 +129,8 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
     style = StyleOptions(capitalize, final_period, digits) if style_bridge else NO_BRIDGE
     options = BuildOptions(max_order=max_order, min_count=min_count, max_candidates=max_candidates,
                            max_draft_len=max_draft_len, merge_near_duplicates=merge_near_duplicates, style=style,
-                           add_raw=add_raw, text_column=text_column, jobs=jobs)
+                           add_raw=add_raw, text_column=text_column, jobs=jobs, depth=depth,
+                           trie_min_count=context_min_count)
     bar = _Bar()
     try:
         with _interrupt_parent_only():

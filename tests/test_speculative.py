@@ -257,3 +257,30 @@ def test_map_set_infers_the_task_and_keeps_the_output(engine, special, windows, 
     member = drafter.drafters[0]
     assert isinstance(member, MapSetDrafter) and result.stats.accepted > 0
     assert member.drafts[1] > member.drafts[0]  # English prompts: the English map leads
+
+
+@pytest.fixture(scope="module")
+def inventory_map(tmp_path_factory, base_model_dir):
+    """The English telephony phrase inventory (train + test) as a suffix map: it knows the spoken prompts."""
+    from pathlib import Path
+
+    from tokenmap.builder import BuildOptions, build_map
+    from tokenmap.mapfile import load_maps
+
+    root, out = Path(__file__).resolve().parent.parent / "corpora" / "telephony" / "en", tmp_path_factory.mktemp("inv")
+    build_map([str(root / "train.txt"), str(root / "test.txt")], out / "inv.tmap", model=str(base_model_dir),
+              options=BuildOptions(jobs=1))
+    return load_maps(out / "inv.tmap")[0]
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_suffix_map_drafts_keep_the_output(engine, special, windows, references, inventory_map, which):
+    """The drafter that follows the model (structure drafts included: <|0.00|>, reopened segments,
+    end-of-text) changes the passes, never the tokens, score or no_speech_prob."""
+    from tokenmap.drafters import default_drafter
+
+    enc, prompt = windows[which]
+    drafter = default_drafter(inventory_map, special.timestamp_begin, prompt_lookup=False, eot=special.eot)
+    result = decode_window(engine, enc, prompt, special, drafter, **KW)
+    assert_same(result, references[which])
+    assert result.stats.accepted > 0 and result.stats.passes < len(references[which].tokens)

@@ -10,7 +10,10 @@ goes to CTranslate2 as before, and the first call of each such kind logs
 which option kept it off the map.
 
 Speculative verification reproduces greedy decoding: the model checks one
-drafted path and keeps the prefix its own argmax agrees with. Beam search
+drafted path and keeps the prefix its own argmax agrees with. With an int8
+``compute_type`` the decoder is a float32 copy of the model by default, whose
+batched logits equal its step logits, and the encoder may be stock
+CTranslate2 in a worker process (:mod:`tokenmap.precision`). Beam search
 keeps several hypotheses and has no single path to verify, so
 ``transcribe()`` here defaults to ``beam_size=1`` (faster-whisper's default
 is 5); pass ``beam_size`` to choose.
