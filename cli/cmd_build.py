@@ -43,6 +43,13 @@ def _interrupt_parent_only():
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         yield
+    except KeyboardInterrupt:
+        # Leave at once: a multiprocessing pool whose feeder thread was cut off mid-send can block the
+        # interpreter's exit handlers for ever. The builder has already killed its workers, and the map
+        # is written through a temporary file renamed at the end, so nothing partial is left behind.
+        click.echo("Aborted!", err=True)
+        sys.stderr.flush()
+        os._exit(1)
     finally:
         signal.signal(signal.SIGINT, previous)
 

@@ -191,12 +191,26 @@ def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, pr
             total += len(raw) // 4
             if progress:
                 progress("load", count)
+    except BaseException:
+        if pool is not None:  # interrupted: kill the workers; joining the pool's threads could block for ever
+            _kill_pool_workers()
+            pool = None
+        raise
     finally:
         if pool is not None:
             pool.terminate()
             pool.join()
-            _WORKER.clear()
+        _WORKER.clear()
     return total
+
+
+def _kill_pool_workers() -> None:
+    """SIGKILL this process's multiprocessing pool workers (named ``*PoolWorker-*``), nothing else."""
+    import multiprocessing
+
+    for proc in multiprocessing.active_children():
+        if "PoolWorker" in proc.name:
+            proc.kill()
 
 
 # -- the pipeline ------------------------------------------------------------
