@@ -70,3 +70,17 @@ def tok(base_model_dir):
     from tokenmap.textok import TextTokenizer
 
     return TextTokenizer.from_file(base_model_dir / "tokenizer.json")
+
+
+@pytest.fixture(scope="session")
+def telephony_map(tmp_path_factory):
+    """A suffix map of the English telephony train prompts, built through the CLI."""
+    from click.testing import CliRunner
+
+    from tokenmap_cli.main import cli
+
+    out = tmp_path_factory.mktemp("maps") / "telephony.tmap"
+    result = CliRunner().invoke(cli, ["build", str(DATA.parent.parent / "corpora/telephony/en/train.txt"),
+                                      "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    return out

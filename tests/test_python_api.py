@@ -32,14 +32,6 @@ def repo_like(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.fixture(scope="module")
-def telephony_map(tmp_path_factory):
-    out = tmp_path_factory.mktemp("maps") / "telephony.tmap"
-    result = CliRunner().invoke(cli, ["build", str(ROOT / "corpora/telephony/en/train.txt"), "-o", str(out)])
-    assert result.exit_code == 0, result.output
-    return out
-
-
 @pytest.mark.model
 def test_readme_python_example_drafts(repo_like, capsys, caplog):
     build_args, code = _readme_example()

@@ -6,7 +6,6 @@ by hiding its decoder-step API from tokenmap's check.
 
 import json
 import logging
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -16,7 +15,6 @@ from tokenmap_cli.main import cli
 
 pytestmark = pytest.mark.model
 
-ROOT = Path(__file__).resolve().parents[1]
 FILES = ["en-agent-pass.flac", "en-conf-getpin.flac"]
 
 
@@ -29,14 +27,6 @@ def stock_engine(monkeypatch, caplog):
     monkeypatch.setattr(engine, "_warned", set())
     caplog.set_level(logging.WARNING, logger="tokenmap")
     return caplog
-
-
-@pytest.fixture(scope="module")
-def telephony_map(tmp_path_factory):
-    out = tmp_path_factory.mktemp("maps") / "telephony.tmap"
-    result = CliRunner().invoke(cli, ["build", str(ROOT / "corpora/telephony/en/train.txt"), "-o", str(out)])
-    assert result.exit_code == 0, result.output
-    return out
 
 
 def _fork_warnings(caplog):

@@ -18,34 +18,24 @@ Example (a drafter that always proposes the truth, 3 tokens then EOT = 99)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from .cost import DEFAULT, CostModel
-from .speculative import window_draft
+from .speculative import DecodeStats, window_draft
 
 
 @dataclass
-class ReplayStats:
-    """Pass counts of a replay, and its modelled decoder time in ms (prefill excluded)."""
+class ReplayStats(DecodeStats):
+    """:class:`tokenmap.speculative.DecodeStats` of a replay, plus its modelled decoder time in ms
+    (prefill excluded) and that of plain greedy decoding of the same windows."""
 
-    passes: int = 0
-    drafts: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    tokens: int = 0
     ms: float = 0.0
     greedy_ms: float = 0.0
 
-    def add(self, other: "ReplayStats") -> None:
-        for f in fields(self):
-            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
-
     def as_dict(self, prefill_ms: float = 0.0, windows: int = 0) -> dict:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d = super().as_dict()
         d["tokens_per_pass"] = self.tokens / self.passes if self.passes else 0.0
-        d["acceptance_rate"] = self.accepted / self.drafted if self.drafted else 0.0
-        d["acceptance_length"] = self.accepted / self.drafts if self.drafts else 0.0
         extra = prefill_ms * windows
         d["speedup"] = (self.greedy_ms + extra) / (self.ms + extra) if self.ms else 0.0
         return d
