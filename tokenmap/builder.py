@@ -191,8 +191,8 @@ def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, pr
             total += len(raw) // 4
             if progress:
                 progress("load", count)
-    except BaseException:
-        if pool is not None:  # interrupted: kill the workers; joining the pool's threads could block for ever
+    except KeyboardInterrupt:
+        if pool is not None:  # Ctrl-C: kill the workers; joining the pool's threads could block for ever
             _kill_pool_workers()
             pool = None
         raise
