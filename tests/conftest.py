@@ -84,3 +84,16 @@ def telephony_map(tmp_path_factory):
                                       "-o", str(out)])
     assert result.exit_code == 0, result.output
     return out
+
+
+@pytest.fixture(scope="session")
+def make_corpus(tmp_path_factory):
+    """``make_corpus(n, seed)``: a file of ``n`` generated maintenance lines (one per call)."""
+    from tokenmap.corpus import synthetic_corpus
+
+    def make(n: int, seed: int) -> Path:
+        path = tmp_path_factory.mktemp("corpus") / "maint.txt"
+        path.write_text("\n".join(synthetic_corpus(n, seed=seed)) + "\n", encoding="utf-8")
+        return path
+
+    return make

@@ -8,17 +8,14 @@ import pytest
 
 from tokenmap import counting, ngrams
 from tokenmap.builder import BuildOptions, build_map, encode_texts
-from tokenmap.corpus import synthetic_corpus
 from tokenmap.cost import DEFAULT
 from tokenmap.mapfile import TokenMap
 from tokenmap.style import StyleOptions
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("corpus") / "maint.txt"
-    path.write_text("\n".join(synthetic_corpus(2000, seed=5)) + "\n", encoding="utf-8")
-    return path
+def corpus(make_corpus):
+    return make_corpus(2000, 5)
 
 
 @pytest.fixture(scope="module")

@@ -32,10 +32,8 @@ def run(*args):
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    path = tmp_path_factory.mktemp("corpus") / "maint.txt"
-    path.write_text("\n".join(synthetic_corpus(600, seed=7)) + "\n", encoding="utf-8")
-    return path
+def corpus(make_corpus):
+    return make_corpus(600, 7)
 
 
 # -- stream's errors are transcribe's -----------------------------------------------------------

@@ -136,7 +136,8 @@ class FollowDrafter:
         self._node = self.map.advance(node, token)
 
     def _sync(self, tokens: Sequence[int]) -> None:
-        if len(tokens) < self._fed or list(tokens[: len(self._tokens)]) != self._tokens[: len(tokens)]:
+        # the loop only appends: a shorter list, or another last-fed token, is a new window
+        if len(tokens) < self._fed or (self._fed and tokens[self._fed - 1] != self._tokens[self._fed - 1]):
             self.reset()
         for t in tokens[self._fed:]:
             self._feed(int(t))
