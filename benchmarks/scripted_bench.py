@@ -1,6 +1,6 @@
 """Decoder speed-up on real speech per regime, interleaved: plain greedy against tokenmap.
 
-    python benchmarks/scripted_bench.py --set telephony --reps 3 [--no-timestamps] [--corpus-only]
+    python benchmarks/scripted_bench.py --set telephony --reps 3 [--no-timestamps] [--corpus-only] [--no-guess]
 
 Scripted regime (default): each task's map is built from its whole phrase inventory
 (corpora/<task>/train.txt + test.txt), as an IVR operator would build it.
@@ -44,6 +44,8 @@ def main():
     ap.add_argument("--compute-type", default="int8")
     ap.add_argument("--teacher", default="", help="JSON lines (text, domain, lang) of the model's transcripts of "
                     "other recordings (benchmarks/telephone_teacher.py): the learned map")
+    ap.add_argument("--no-guess", action="store_true", help="also run tokenmap without the window's audio length "
+                    "(no closing-timestamp guess), as system tokenmap-noguess")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     import ctranslate2
@@ -76,56 +78,66 @@ def main():
         maps[task] = load_maps(tmp / f"{task.replace('/', '-')}.tmap")[0]
     print(f"cost model: {cost.source}", file=sys.stderr)
     rows = []
-    controllers = {task: ControllerSet(cost) for task in per_task}
+    systems = ["tokenmap"] + (["tokenmap-noguess"] if args.no_guess else [])
+    controllers = {(name, task): ControllerSet(cost) for task in per_task for name in systems}
     t_start = time.time()
     for i, u in enumerate(u for task in per_task for u in per_task[task]):
-        mel, _ = features(u)
+        mel, audio_s = features(u)
         enc = model.encode(mel)
         prompt = [special.sot, index[f"<|{u.lang}|>"], index["<|transcribe|>"]]
         if args.no_timestamps:
             prompt.append(special.no_timestamps)
-        times = {"greedy": [], "tokenmap": []}
+        times = {name: [] for name in ["greedy", *systems]}
         out = {}
         for rep in range(args.reps):
-            for name in (["greedy", "tokenmap"] if (rep + i) % 2 == 0 else ["tokenmap", "greedy"]):
+            order = list(times)
+            shift = (rep + i) % len(order)
+            for name in order[shift:] + order[:shift]:
                 t0 = time.perf_counter()
                 if name == "greedy":
                     res = model.generate(enc, [prompt], **GENERATE_KW)[0]
                     out[name] = (res.sequences_ids[0], None)
                 else:
-                    drafter = default_drafter(maps[u.task], special.timestamp_begin, controllers=controllers[u.task],
-                                              eot=special.eot, cost=cost)
+                    seconds = min(audio_s, 30.0) if name == "tokenmap" else None
+                    drafter = default_drafter(maps[u.task], special.timestamp_begin,
+                                              controllers=controllers[name, u.task], eot=special.eot, cost=cost,
+                                              seconds=seconds)
                     r = decode_window(model, enc, prompt, special, drafter, **GENERATE_KW)
                     out[name] = (r.tokens, r.stats)
                 times[name].append(time.perf_counter() - t0)
-        stats: DecodeStats = out["tokenmap"][1]
-        rows.append({"id": u.id, "task": u.task, "greedy_s": min(times["greedy"]), "tokenmap_s": min(times["tokenmap"]),
-                     "greedy_med": sorted(times["greedy"])[len(times["greedy"]) // 2],
-                     "tokenmap_med": sorted(times["tokenmap"])[len(times["tokenmap"]) // 2],
-                     "identical": out["greedy"][0] == out["tokenmap"][0], "tokens": stats.tokens,
-                     "passes": stats.passes - 1, "drafted": stats.drafted, "accepted": stats.accepted,
-                     "drafts": stats.drafts})
+        row = {"id": u.id, "task": u.task, "greedy_s": min(times["greedy"]),
+               "greedy_med": sorted(times["greedy"])[len(times["greedy"]) // 2]}
+        for name in systems:
+            stats: DecodeStats = out[name][1]
+            row[name] = {"s": min(times[name]), "med": sorted(times[name])[len(times[name]) // 2],
+                         "identical": out["greedy"][0] == out[name][0], "tokens": stats.tokens,
+                         "passes": stats.passes - 1, "drafted": stats.drafted, "accepted": stats.accepted,
+                         "drafts": stats.drafts}
+        rows.append(row)
         if i % 20 == 0:
             print(f"{i} utterances, {time.time() - t_start:.0f} s", file=sys.stderr)
     if args.out:
         Path(args.out).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    report(rows)
+    for name in systems:
+        print(f"== {name}")
+        report(rows, name)
 
 
-def report(rows):
+def report(rows, name="tokenmap"):
     by = collections.defaultdict(list)
     for r in rows:
         by[r["task"]].append(r)
     by["ALL"] = rows
     print(f"{'task':16s} {'n':>4s} {'S(med)':>7s} {'S(min)':>7s} {'A_r':>5s} {'A_l':>5s} {'tok/pass':>8s} {'ident':>6s}")
     for task, rs in by.items():
-        s_med = sum(r["greedy_med"] for r in rs) / sum(r["tokenmap_med"] for r in rs)
-        s_min = sum(r["greedy_s"] for r in rs) / sum(r["tokenmap_s"] for r in rs)
-        drafted = sum(r["drafted"] for r in rs)
-        acc = sum(r["accepted"] for r in rs)
-        drafts = sum(r["drafts"] for r in rs)
-        tpp = sum(r["tokens"] for r in rs) / max(1, sum(r["passes"] for r in rs))
-        ident = sum(r["identical"] for r in rs) / len(rs)
+        ss = [r[name] for r in rs]
+        s_med = sum(r["greedy_med"] for r in rs) / sum(x["med"] for x in ss)
+        s_min = sum(r["greedy_s"] for r in rs) / sum(x["s"] for x in ss)
+        drafted = sum(x["drafted"] for x in ss)
+        acc = sum(x["accepted"] for x in ss)
+        drafts = sum(x["drafts"] for x in ss)
+        tpp = sum(x["tokens"] for x in ss) / max(1, sum(x["passes"] for x in ss))
+        ident = sum(x["identical"] for x in ss) / len(rs)
         print(f"{task:16s} {len(rs):4d} {s_med:7.3f} {s_min:7.3f} {acc / max(drafted, 1):5.2f} "
               f"{acc / max(drafts, 1):5.2f} {tpp:8.2f} {ident:6.1%}")
 

@@ -47,10 +47,11 @@ def calibrate(model, compute_type, decoder_compute_type, threads, max_tokens, re
         bar.close()
         fail(f"calibration failed: {exc}")
     bar.close()
+    click.echo(f"prefill (once per window): {cost.prefill_ms:.2f} ms  {cost.prefill_ms / cost.step_ms:5.2f} steps")
     click.echo(f"forward_step: {cost.step_ms:.2f} ms")
     click.echo("forward_batch (tokens: ms, in steps):")
     for n, ms in enumerate(cost.batch_ms, 1):
         click.echo(f"  {n:2d}: {ms:7.2f} ms  {ms / cost.step_ms:5.2f}")
     path = save_cost_model(cost, calibration_path(model_dir, compute_type, threads),
                            {"model": str(model_dir), "compute_type": compute_type, "threads": threads})
-    click.echo(f"saved {path}")
+    click.echo(f"saved {path} (drafting uses its least-squares line for 2 tokens and more)")

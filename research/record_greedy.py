@@ -2,7 +2,7 @@
 
     python research/record_greedy.py bench-data/manifest.jsonl -o results/greedy.jsonl [--set telephony] [--no-timestamps]
 
-One JSON line per utterance: id, task, set, voice, prompt, tokens (no EOT).
+One JSON line per utterance: id, task, set, voice, prompt, tokens (no EOT), seconds (audio in the window).
 The replay (research/replay.py) drafts against these streams with no model.
 """
 import argparse
@@ -41,14 +41,15 @@ def main():
     t0 = time.time()
     with open(args.out, "w") as out:
         for i, u in enumerate(utts):
-            mel, _ = features(u)
+            mel, audio_s = features(u)
             enc = model.encode(mel)
             prompt = [special.sot, index[f"<|{u.lang}|>"], index["<|transcribe|>"]]
             if args.no_timestamps:
                 prompt.append(special.no_timestamps)
             res = model.generate(enc, [prompt], **GENERATE_KW)[0]
             out.write(json.dumps({"id": u.id, "task": u.task, "set": u.set, "voice": u.voice, "text": u.text,
-                                  "prompt": prompt, "tokens": res.sequences_ids[0]}) + "\n")
+                                  "prompt": prompt, "tokens": res.sequences_ids[0],
+                                  "seconds": round(min(audio_s, 30.0), 3)}) + "\n")
             out.flush()
             if i % 20 == 0:
                 print(f"{i}/{len(utts)} {time.time() - t0:.0f}s", file=sys.stderr)

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tokenmap.builder import encode_texts  # noqa: E402
 from tokenmap.cost import DEFAULT, CostModel  # noqa: E402
-from tokenmap.follow import FollowDrafter, FollowOptions  # noqa: E402
+from tokenmap.follow import Calibration, FollowDrafter, FollowOptions  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
 from tokenmap.replay import ReplayStats, replay_window  # noqa: E402
 from tokenmap.rules import SpecialTokens  # noqa: E402
@@ -42,12 +42,15 @@ def main():
     ap.add_argument("--depth", type=int, default=24)
     ap.add_argument("--min-count", type=int, default=1)
     ap.add_argument("--cost", default="", help="a calibration JSON (tokenmap calibrate); default: the built-in curve")
-    ap.add_argument("--prefill-ms", type=float, default=45.0)
+    ap.add_argument("--prefill-ms", type=float, default=None, help="default: the cost model's prefill")
+    ap.add_argument("--no-guess", action="store_true", help="ignore the streams' audio lengths (no closing-timestamp guess)")
     args = ap.parse_args()
     model_dir = resolve_model("base", download=False)
     tok = TextTokenizer.from_file(model_dir / "tokenizer.json")
     special = SpecialTokens.from_model_dir(str(model_dir))
     cost = CostModel.from_json(json.loads(Path(args.cost).read_text())) if args.cost else DEFAULT
+    if args.prefill_ms is None:
+        args.prefill_ms = cost.prefill_ms
     rows = [json.loads(l) for s in args.streams for l in open(s)]
     teacher = collections.defaultdict(list)
     for t in args.teacher:
@@ -65,9 +68,12 @@ def main():
                                dtype=np.uint32)
         stream = np.concatenate([stream, *[taught] * args.teacher_copies])
         sm = SuffixMap.from_stream(stream, tok.vocab_size, tok.vocab_size + 1, args.depth, args.min_count)
-        d = FollowDrafter(sm, special.timestamp_begin, special.eot, cost, FollowOptions(confidence=args.conf))
+        calibration = Calibration()
         st = ReplayStats()
         for r in rs:
+            seconds = None if args.no_guess else r.get("seconds")
+            d = FollowDrafter(sm, special.timestamp_begin, special.eot, cost, FollowOptions(confidence=args.conf),
+                              calibration=calibration, seconds=seconds)
             ts = r["prompt"][-1] != special.no_timestamps
             st.add(replay_window(d, r["tokens"], special.eot, ts, special.timestamp_begin, cost,
                                  feed=len(r["prompt"]) - 1))

@@ -69,6 +69,21 @@ def test_default_is_greedy_and_positional_beam_size_is_kept(base_model_dir, tele
 
 
 @pytest.mark.model
+def test_the_drafter_knows_how_much_audio_the_window_holds(base_model_dir, telephony_map, data_dir):
+    from faster_whisper.audio import decode_audio
+
+    from tokenmap import WhisperModel
+
+    model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), compute_type="int8", cpu_threads=2)
+    seen = []
+    make = model.model.make_drafter
+    model.model.make_drafter = lambda controllers, seconds: seen.append(seconds) or make(controllers, seconds)
+    audio = str(data_dir / "en-conf-getpin.flac")
+    list(model.transcribe(audio, language="en")[0])
+    assert len(seen) == 1 and seen[0] == pytest.approx(len(decode_audio(audio)) / 16000, abs=0.02)
+
+
+@pytest.mark.model
 def test_beam_search_logs_the_bypass_once_and_transcribes(base_model_dir, telephony_map, fw_model, data_dir, caplog):
     from tokenmap import WhisperModel
 

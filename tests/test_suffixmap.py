@@ -79,9 +79,29 @@ def test_structure_window_start_segments_and_end():
     d = _drafter([[1, 2, 3], [1, 2, 3], [4, 5, 6]])
     d.reset()
     assert d.draft([TS0], 8) == [1, 2, 3]                # after <|0.00|>: text, never a timestamp
-    assert d.draft([TS0, 1, 2, 3, TS0 + 40], 8) == [EOT]  # the utterance ends here in the corpus
+    assert d.draft([TS0, 1, 2, 3, TS0 + 40], 8) == []     # the utterance ends here: EOT is the model's own token
     d.reset()
-    assert d.draft([], 8) == [1, 2, 3, EOT]               # no timestamps: through to end-of-text
+    assert d.draft([], 8) == [1, 2, 3]                    # no timestamps: through to the utterance's end
+
+
+def test_guesses_the_closing_timestamp_from_the_audio_length():
+    d = _drafter([[1, 2, 3], [1, 2, 3]], seconds=2.4)
+    d.reset()
+    assert d.draft([TS0], 8) == [1, 2, 3, TS0 + 100]     # 2.4 s of audio: <|2.00|>
+    assert d.draft([TS0 + 150], 8) == [1, 2, 3]          # the guess would go back in time: left out
+    d.reset()
+    assert d.draft([], 8) == [1, 2, 3]                    # no timestamps, no guess
+
+
+def test_closing_timestamp_hit_rate_is_learned():
+    d = _drafter([[1, 2, 3]] * 2, seconds=1.0)
+    d.reset()
+    for _ in range(40):
+        draft = d.draft([TS0], 8)
+        if draft[-1] != TS0 + 100:
+            break
+        d.update(len(draft), 3)                           # text kept, the guessed timestamp rejected
+    assert d.calibration.stamp_rate < 0.1 and d.draft([TS0], 8) == [1, 2, 3]
 
 
 def test_reopens_the_segment_with_the_closing_timestamp():

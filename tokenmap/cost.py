@@ -40,12 +40,15 @@ class CostModel:
     """Verify-pass costs in milliseconds.
 
     ``step_ms`` is one ``forward_step``; ``batch_ms[i]`` is one ``forward_batch``
-    of ``i + 1`` tokens (a tuple of up to :data:`MAX_TOKENS` floats).
+    of ``i + 1`` tokens (a tuple of up to :data:`MAX_TOKENS` floats);
+    ``prefill_ms`` is the window's ``prefill`` (0 when unknown), which every
+    window pays once whatever is drafted: a replay needs it to turn passes into a speed-up.
     """
 
     step_ms: float
     batch_ms: tuple[float, ...]
     source: str = "measured"
+    prefill_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.batch_ms or self.step_ms <= 0 or any(b <= 0 for b in self.batch_ms):
@@ -66,16 +69,37 @@ class CostModel:
         """Expected ms saved by verifying a ``draft_len``-token draft (may be < 0)."""
         return expected_accepted * self.step_ms - (self.batch(draft_len + 1) - self.step_ms)
 
+    def smoothed(self) -> "CostModel":
+        """The same model with ``batch_ms`` for 2 tokens and more replaced by its least-squares line.
+
+        A curve timed on a busy machine zigzags (a longer pass measured cheaper
+        than a shorter one), and a draft cut at such a dip is too long: the
+        line keeps the measured level and the marginal cost of one more token.
+
+        >>> CostModel(10.0, (10.0, 14.0, 12.0, 18.0)).smoothed().batch_ms
+        (10.0, 12.667, 14.667, 16.667)
+        """
+        if len(self.batch_ms) < 3:
+            return self
+        n = list(range(2, len(self.batch_ms) + 1))
+        y = self.batch_ms[1:]
+        mean_n, mean_y = sum(n) / len(n), sum(y) / len(y)
+        slope = sum((a - mean_n) * (b - mean_y) for a, b in zip(n, y)) / sum((a - mean_n) ** 2 for a in n)
+        slope = max(0.0, slope)
+        line = tuple(round(mean_y + slope * (k - mean_n), 3) for k in n)
+        return CostModel(self.step_ms, (self.batch_ms[0], *line), self.source, self.prefill_ms)
+
     def to_json(self) -> dict:
         """Plain-JSON form (see :func:`save_cost_model`)."""
-        return {"step_ms": self.step_ms, "batch_ms": list(self.batch_ms), "source": self.source}
+        return {"step_ms": self.step_ms, "batch_ms": list(self.batch_ms), "source": self.source,
+                "prefill_ms": self.prefill_ms}
 
     @classmethod
     def from_json(cls, obj: dict) -> "CostModel":
         """Inverse of :meth:`to_json`; raises ``ValueError`` on bad content."""
         try:
             return cls(float(obj["step_ms"]), tuple(float(x) for x in obj["batch_ms"]),
-                       str(obj.get("source", "measured")))
+                       str(obj.get("source", "measured")), float(obj.get("prefill_ms", 0.0)))
         except (KeyError, TypeError) as exc:
             raise ValueError(f"bad cost model: {exc}") from exc
 
@@ -104,6 +128,7 @@ DEFAULT = CostModel(
     step_ms=11.8,
     batch_ms=interpolate({1: 10.7, 2: 13.1, 4: 14.6, 8: 15.4, 12: 16.8, 16: 19.1, 24: 26.0}),
     source="default (engine-notes: base, int8, 2 threads)",
+    prefill_ms=45.0,
 )
 
 #: a float32 decoder (base, 2 threads, AMD EPYC, medians of 30): a pass of 2-3 tokens
@@ -112,6 +137,7 @@ DEFAULT_FLOAT32 = CostModel(
     step_ms=9.3,
     batch_ms=interpolate({1: 9.3, 2: 9.3, 5: 15.7, 9: 22.7, 13: 37.6, 17: 64.8}),
     source="default (engine-notes: base, float32, 2 threads)",
+    prefill_ms=73.0,
 )
 
 
@@ -149,14 +175,14 @@ def save_cost_model(cost: CostModel, path: Path, meta: dict | None = None) -> Pa
 
 
 def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads: int = 2) -> CostModel:
-    """The calibrated curve for this model/compute type/threads, else :func:`default_cost`."""
+    """The calibrated curve (:meth:`CostModel.smoothed`) for this model/compute type/threads, else :func:`default_cost`."""
     if model_dir is not None:
         path = calibration_path(Path(model_dir), compute_type, threads)
         if path.is_file():
             try:
                 cost = CostModel.from_json(json.loads(path.read_text(encoding="utf-8")))
                 log.info("cost model: calibration %s", path)
-                return CostModel(cost.step_ms, cost.batch_ms, f"calibrated ({path.name})")
+                return CostModel(cost.step_ms, cost.batch_ms, f"calibrated ({path.name})", cost.prefill_ms).smoothed()
             except (ValueError, OSError) as exc:
                 log.warning("ignoring bad calibration %s: %s", path, exc)
     fallback = default_cost(compute_type)
@@ -170,7 +196,7 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
     """Measure a verify pass as the decoder pays for it, for 1..max_tokens tokens.
 
     Loads the model on CPU, encodes 30 s of low noise, prefills a 4-token
-    prompt, then times each pass on the real path: ``forward_step`` or
+    prompt, then times the prefill of a window and each pass on the real path: ``forward_step`` or
     ``forward_batch``, the logits as numpy and Whisper's logit rules on every
     row (:meth:`tokenmap.rules.RuleSet.choose_rows`), with ``truncate_to_step``
     restoring the state length between calls (median of ``reps`` after a
@@ -215,13 +241,17 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
     for _ in range(3):
         step()
         batch(8)
-    samples: dict[int, list[float]] = {n: [] for n in range(max_tokens + 1)}  # 0: the single step
+    samples: dict[int, list[float]] = {n: [] for n in range(-1, max_tokens + 1)}  # 0: the step, -1: prefill
     for _ in range(reps):  # every length once per round: a busy spell hits all lengths alike
-        for n in range(max_tokens + 1):
+        for n in range(-1, max_tokens + 1):
             t0 = time.perf_counter()
-            step() if n == 0 else batch(n)
+            if n < 0:
+                model.prefill(encoded, prompt[:1])  # what the decoding loop prefills: up to <|startoftranscript|>
+            else:
+                step() if n == 0 else batch(n)
             samples[n].append((time.perf_counter() - t0) * 1000.0)
         if progress:
             progress(1)
     curve = tuple(round(statistics.median(samples[n]), 3) for n in range(1, max_tokens + 1))
-    return CostModel(round(statistics.median(samples[0]), 3), curve, "measured")
+    return CostModel(round(statistics.median(samples[0]), 3), curve, "measured",
+                     round(statistics.median(samples[-1]), 3))

@@ -267,25 +267,28 @@ class FixedDrafter:
         return self.sequence[n: n + limit]
 
 
-def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=None, calibration=None):
+def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=None, calibration=None,
+                seconds: float | None = None):
     """The drafter of one map: :class:`tokenmap.follow.FollowDrafter` for a suffix map
-    (format 3), :class:`TokenMapDrafter` for a section of an n-gram map set."""
+    (format 3), :class:`TokenMapDrafter` for a section of an n-gram map set.
+    ``seconds``: audio in the window, when known (a suffix map's drafter guesses the closing timestamp)."""
     if isinstance(token_map, SuffixMap):
         if eot is None:
             raise ValueError("a suffix map's drafter needs the model's <|endoftext|> id")
-        return FollowDrafter(token_map, timestamp_begin, eot, cost, calibration=calibration)
+        return FollowDrafter(token_map, timestamp_begin, eot, cost, calibration=calibration, seconds=seconds)
     return TokenMapDrafter(token_map, timestamp_begin=timestamp_begin)
 
 
 def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_lookup: bool = True,
                     session_cache: SessionCache | None = None, controllers=None, eot: int | None = None,
-                    cost=None) -> ChainDrafter:
+                    cost=None, seconds: float | None = None) -> ChainDrafter:
     """The drafter tokenmap uses: the token map, then prompt lookup, then the session cache.
 
     ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
     ``controllers``: a ``ControllerSet`` giving each source its own draft length
     (a suffix map's drafter sets its own from ``cost`` and keeps its running
     calibration in ``controllers.calibration``, which lives as long as the thread's controllers).
+    ``seconds``: the audio in this window, when known (see :func:`map_drafter`).
     """
     drafters = []
     calibration = getattr(controllers, "calibration", None)
@@ -293,7 +296,7 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
     if isinstance(token_map, (list, tuple)):  # one map per task: infer which one fits
         drafters.append(MapSetDrafter(token_map, timestamp_begin=timestamp_begin, eot=eot))
     elif token_map is not None:
-        drafters.append(map_drafter(token_map, timestamp_begin, eot, cost, calibration))
+        drafters.append(map_drafter(token_map, timestamp_begin, eot, cost, calibration, seconds))
     if prompt_lookup:
         drafters.append(PromptLookupDrafter(timestamp_begin=timestamp_begin))
     if session_cache is not None:

@@ -42,6 +42,7 @@ import time
 from dataclasses import dataclass
 
 import faster_whisper
+import numpy as np
 
 from . import engine as _engine
 from .drafters import SessionCache, default_drafter
@@ -64,7 +65,7 @@ class GenerationResult:
 class SpeculativeEngine:
     """Wraps a ``ctranslate2.models.Whisper``; greedy ``generate`` goes speculative.
 
-    ``make_drafter(controllers)`` builds a fresh drafter per window (drafters hold
+    ``make_drafter(controllers, seconds)`` builds a fresh drafter per window (drafters hold
     per-window state, so concurrent calls never share one). Statistics are
     kept per thread (:meth:`take_stats`).
     """
@@ -81,6 +82,10 @@ class SpeculativeEngine:
 
     def __getattr__(self, name):
         return getattr(self._engine, name)
+
+    def note_window(self, seconds: float) -> None:
+        """The audio length of the window this thread encoded last (for the next ``generate``)."""
+        self._local.seconds = seconds
 
     def _thread_stats(self) -> DecodeStats:
         if not hasattr(self._local, "stats"):
@@ -114,7 +119,8 @@ class SpeculativeEngine:
         prompt = list(prompts[0])
         history = prompt[1: self.special.sot_index(prompt)] if prompt[0] != self.special.sot else []
         result = decode_window(
-            self._engine, features, prompt, self.special, self.make_drafter(controllers),
+            self._engine, features, prompt, self.special,
+            self.make_drafter(controllers, getattr(self._local, "seconds", None)),
             history=history, **kwargs,
         )
         stats.add(result.stats)
@@ -204,9 +210,16 @@ class WhisperModel(faster_whisper.WhisperModel):
             cost_model = load_cost_model(model_dir, self.decoder_compute_type, kwargs["cpu_threads"])
         self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost_model, adaptive)
 
-    def _make_drafter(self, controllers=None):
+    def _make_drafter(self, controllers=None, seconds: float | None = None):
         return default_drafter(self.token_map, self.model.special.timestamp_begin, self._prompt_lookup,
-                               self.session_cache, controllers, eot=self.model.special.eot)
+                               self.session_cache, controllers, eot=self.model.special.eot, seconds=seconds)
+
+    def encode(self, features):
+        """faster-whisper's ``encode``; notes how much audio the window holds (drafts end with a guess
+        of its closing timestamp)."""
+        if self.drafting:
+            self.model.note_window(content_seconds(features))
+        return super().encode(features)
 
     def transcribe(self, audio, *args, **kwargs):
         """faster-whisper's ``transcribe``, with ``beam_size=1`` (greedy) unless the call sets it.
@@ -236,6 +249,19 @@ class WhisperModel(faster_whisper.WhisperModel):
         All zero when drafting is off (no engine fork; see ``drafting``).
         """
         return (self.model.current_stats() if self.drafting else DecodeStats()).as_dict()
+
+
+def content_seconds(features, frame_seconds: float = 0.01) -> float:
+    """Seconds of audio in a mel window: faster-whisper pads a window's features with zero columns.
+
+    >>> import numpy as np
+    >>> mel = np.zeros((80, 3000), dtype=np.float32); mel[:, :250] = -0.5
+    >>> content_seconds(mel)
+    2.5
+    """
+    array = np.asarray(features)
+    columns = np.flatnonzero(array.reshape(-1, array.shape[-1]).any(axis=0))
+    return round(float(columns[-1] + 1) * frame_seconds, 2) if columns.size else 0.0
 
 
 def _split(fw_model, model_dir, decoder: str, encoder: str, kwargs: dict) -> tuple[str, str]:

@@ -190,16 +190,19 @@ def build_runners(state: RunState, utt: Utterance, mel, enc, greedy_tokens, opti
     runners = {"greedy": sysm.greedy(eng, enc, prompt)}
     if "tokenmap" in chosen:
         task = f"{utt.domain}/{utt.lang}"
-        runners["tokenmap"] = sysm.speculative(eng, enc, prompt, state.token_map(utt.domain, utt.lang), task)
+        seconds = min(utt.duration, 30.0) or None  # the audio in the (first) window
+
+        def spec(token_map, session):
+            return sysm.speculative(eng, enc, prompt, token_map, session, seconds)
+
+        runners["tokenmap"] = spec(state.token_map(utt.domain, utt.lang), task)
         for mode in options.map_modes[1:]:
-            runners[f"tokenmap-{mode}"] = sysm.speculative(eng, enc, prompt, state.shared_map(mode), f"{mode} {task}")
+            runners[f"tokenmap-{mode}"] = spec(state.shared_map(mode), f"{mode} {task}")
         learned = state.maps.learned.get((utt.domain, utt.lang))
         if learned:
-            runners["tokenmap-learned"] = sysm.speculative(eng, enc, prompt, state._load(learned), f"learned {task}")
+            runners["tokenmap-learned"] = spec(state._load(learned), f"learned {task}")
         if utt.domain in MISMATCH_FOR:
-            runners["tokenmap-mismatch"] = sysm.speculative(eng, enc, prompt,
-                                                            state.token_map(MISMATCH_DOMAIN, utt.lang),
-                                                            f"mismatch {task}")
+            runners["tokenmap-mismatch"] = spec(state.token_map(MISMATCH_DOMAIN, utt.lang), f"mismatch {task}")
     if "oracle" in chosen:
         runners["oracle"] = sysm.oracle(eng, enc, prompt, greedy_tokens)
     if "distil-spec" in chosen and utt.lang == "en" and eng.draft is not None:

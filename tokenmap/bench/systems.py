@@ -104,10 +104,11 @@ def greedy(eng: Engines, enc, prompt):
     return run
 
 
-def speculative(eng: Engines, enc, prompt, token_map, session: str = ""):
+def speculative(eng: Engines, enc, prompt, token_map, session: str = "", seconds: float | None = None):
     """The product's path: one set of per-source controllers per ``session`` (a
     task, as one user's ``tokenmap.WhisperModel`` keeps it across windows), which
-    may send a whole window to plain ``generate`` while drafting does not pay."""
+    may send a whole window to plain ``generate`` while drafting does not pay.
+    ``seconds``: the audio in the window (what ``tokenmap.WhisperModel`` reads off its features)."""
     controllers = eng.controllers.setdefault(session, ControllerSet(eng.cost, record=True))
 
     def run() -> Output:
@@ -116,7 +117,7 @@ def speculative(eng: Engines, enc, prompt, token_map, session: str = ""):
             result = eng.main.generate(enc, [prompt], **GENERATE_KW)[0]
             return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
         drafter = default_drafter(token_map, eng.special.timestamp_begin, controllers=controllers,
-                                   eot=eng.special.eot, cost=eng.cost)
+                                   eot=eng.special.eot, cost=eng.cost, seconds=seconds)
         own = [d for d in drafter.drafters if hasattr(d, "log")]  # drafters that set their own length
         for d in own:
             d.log = []

@@ -1,0 +1,126 @@
+"""Replay a `tokenmap bench` run without the model, and compare its predicted S with the audio S.
+
+    python research/replay_bench.py results/<run>/results.json [--prefill-ms 45] [--reps N]
+
+For each drafting system of the run (tokenmap, tokenmap-learned, tokenmap-mismatch), the
+drafter is rebuilt as the bench built it (the run's maps, its cost curve, one ControllerSet per
+session, the window's audio length), in manifest order and with the run's repetitions, and
+replayed on the greedy token ids the run recorded (:func:`tokenmap.replay.replay_window`). The
+window gate is replayed too: a window it sends to plain ``generate`` costs what greedy costs.
+Modelled decoder time = a window's fixed cost + its passes on the run's cost curve, where the
+fixed cost and the curve's level come from a straight-line fit of the run's greedy decoder times
+against their token counts (the machine's load during the run); the tokenmap times are never used. Prints, per regime
+(voice-bound tasks left out as in the report), the replayed S and the audio S of the run.
+"""
+import argparse
+import collections
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tokenmap.bench.aggregate import VOICE_BOUND_WER  # noqa: E402
+from tokenmap.bench.metrics import wer  # noqa: E402
+from tokenmap.control import ControllerSet  # noqa: E402
+from tokenmap.cost import CostModel  # noqa: E402
+from tokenmap.drafters import default_drafter  # noqa: E402
+from tokenmap.mapfile import load_maps  # noqa: E402
+from tokenmap.models import resolve_model  # noqa: E402
+from tokenmap.replay import replay_window  # noqa: E402
+from tokenmap.rules import SpecialTokens  # noqa: E402
+
+SESSION = {"tokenmap": "{task}", "tokenmap-learned": "learned {task}", "tokenmap-mismatch": "mismatch {task}"}
+
+
+def map_key(system: str, row: dict) -> str:
+    if system == "tokenmap-learned":
+        return f"learned {row['task']}"
+    if system == "tokenmap-mismatch":
+        return f"maintenance/{row['lang']}"
+    return row["task"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("--prefill-ms", type=float, default=None,
+                    help="the fixed cost of a window (default: fitted on the run's greedy decodes)")
+    ap.add_argument("--reps", type=int, default=None, help="default: the run's repetitions")
+    args = ap.parse_args()
+    run = json.loads(Path(args.results).read_text())
+    cost = CostModel.from_json(run["cost_model"])
+    greedy_rows = [r for r in run["rows"] if r["system"] == "greedy"]
+    fixed, per_token = fit_greedy(greedy_rows)
+    scale = per_token / cost.step_ms  # the run's machine load, read off its greedy decodes
+    prefill = args.prefill_ms if args.prefill_ms is not None else fixed
+    print(f"greedy decoder time = {fixed:.1f} ms + {per_token:.2f} ms x tokens (least squares over "
+          f"{len(greedy_rows)} utterances); the curve's step is {cost.step_ms} ms, so its passes are scaled by "
+          f"{scale:.2f}")
+    reps = args.reps or run["options"]["reps"]
+    special = SpecialTokens.from_model_dir(str(resolve_model(run["options"]["model"], download=False)))
+    rows = run["rows"]
+    greedy = {r["id"]: r for r in rows if r["system"] == "greedy"}
+    by_task = collections.defaultdict(list)
+    for r in greedy.values():
+        by_task[r["task"]].append(r)
+    bound = {t for t, rs in by_task.items() if wer([(r["ref"], r["text"]) for r in rs]) > VOICE_BOUND_WER}
+    maps = {k: load_maps(ROOT / v)[0] for k, v in run["maps"].items() if isinstance(v, str)}
+    controllers: dict = {}
+    out = collections.defaultdict(lambda: collections.defaultdict(float))  # (system, regime) -> sums
+    for row in (r for r in rows if r["system"] in SESSION):
+        g = greedy[row["id"]]
+        if g["task"] in bound:
+            continue
+        system, task = row["system"], g["task"]
+        ctl = controllers.setdefault(SESSION[system].format(task=task), ControllerSet(cost))
+        with_ts = run["options"]["timestamps"]
+        ms, greedy_ms = [], 0.0
+        for _ in range(reps):
+            truth = g["token_ids"]
+            if not ctl.use_speculation():
+                st = replay_window(_Never(), truth, special.eot, with_ts, special.timestamp_begin, cost, feed=2)
+                ms.append(st.greedy_ms)
+            else:
+                drafter = default_drafter(maps[map_key(system, row)], special.timestamp_begin, controllers=ctl,
+                                          eot=special.eot, cost=cost, seconds=min(g["audio_s"], 30.0) or None)
+                st = replay_window(drafter, truth, special.eot, with_ts, special.timestamp_begin, cost, feed=2)
+                ms.append(st.ms)
+            greedy_ms = st.greedy_ms
+        key = (system, g["regime"])
+        out[key]["replay_ms"] += sorted(ms)[len(ms) // 2] * scale + prefill
+        out[key]["greedy_ms"] += greedy_ms * scale + prefill
+        out[key]["audio_s"] += row["decoder_s"]
+        out[key]["audio_greedy_s"] += g["decoder_s"]
+        out[key]["n"] += 1
+        out[key]["identical"] += bool(row.get("identical"))
+    print(f"cost model: {cost.source}; prefill {prefill} ms; {reps} repetitions; voice-bound left out: "
+          f"{', '.join(sorted(bound)) or '-'}")
+    print(f"{'system':18s} {'regime':11s} {'n':>4s} {'S replay':>9s} {'S audio':>8s} {'diff':>6s} {'identical':>9s}")
+    for (system, regime), v in sorted(out.items()):
+        s_rep = v["greedy_ms"] / v["replay_ms"]
+        s_aud = v["audio_greedy_s"] / v["audio_s"]
+        print(f"{system:18s} {regime:11s} {int(v['n']):4d} {s_rep:9.3f} {s_aud:8.3f} {s_rep - s_aud:+6.3f} "
+              f"{v['identical'] / v['n']:9.0%}")
+
+
+def fit_greedy(rows) -> tuple[float, float]:
+    """Least-squares ``(fixed ms, ms per token)`` of the run's greedy decoder times (tokens include EOT)."""
+    n = np.array([len(r["token_ids"]) + 1 for r in rows], dtype=float)
+    t = np.array([r["decoder_s"] * 1000.0 for r in rows])
+    slope, intercept = np.polyfit(n, t, 1)
+    return float(intercept), float(slope)
+
+
+class _Never:
+    def reset(self, history=()):
+        pass
+
+    def draft(self, tokens, limit):
+        return []
+
+
+if __name__ == "__main__":
+    main()
