@@ -54,4 +54,4 @@ def calibrate(model, compute_type, decoder_compute_type, threads, max_tokens, re
         click.echo(f"  {n:2d}: {ms:7.2f} ms  {ms / cost.step_ms:5.2f}")
     path = save_cost_model(cost, calibration_path(model_dir, compute_type, threads),
                            {"model": str(model_dir), "compute_type": compute_type, "threads": threads})
-    click.echo(f"saved {path} (drafting uses its least-squares line for 2 tokens and more)")
+    click.echo(f"saved {path} (drafting uses it made non-decreasing: a longer pass never cheaper)")

@@ -70,24 +70,24 @@ class CostModel:
         return expected_accepted * self.step_ms - (self.batch(draft_len + 1) - self.step_ms)
 
     def smoothed(self) -> "CostModel":
-        """The same model with ``batch_ms`` for 2 tokens and more replaced by its least-squares line.
+        """The same model with ``batch_ms`` made non-decreasing in the number of tokens.
 
         A curve timed on a busy machine zigzags (a longer pass measured cheaper
-        than a shorter one), and a draft cut at such a dip is too long: the
-        line keeps the measured level and the marginal cost of one more token.
+        than a shorter one), and a draft cut at such a dip is too long. Adjacent
+        violators are pooled into their mean (isotonic least squares), which
+        keeps real plateaus, such as float32 passes costing the same for 1-3 tokens.
 
-        >>> CostModel(10.0, (10.0, 14.0, 12.0, 18.0)).smoothed().batch_ms
-        (10.0, 12.667, 14.667, 16.667)
+        >>> CostModel(10.0, (10.0, 14.0, 12.0, 18.0, 18.0)).smoothed().batch_ms
+        (10.0, 13.0, 13.0, 18.0, 18.0)
         """
-        if len(self.batch_ms) < 3:
-            return self
-        n = list(range(2, len(self.batch_ms) + 1))
-        y = self.batch_ms[1:]
-        mean_n, mean_y = sum(n) / len(n), sum(y) / len(y)
-        slope = sum((a - mean_n) * (b - mean_y) for a, b in zip(n, y)) / sum((a - mean_n) ** 2 for a in n)
-        slope = max(0.0, slope)
-        line = tuple(round(mean_y + slope * (k - mean_n), 3) for k in n)
-        return CostModel(self.step_ms, (self.batch_ms[0], *line), self.source, self.prefill_ms)
+        blocks: list[list[float]] = []  # [mean, weight]
+        for y in self.batch_ms:
+            blocks.append([y, 1.0])
+            while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+                (m2, w2), (m1, w1) = blocks.pop(), blocks.pop()
+                blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2])
+        curve = tuple(round(m, 3) for m, w in blocks for _ in range(int(w)))
+        return CostModel(self.step_ms, curve, self.source, self.prefill_ms)
 
     def to_json(self) -> dict:
         """Plain-JSON form (see :func:`save_cost_model`)."""
