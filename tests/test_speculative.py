@@ -273,14 +273,16 @@ def inventory_map(tmp_path_factory, base_model_dir):
     return load_maps(out / "inv.tmap")[0]
 
 
+@pytest.mark.parametrize("seconds", [None, 1.0, 4.0, 29.0])
 @pytest.mark.parametrize("which", range(5))
-def test_suffix_map_drafts_keep_the_output(engine, special, windows, references, inventory_map, which):
+def test_suffix_map_drafts_keep_the_output(engine, special, windows, references, inventory_map, which, seconds):
     """The drafter that follows the model (structure drafts included: <|0.00|>, reopened segments,
-    end-of-text) changes the passes, never the tokens, score or no_speech_prob."""
+    guessed closing timestamps, right or wrong) changes the passes, never the tokens, score or no_speech_prob."""
     from tokenmap.drafters import default_drafter
 
     enc, prompt = windows[which]
-    drafter = default_drafter(inventory_map, special.timestamp_begin, prompt_lookup=False, eot=special.eot)
+    drafter = default_drafter(inventory_map, special.timestamp_begin, prompt_lookup=False, eot=special.eot,
+                              seconds=seconds)
     result = decode_window(engine, enc, prompt, special, drafter, **KW)
     assert_same(result, references[which])
     assert result.stats.accepted > 0 and result.stats.passes < len(references[which].tokens)
