@@ -19,9 +19,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tokenmap.bench.systems import GENERATE_KW  # noqa: E402
+from tokenmap_bench.systems import GENERATE_KW  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.rules import SpecialTokens  # noqa: E402
+from tokenmap.decode.rules import SpecialTokens  # noqa: E402
 
 SOUNDS = Path("/usr/share/asterisk/sounds")
 VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}

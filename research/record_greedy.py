@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tokenmap.bench.data import load_manifest  # noqa: E402
-from tokenmap.bench.harness import features  # noqa: E402
-from tokenmap.bench.systems import GENERATE_KW  # noqa: E402
+from tokenmap_bench.data import load_manifest  # noqa: E402
+from tokenmap_bench.harness import features  # noqa: E402
+from tokenmap_bench.systems import GENERATE_KW  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.rules import SpecialTokens  # noqa: E402
+from tokenmap.decode.rules import SpecialTokens  # noqa: E402
 
 
 def main():

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tokenmap.bench import stock_runner
-from tokenmap.bench.harness import BenchOptions
-from tokenmap.bench.stock import start_server
-from tokenmap.bench.systems import GENERATE_KW
+from tokenmap_bench import stock_runner
+from tokenmap_bench.harness import BenchOptions
+from tokenmap_bench.stock import start_server
+from tokenmap_bench.systems import GENERATE_KW
 
 DATA = Path(__file__).parent / "data"
 

@@ -5,11 +5,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenmap import counting, ngrams
-from tokenmap.builder import BuildError, BuildOptions, build_map, simulate
-from tokenmap.corpus import synthetic_corpus
-from tokenmap.mapfile import TokenMap
-from tokenmap.style import NO_BRIDGE, StyleOptions, bridge
+from tokenmap.build import counting
+
+from tokenmap.build import ngrams
+from tokenmap.build.builder import BuildError, BuildOptions, build_map, simulate
+from tokenmap.build.corpus import synthetic_corpus
+from tokenmap.maps.mapfile import TokenMap
+from tokenmap.build.style import NO_BRIDGE, StyleOptions, bridge
 
 from tokenmap.models import resolve_model
 
@@ -28,9 +30,9 @@ def _build(corpus, out, tok, **kw):
 
 
 def test_build_and_draft(tmp_path, corpus, tok):
-    from tokenmap.follow import FollowDrafter
-    from tokenmap.mapfile import SUFFIX_VERSION, load_maps
-    from tokenmap.suffixmap import SuffixMap
+    from tokenmap.decode.follow import FollowDrafter
+    from tokenmap.maps.mapfile import SUFFIX_VERSION, load_maps
+    from tokenmap.maps.suffixmap import SuffixMap
 
     result = _build(corpus, tmp_path / "m.tmap", tok)
     assert result.utterances == 3000 and result.keys > 100 and result.candidates > 100
@@ -61,7 +63,7 @@ def test_parallel_equals_serial(tmp_path, corpus, tok, monkeypatch):
 
 
 def test_refuses_to_overwrite(tmp_path, corpus, tok):
-    from tokenmap.mapfile import load_maps
+    from tokenmap.maps.mapfile import load_maps
 
     out = tmp_path / "m.tmap"
     out.write_bytes(b"keep me")
@@ -73,7 +75,7 @@ def test_refuses_to_overwrite(tmp_path, corpus, tok):
 
 
 def test_min_count_prunes_rare_contexts(tmp_path, corpus, tok):
-    from tokenmap.mapfile import load_maps
+    from tokenmap.maps.mapfile import load_maps
 
     loose = load_maps(_build(corpus, tmp_path / "a.tmap", tok, trie_min_count=1).path)[0]
     strict = load_maps(_build(corpus, tmp_path / "b.tmap", tok, trie_min_count=50).path)[0]
@@ -99,7 +101,7 @@ def test_count_levels_small():
 
 
 def test_empty_corpus_is_an_error(tmp_path, tok):
-    from tokenmap.corpus import CorpusError
+    from tokenmap.build.corpus import CorpusError
     empty = tmp_path / "e.txt"
     empty.write_text("\n\n")
     with pytest.raises(CorpusError, match="no usable utterances"):

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmap.builder import BuildError, BuildOptions, build_map
-from tokenmap.corpus import synthetic_corpus
-from tokenmap.mapfile import TokenMap, write_map
+from tokenmap.build.builder import BuildError, BuildOptions, build_map
+from tokenmap.build.corpus import synthetic_corpus
+from tokenmap.maps.mapfile import TokenMap, write_map
 from tokenmap_cli.main import cli
 
 from tokenmap.models import resolve_model
@@ -175,7 +175,7 @@ def test_ctrl_c_during_a_build_is_quiet(tmp_path):
 def test_an_interrupted_write_leaves_no_partial_file(tmp_path, monkeypatch):
     import hashlib
 
-    from tokenmap import mapfile
+    from tokenmap.maps import mapfile
 
     class Interrupted:
         def __init__(self):

@@ -1,12 +1,12 @@
-"""Tests of tokenmap.rules (synthetic logits) and tokenmap.reference (real model)."""
+"""Tests of tokenmap.decode.rules (synthetic logits) and tokenmap.decode.reference (real model)."""
 
 import os
 
 import numpy as np
 import pytest
 
-from tokenmap import rules as R
-from tokenmap.rules import (DISABLED, RuleSet, SpecialTokens, SuppressBlank, SuppressTokens,
+from tokenmap.decode import rules as R
+from tokenmap.decode.rules import (DISABLED, RuleSet, SpecialTokens, SuppressBlank, SuppressTokens,
                             TimestampRules, supports_fast_path)
 
 # Toy vocabulary: text 0..9, EOT 10, SOT 11, transcribe 12, nospeech 13,
@@ -213,7 +213,7 @@ def _fw_suppress(model_dir):
 @pytest.mark.model
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_reference_matches_generate(base_setup, base_model_dir, case):
-    from tokenmap.reference import greedy_decode
+    from tokenmap.decode.reference import greedy_decode
 
     model, special, encoded = base_setup
     prompt, extra = CASES[case]
@@ -238,7 +238,7 @@ def test_reference_matches_generate(base_setup, base_model_dir, case):
 
 @pytest.mark.model
 def test_reference_matches_generate_tiny_en(tmp_path_factory):
-    from tokenmap.reference import greedy_decode
+    from tokenmap.decode.reference import greedy_decode
 
     from tokenmap.models import resolve_model
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from tokenmap.stream import (PreviousHypothesisDrafter, StreamOptions, StreamTranscriber, _Decoded,
+from tokenmap.stream.live import (PreviousHypothesisDrafter, StreamOptions, StreamTranscriber, _Decoded,
                              biased_accept)
-from tokenmap.stream_audio import FileSource
-from tokenmap.stream_metrics import (agreed_segments, erasures, lcp, mask_display, normalized_erasure,
+from tokenmap.stream.audio import FileSource
+from tokenmap.stream.metrics import (agreed_segments, erasures, lcp, mask_display, normalized_erasure,
                                      parse_segments, shift_timestamps)
 
 TS = 50364  # <|0.00|> of the multilingual vocabulary
@@ -78,8 +78,8 @@ def test_previous_hypothesis_drafter_realigns_after_edits():
 
 
 def test_fallback_is_throttled_by_its_controller():
-    from tokenmap.cost import DEFAULT
-    from tokenmap.control import AcceptanceController
+    from tokenmap.decode.cost import DEFAULT
+    from tokenmap.decode.control import AcceptanceController
 
     fallback = type("F", (), {"reset": lambda s, h=(): None, "draft": lambda s, t, n: [99] * n})()
     control = AcceptanceController(DEFAULT)
@@ -133,7 +133,7 @@ class FakeEngine:
     """No model: the transcriber's decode is scripted (commit policy and robustness tests)."""
 
     def __init__(self):
-        from tokenmap.rules import SpecialTokens
+        from tokenmap.decode.rules import SpecialTokens
 
         self.special = SpecialTokens(sot=50258, eot=50257, no_timestamps=50363, no_speech=50362,
                                      vocab_size=51865)
@@ -221,7 +221,7 @@ def test_metrics_summary_with_mask_k():
 
 @pytest.fixture(scope="module")
 def engine32(base_model_dir):
-    from tokenmap.stream import StreamEngine
+    from tokenmap.stream.live import StreamEngine
 
     return StreamEngine.load(str(base_model_dir), compute_type="float32", threads=2)
 

@@ -12,7 +12,7 @@ logging.getLogger("tokenmap").addHandler(logging.NullHandler())
 
 _LAZY = {
     "WhisperModel": "tokenmap.whisper",
-    "TokenMap": "tokenmap.mapfile",
+    "TokenMap": "tokenmap.maps.mapfile",
     "EngineError": "tokenmap.engine",
     "resolve_model": "tokenmap.models",
 }

@@ -198,7 +198,7 @@ def engine_info(model_dir=None) -> dict:
 
 def _precision_report() -> dict:
     """Which engine encodes and which precision decodes by default, and why (:mod:`tokenmap.precision`)."""
-    from .precision import choose_encoder, describe
+    from tokenmap.precision import choose_encoder, describe
 
     _, reason = choose_encoder("auto")
     return {"encoder": reason, "decoder (--compute-type int8)": describe("int8")}

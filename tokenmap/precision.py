@@ -97,7 +97,7 @@ def choose_encoder(requested: str = "auto") -> tuple[str, str]:
     ``auto`` picks the stock worker when ``make stock-encoder`` installed it:
     its output is bit-identical and it encodes faster (docs/BENCHMARKS.md).
     """
-    from .stock_encoder import StockEncoderError, stock_dir, stock_installed
+    from tokenmap.stock_encoder import StockEncoderError, stock_dir, stock_installed
 
     if requested == "fork":
         return "fork", "the fork's own encoder, in process (asked for)"
@@ -128,9 +128,9 @@ def build_engine(fw_model, model_path: str, compute_type: str, decoder: str | No
     dec = fork if decoder_type == compute_type else load_decoder(model_path, decoder_type, **load_kwargs)
     enc = fork
     if encoder_engine == "stock":
-        from .stock_encoder import StockEncoder
+        from tokenmap.stock_encoder import StockEncoder
 
-        from .engine import default_threads
+        from tokenmap.engine import default_threads
 
         enc = StockEncoder(model_path, compute_type, load_kwargs.get("cpu_threads") or default_threads(),
                            fallback=fork)

@@ -24,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from .writers import Segment, Transcript, Word
+from tokenmap.writers import Segment, Transcript, Word
 
 logger = logging.getLogger("tokenmap")
 
@@ -65,7 +65,7 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     """Load a Whisper model for CPU decoding.
 
     ``model`` is anything :func:`tokenmap.models.resolve_model` accepts;
-    ``token_map`` (a path or a :class:`tokenmap.mapfile.TokenMap`, a list of
+    ``token_map`` (a path or a :class:`tokenmap.maps.mapfile.TokenMap`, a list of
     them, one per task, or a map set from ``tokenmap build --balance``) turns on
     token-map speculative decoding; on stock CTranslate2 (no engine fork) the
     model decodes as plain faster-whisper after one warning.
@@ -74,8 +74,8 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     installed) are :func:`tokenmap.precision.build_engine`'s and apply with or
     without a map, so a map changes the speed and not the transcript. Raises ``ModelError``.
     """
-    from .engine import default_threads, drafting_off_reason
-    from .models import resolve_model
+    from tokenmap.engine import default_threads, drafting_off_reason
+    from tokenmap.models import resolve_model
 
     model_dir = resolve_model(model)
     threads = threads or default_threads()
@@ -83,14 +83,14 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     if token_map is None:
         from faster_whisper import WhisperModel as Plain
 
-        from .precision import build_engine
+        from tokenmap.precision import build_engine
 
         plain = Plain(str(model_dir), device="cpu", compute_type=compute_type, cpu_threads=threads)
         if drafting_off_reason() is None:  # the configuration map decoding would use
             build_engine(plain, str(model_dir), compute_type, decoder_compute_type, encoder, device="cpu",
                          cpu_threads=threads)
         return plain
-    from .whisper import WhisperModel
+    from tokenmap.whisper import WhisperModel
 
     return WhisperModel(
         str(model_dir), token_map=token_map, device="cpu", compute_type=compute_type, cpu_threads=threads,

@@ -43,11 +43,11 @@ from dataclasses import dataclass
 
 import faster_whisper
 
-from . import engine as _engine
-from .drafters import SessionCache, default_drafter
-from .rules import SpecialTokens, supports_fast_path
-from .speculative import ControllerSet, DecodeStats, decode_window
-from .transcriber import audio_input
+from tokenmap import engine as _engine
+from tokenmap.decode.drafters import SessionCache, default_drafter
+from tokenmap.decode.rules import SpecialTokens, supports_fast_path
+from tokenmap.decode.speculative import ControllerSet, DecodeStats, decode_window
+from tokenmap.transcriber import audio_input
 
 logger = logging.getLogger("tokenmap")
 
@@ -132,7 +132,7 @@ class SpeculativeEngine:
 def bypass_reason(batch: int, prompt, special: SpecialTokens, kwargs: dict) -> tuple[str, str]:
     """Why a ``generate`` call cannot be drafted: ``(kind, advice)``.
 
-    :func:`tokenmap.rules.supports_fast_path` decides; this names the option
+    :func:`tokenmap.decode.rules.supports_fast_path` decides; this names the option
     that made it refuse, by trying each option alone on top of greedy search.
     """
     if batch != 1:
@@ -157,13 +157,13 @@ def bypass_reason(batch: int, prompt, special: SpecialTokens, kwargs: dict) -> t
 class WhisperModel(faster_whisper.WhisperModel):
     """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
 
-    Extra arguments: ``token_map`` (path or :class:`tokenmap.mapfile.TokenMap`;
+    Extra arguments: ``token_map`` (path or :class:`tokenmap.maps.mapfile.TokenMap`;
     a list of them, one per task, or a map set from ``tokenmap build --balance``,
-    to infer the task while decoding with :class:`tokenmap.drafters.MapSetDrafter`;
+    to infer the task while decoding with :class:`tokenmap.decode.drafters.MapSetDrafter`;
     or None for prompt lookup and the session cache only), ``prompt_lookup``
     and ``session_cache`` (drafters after the map), ``adaptive`` (let the
     cost curve and the running acceptance decide how far to draft),
-    ``cost_model`` (a :class:`tokenmap.cost.CostModel`; default: this
+    ``cost_model`` (a :class:`tokenmap.decode.cost.CostModel`; default: this
     machine's calibration or the built-in curve), ``decoder_compute_type``
     (``"auto"``: an int8 ``compute_type`` encodes at int8 and decodes with a
     float32 copy of the model, so map decoding gives the plain transcript of
@@ -183,7 +183,7 @@ class WhisperModel(faster_whisper.WhisperModel):
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
                  session_cache: bool = True, adaptive: bool = True, cost_model=None,
                  decoder_compute_type: str = "auto", encoder: str = "auto", **kwargs):
-        from .models import resolve_model
+        from tokenmap.models import resolve_model
 
         model_dir = resolve_model(model_size_or_path)
         if not kwargs.get("cpu_threads"):  # one thread count for the engine and its calibrated cost curve
@@ -199,7 +199,7 @@ class WhisperModel(faster_whisper.WhisperModel):
         self.session_cache = SessionCache(timestamp_begin=special.timestamp_begin) if session_cache else None
         self._prompt_lookup = prompt_lookup
         if cost_model is None:
-            from .cost import load_cost_model
+            from tokenmap.decode.cost import load_cost_model
 
             cost_model = load_cost_model(model_dir, self.decoder_compute_type, kwargs["cpu_threads"])
         self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost_model, adaptive)
@@ -240,7 +240,7 @@ class WhisperModel(faster_whisper.WhisperModel):
 
 def _split(fw_model, model_dir, decoder: str, encoder: str, kwargs: dict) -> tuple[str, str]:
     """:func:`tokenmap.precision.build_engine` for this model: (decoder compute type, encoder engine)."""
-    from .precision import build_engine
+    from tokenmap.precision import build_engine
 
     load = {k: kwargs[k] for k in ("device", "device_index", "cpu_threads", "num_workers") if k in kwargs}
     return build_engine(fw_model, str(model_dir), kwargs.get("compute_type", "default"), decoder, encoder, **load)
@@ -250,8 +250,8 @@ def _load_map(token_map, hf_tokenizer):
     """One map, or a list of maps (several paths, or a map set's sections) for :class:`MapSetDrafter`."""
     if token_map is None:
         return None
-    from .mapfile import load_maps
-    from .textok import TextTokenizer
+    from tokenmap.maps.mapfile import load_maps
+    from tokenmap.textok import TextTokenizer
 
     tok = None
     maps = []
