@@ -131,7 +131,8 @@ def test_build_100k(benchmark, tmp_path, tok):
 
 def test_style_bridge_acceptance(tmp_path, tok):
     """What each bridge buys: maps from written transcripts, replayed on Whisper-style text."""
-    from tokenmap.build.builder import BuildOptions, build_map, self_test
+    from tokenmap.build.builder import BuildOptions, build_map
+    from tokenmap.build.selftest import self_test
     from tokenmap.decode.cost import DEFAULT
     from tokenmap.maps.mapfile import load_maps
     from tokenmap.build.style import StyleOptions

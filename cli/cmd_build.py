@@ -129,7 +129,7 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
     """
     from tokenmap.build.builder import BuildError, BuildOptions, build_map
     from tokenmap.build.corpus import CorpusError
-    from tokenmap.maps.mapfile import MapFormatError
+    from tokenmap.maps.schema import MapFormatError
     from tokenmap.build.style import NO_BRIDGE, StyleOptions
     from tokenmap.textok import TokenizerError
 
@@ -142,7 +142,7 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
     try:
         with _interrupt_parent_only():
             if balance:
-                from tokenmap.balance.plan import build_balanced
+                from tokenmap.balance.sections import build_balanced
                 result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar,
                                         layout=layout, teacher=teacher)
             else:
@@ -217,7 +217,8 @@ def inspect_map(map_path, prefix, model, as_json):
 
     For a map set (``tokenmap build --balance``), each task's section in turn.
     """
-    from tokenmap.maps.mapfile import MapFormatError, load_maps
+    from tokenmap.maps.mapfile import load_maps
+    from tokenmap.maps.schema import MapFormatError
     from tokenmap.textok import TokenizerError
 
     try:

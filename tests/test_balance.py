@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from tokenmap.balance.plan import (DEFAULT_BUDGET, GENEROUS, Budget, allocate, best_task, excess, protected_tasks, shares,
-                              summed_tests)
+from tokenmap.balance.budget import (DEFAULT_BUDGET, GENEROUS, Budget, allocate, best_task, excess, protected_tasks, shares)
+from tokenmap.balance.sections import summed_tests
 from tokenmap.balance.streams import split_dev
 from tokenmap.balance.merged import merge_arrays
 from tokenmap.decode.cost import DEFAULT
@@ -157,7 +157,7 @@ def _two_tasks(tmp_path, n_maint=3000, n_thin=60, seeds=(5, 4)):
 
 
 def test_build_balanced_writes_one_section_per_task(tmp_path):
-    from tokenmap.balance.plan import build_balanced
+    from tokenmap.balance.sections import build_balanced
     from tokenmap.build.builder import BuildOptions
     from tokenmap.maps.mapfile import load_maps
     from tokenmap.textok import TextTokenizer
@@ -183,7 +183,7 @@ def test_build_balanced_writes_one_section_per_task(tmp_path):
 
 def test_best_section_is_the_plain_map_of_its_corpus(tmp_path):
     """The fastest task's section is what it would get alone: its acceptance cannot drop."""
-    from tokenmap.balance.plan import build_balanced
+    from tokenmap.balance.sections import build_balanced
     from tokenmap.build.builder import BuildOptions
     from tokenmap.maps.mapfile import load_maps
     from tokenmap.textok import TextTokenizer
@@ -201,7 +201,7 @@ def test_best_section_is_the_plain_map_of_its_corpus(tmp_path):
 
 
 def test_build_merged_records_the_allocation(tmp_path):
-    from tokenmap.balance.plan import build_balanced
+    from tokenmap.balance.sections import build_balanced
     from tokenmap.build.builder import BuildOptions
     from tokenmap.textok import TextTokenizer
 
@@ -255,7 +255,8 @@ def test_thin_task_keys_never_shadow_a_protected_context():
 
 
 def test_merged_map_drafts_like_the_protected_map_on_protected_text(tmp_path):
-    from tokenmap.balance.plan import PROTECTED, build_balanced
+    from tokenmap.balance.budget import PROTECTED
+    from tokenmap.balance.sections import build_balanced
     from tokenmap.build.builder import BuildOptions
     from tokenmap.textok import TextTokenizer
 

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from tokenmap.build import counting
-
-from tokenmap.build import ngrams
-from tokenmap.build.builder import BuildError, BuildOptions, build_map, simulate
+from tokenmap.build.builder import BuildError, BuildOptions, build_map
+from tokenmap.build.selftest import simulate
 from tokenmap.build.corpus import synthetic_corpus
 from tokenmap.maps.mapfile import TokenMap
 from tokenmap.build.style import NO_BRIDGE, StyleOptions, bridge
@@ -31,7 +30,8 @@ def _build(corpus, out, tok, **kw):
 
 def test_build_and_draft(tmp_path, corpus, tok):
     from tokenmap.decode.follow import FollowDrafter
-    from tokenmap.maps.mapfile import SUFFIX_VERSION, load_maps
+    from tokenmap.maps.mapfile import load_maps
+    from tokenmap.maps.schema import SUFFIX_VERSION
     from tokenmap.maps.suffixmap import SuffixMap
 
     result = _build(corpus, tmp_path / "m.tmap", tok)
@@ -88,7 +88,7 @@ def test_min_count_prunes_rare_contexts(tmp_path, corpus, tok):
 
 def test_count_levels_small():
     t = np.array([9, 1, 2, 3, 10, 9, 1, 2, 4, 10, 9, 1, 2, 3, 10], dtype=np.uint32)
-    levels = ngrams.count_levels(t, sep=10, min_count=2, max_len=5)
+    levels = counting.count_levels(t, sep=10, min_count=2, max_len=5)
     grams = []
     prev = None
     for j, lv in enumerate(levels):

@@ -3,8 +3,8 @@
 The fuzz tests build maps through the public writer (``write_map``) from random
 headers and arrays, and rewrite the arrays of a real built map in place (the
 checksum recomputed), so they hold for any layout the loader declares: the
-suffix map of ``tokenmap build`` (format 3, :data:`tokenmap.maps.mapfile.SUFFIX_LAYOUT`)
-and the n-gram layout of map-set sections (:data:`tokenmap.maps.mapfile.LAYOUT`).
+suffix map of ``tokenmap build`` (format 3, :data:`tokenmap.maps.schema.SUFFIX_LAYOUT`)
+and the n-gram layout of map-set sections (:data:`tokenmap.maps.schema.LAYOUT`).
 """
 
 import hashlib
@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tokenmap.balance.plan import Budget
+from tokenmap.balance.budget import Budget
 from tokenmap.build.builder import BuildOptions, build_map, encode_texts
 from tokenmap.build.corpus import synthetic_corpus
 from tokenmap.decode.cost import DEFAULT
 from tokenmap.decode.follow import FollowDrafter
-from tokenmap.maps.mapfile import (LAYOUT, NGRAM_VERSION, SCHEMA, SUFFIX_LAYOUT, SUFFIX_SCHEMA, MapFormatError, TokenMap,
-                              load_maps, write_map, write_map_set)
+from tokenmap.maps.mapfile import TokenMap, load_maps, write_map, write_map_set
+from tokenmap.maps.schema import LAYOUT, NGRAM_VERSION, SCHEMA, SUFFIX_LAYOUT, SUFFIX_SCHEMA, MapFormatError
 from tokenmap.maps.schema import TokenIds
 from tokenmap.build.style import StyleOptions
 from tokenmap.maps.suffixmap import SuffixMap

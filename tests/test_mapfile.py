@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tokenmap.maps.mapfile import (MAGIC, MapFormatError, TokenMap, key_hash, key_hash_rows, load_maps, write_map,
-                              write_map_set)
+from tokenmap.maps.mapfile import TokenMap, key_hash, key_hash_rows, load_maps, write_map, write_map_set
+from tokenmap.maps.schema import MAGIC, MapFormatError
 
 BOS = TokenMap.BOS
 

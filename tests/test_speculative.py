@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from tokenmap.decode.drafters import FixedDrafter
 from tokenmap.decode.reference import greedy_decode
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap.decode.speculative import AcceptanceController, decode_window
+from tokenmap.decode.control import AcceptanceController
+from tokenmap.decode.speculative import decode_window
 
 pytestmark = pytest.mark.model
 
@@ -192,7 +193,7 @@ def test_each_source_learns_its_own_acceptance():
     """A failing token map is throttled while prompt lookup keeps drafting."""
     from tokenmap.decode.cost import DEFAULT
     from tokenmap.decode.drafters import ChainDrafter
-    from tokenmap.decode.speculative import ControllerSet
+    from tokenmap.decode.control import ControllerSet
 
     class Always:
         def __init__(self, tokens):
@@ -219,7 +220,7 @@ def test_each_source_learns_its_own_acceptance():
 
 def test_untried_sources_do_not_hold_the_gate_open():
     from tokenmap.decode.cost import DEFAULT
-    from tokenmap.decode.speculative import ControllerSet
+    from tokenmap.decode.control import ControllerSet
 
     controllers = ControllerSet(DEFAULT, probe_windows=4)
     controllers.member(1)  # prompt lookup: never drafted, optimistic prior

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from tokenmap.decode.cost import CostModel
 from tokenmap.decode.follow import FollowDrafter
 from tokenmap.decode.replay import replay_window
-from tokenmap.decode.rules import RuleSet, SpecialTokens, log_softmax, log_softmax_rows, logsumexp, logsumexp_rows
+from tokenmap.decode.ct2math import log_softmax, log_softmax_rows, logsumexp, logsumexp_rows
+from tokenmap.decode.rules import RuleSet, SpecialTokens
 from tokenmap.maps.suffixmap import SuffixMap, build_arrays
 
 BOS, SEP = 20, 21

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmap.balance.plan import DEFAULT_BUDGET, Budget, allocate
+from tokenmap.balance.budget import DEFAULT_BUDGET, Budget, allocate
 from tokenmap.maps.mapfile import TokenMap, load_maps
 from tokenmap.models import resolve_model
 from tokenmap.balance.teacher import with_teacher
@@ -64,7 +64,7 @@ def test_teacher_copies_grow_with_excess_divergence():
 
 
 def test_teacher_build_teaches_the_thin_task_and_keeps_the_best_section(tmp_path, tok):
-    from tokenmap.balance.plan import build_balanced
+    from tokenmap.balance.sections import build_balanced
     from tokenmap.build.builder import BuildOptions
 
     files, teacher = _corpora(tmp_path)
@@ -90,7 +90,7 @@ def test_teacher_build_teaches_the_thin_task_and_keeps_the_best_section(tmp_path
 
 
 def test_teacher_needs_sections(tmp_path, tok):
-    from tokenmap.balance.plan import build_balanced
+    from tokenmap.balance.sections import build_balanced
 
     files, teacher = _corpora(tmp_path, 200, 20)
     with pytest.raises(ValueError, match="sections layout"):

@@ -46,7 +46,8 @@ import faster_whisper
 from tokenmap import engine as _engine
 from tokenmap.decode.drafters import SessionCache, default_drafter
 from tokenmap.decode.rules import SpecialTokens, supports_fast_path
-from tokenmap.decode.speculative import ControllerSet, DecodeStats, decode_window
+from tokenmap.decode.control import ControllerSet
+from tokenmap.decode.speculative import DecodeStats, decode_window
 from tokenmap.transcriber import audio_input
 
 logger = logging.getLogger("tokenmap")

@@ -193,7 +193,7 @@ def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str, 
     """The cached ``multi``, ``balanced`` or ``taught`` map over the train corpora of ``tasks``
     (``(domain, lang)`` pairs; those without a corpus are left out), or None.  ``teacher``: the
     ``taught`` set's teacher transcripts (:mod:`tokenmap.balance.teacher`)."""
-    from tokenmap.balance.plan import build_balanced
+    from tokenmap.balance.sections import build_balanced
     from tokenmap.build.builder import BuildOptions, build_map
 
     corpus = [corpus_path(corpora, d, l) for d, l in sorted(tasks) if corpus_path(corpora, d, l).is_file()]
@@ -208,7 +208,7 @@ def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str, 
     if teacher:
         stamp["teacher"] = [_stamp(t, model) for t in teacher]
     if mode != "multi":  # a changed allocation or layout rebuilds the map
-        from tokenmap.balance.plan import GENEROUS, PROTECT
+        from tokenmap.balance.budget import GENEROUS, PROTECT
         stamp["balance"] = {"generous": asdict(GENEROUS), "protect": PROTECT, "layout": "sections"}
     return _cached(cache / f"{mode}-{len(corpus)}tasks.tmap", stamp,
                    lambda target: build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True,

@@ -46,8 +46,9 @@ import sys
 from typing import Sequence
 from pathlib import Path
 
-from tokenmap.balance.plan import build_balanced
-from tokenmap.build.builder import BuildOptions, build_map, draft_passes
+from tokenmap.balance.sections import build_balanced
+from tokenmap.build.builder import BuildOptions, build_map
+from tokenmap.build.selftest import draft_passes
 from tokenmap.decode.cost import DEFAULT, CostModel
 from tokenmap.balance.divergence import cross_entropy, spearman
 from tokenmap.maps.mapfile import TokenMap, load_maps
@@ -90,7 +91,7 @@ def split_corpora(out: Path, split: str) -> tuple[dict, dict]:
     """``({task: training file}, {task: evaluation lines})`` for ``split``.
 
     ``test``: the corpora's train.txt / test.txt.  ``dev``: train.txt split as
-    :func:`tokenmap.balance.plan.split_dev` does (every 10th line is dev), the rest
+    :func:`tokenmap.balance.streams.split_dev` does (every 10th line is dev), the rest
     written to ``out/split-dev/<domain>/<lang>/train.txt``; choices tuned on
     ``dev`` never see a test sentence.
     """
@@ -114,7 +115,7 @@ def split_corpora(out: Path, split: str) -> tuple[dict, dict]:
 
 def parse_variant(spec: str) -> tuple[str, dict]:
     """``name=min_count,max_candidates,max_draft_len,weight[@protect]`` -> (name, build_balanced kwargs)."""
-    from tokenmap.balance.plan import Budget
+    from tokenmap.balance.budget import Budget
 
     name, _, rest = spec.partition("=")
     budget, _, protect = rest.partition("@")

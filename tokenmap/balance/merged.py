@@ -4,7 +4,7 @@ The first form of ``--balance`` (kept for comparison; the default layout is
 a map set, :mod:`tokenmap.balance.plan`).  One map must serve every task, so the
 thin tasks' extra budget has to live beside the well-served tasks' keys:
 
-* tasks within :data:`tokenmap.balance.plan.PROTECT` of the best are *protected*:
+* tasks within :data:`tokenmap.balance.budget.PROTECT` of the best are *protected*:
   their corpora are counted together with the default budget (exactly a
   plain multi-task map over them), their candidates lead every key, and
   another task's key is dropped where the protected corpora have that
@@ -27,17 +27,19 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from tokenmap.maps import mapfile
-from tokenmap.balance.plan import PROTECTED, BalancePlan, Budget
+from numpy.lib.stride_tricks import sliding_window_view
+
+from tokenmap.balance.budget import PROTECTED, Budget
+from tokenmap.balance.plan import BalancePlan
 from tokenmap.balance.streams import task_arrays
+from tokenmap.build.builder import make_header, require_keys
 from tokenmap.decode.cost import CostModel
+from tokenmap.maps import mapfile, schema
 
 log = logging.getLogger("tokenmap")
 
 def ngram_hashes(streams: Sequence[np.ndarray], n: int) -> np.ndarray:
     """Sorted unique :func:`tokenmap.maps.mapfile.key_hash_rows` of every ``n``-gram of ``streams``."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
     parts = [mapfile.key_hash_rows(sliding_window_view(s, n)) for s in streams if len(s) >= n]
     return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
 
@@ -158,7 +160,7 @@ def merge_arrays(per_task: Mapping[str, dict], budgets: Mapping[str, Budget], pr
 
 
 def _to_arrays(merged: dict, order: int) -> dict:
-    """Arrays of :data:`tokenmap.maps.mapfile.SCHEMA` from ``{key: (count, cands)}`` (hash-sorted per order)."""
+    """Arrays of :data:`tokenmap.maps.schema.SCHEMA` from ``{key: (count, cands)}`` (hash-sorted per order)."""
     key_rows, counts, cand_counts, lens, flat, exps, savs, sizes = [], [], [], [], [], [], [], []
     for n in range(1, order + 1):
         block = [k for k in merged if len(k) == n]
@@ -168,7 +170,7 @@ def _to_arrays(merged: dict, order: int) -> dict:
         sizes.append(len(block))
         for key in block:
             count, cands = merged[key]
-            key_rows.append(list(key) + [mapfile.PAD] * (order - n))
+            key_rows.append(list(key) + [schema.PAD] * (order - n))
             counts.append(min(count, 0xFFFFFFFF))
             cand_counts.append(len(cands))
             for toks, exp, sav in cands:
@@ -194,8 +196,6 @@ def _to_arrays(merged: dict, order: int) -> dict:
 
 def build_merged(plan: BalancePlan):
     """One map over the tasks of ``plan`` (module docstring); returns a :class:`tokenmap.build.builder.BuildResult`."""
-    from tokenmap.build.builder import make_header, require_keys
-
     options, default, protected = plan.options, plan.default, plan.protected
     bos, sep = plan.bos, plan.sep
     if plan.progress:

@@ -14,16 +14,18 @@ Example::
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from tokenmap.maps import mapfile
+from tokenmap.balance.budget import Budget
+from tokenmap.balance.divergence import cross_entropy
+from tokenmap.build.builder import encode_texts
+from tokenmap.build.counting import count_levels
+from tokenmap.build.ngrams import select_candidates
 from tokenmap.decode.cost import CostModel
-from tokenmap.build.ngrams import count_levels, select_candidates
-
-if TYPE_CHECKING:
-    from tokenmap.balance.plan import Budget
+from tokenmap.maps import mapfile
+from tokenmap.maps.schema import stream_markers
 
 DEV_EVERY = 10  # every 10th training line of a task is its dev split
 
@@ -39,8 +41,6 @@ def split_dev(texts: Sequence[str], every: int = DEV_EVERY) -> tuple[list[str], 
 
 def encode_stream(texts: Sequence[str], tokenizer, options) -> np.ndarray:
     """The ``BOS ids SEP ...`` uint32 stream of ``texts`` (as :func:`tokenmap.build.builder.encode_texts`)."""
-    from tokenmap.build.builder import encode_texts
-
     parts = [np.frombuffer(encode_texts(texts[i:i + options.batch_size], tokenizer, options.style,
                                         options.add_raw), dtype=np.uint32)
              for i in range(0, len(texts), options.batch_size)]
@@ -76,16 +76,12 @@ def dev_divergence(stream: np.ndarray, options, cost: CostModel, vocab_size: int
     ``stream``: the task's ``BOS ids SEP ...`` stream (:func:`encode_stream`), split by line as
     :func:`split_dev` splits texts.
     """
-    from tokenmap.balance.plan import Budget
-    from tokenmap.balance.divergence import cross_entropy
-
-    bos, sep = vocab_size, vocab_size + 1
+    bos, sep = stream_markers(vocab_size)
     ends = np.flatnonzero(stream == sep)
     lines = list(zip(np.r_[0, ends[:-1] + 1].tolist(), (ends + 1).tolist()))  # [start, end) of each line
     train, dev = split_dev(lines)
     train_stream = np.concatenate([stream[a:b] for a, b in train]) if train else stream[:0]
-    default = Budget(options.min_count, options.max_candidates, options.max_draft_len)
-    arrays = task_arrays(train_stream, default, options, cost, bos, sep)
+    arrays = task_arrays(train_stream, Budget.of(options), options, cost, bos, sep)
     seqs = [[t for t in stream[a:b - 1].tolist() if t != bos] for a, b in dev]
     tm = memory_map(arrays, options.max_order, vocab_size)
     return cross_entropy(tm, seqs), sum(map(len, seqs))

@@ -6,11 +6,11 @@ s-CDF (disparate-impacts paper, appendix D.1) fine-tunes the drafter on the
 audio with plain greedy Whisper (``tokenmap transcribe``), and hand the
 transcripts to the builder as a teacher corpus.  Then
 
-* ``D_T`` is measured where the issue defines it: the cross-entropy of the
+* ``D_T`` is measured on what the verifier emits: the cross-entropy of the
   task's default-budget map (its whole training corpus) on the model's greedy
   output for that task (:func:`teacher_divergence`);
 * each task's section also counts its teacher lines ``Budget.teacher`` times,
-  a setting :func:`tokenmap.balance.plan.allocate` moves from 0 (the best task: its
+  a setting :func:`tokenmap.balance.budget.allocate` moves from 0 (the best task: its
   section stays its plain map) towards the generous bound in proportion to
   ``w_T`` (:func:`with_teacher`).
 
@@ -38,6 +38,11 @@ from typing import Mapping
 
 import numpy as np
 
+from tokenmap.balance.budget import Budget
+from tokenmap.balance.divergence import cross_entropy
+from tokenmap.balance.streams import memory_map, stream_sequences, task_arrays
+from tokenmap.maps.schema import stream_markers
+
 log = logging.getLogger("tokenmap")
 
 
@@ -52,16 +57,11 @@ def teacher_divergence(stream: np.ndarray, teacher: np.ndarray | None, options, 
     """``(D_T, teacher tokens, arrays)``: the cross-entropy of the task's default-budget map, built on
     all of ``stream``, on the teacher stream's utterances, and that map's arrays (the task's section
     when its budget stays the default); ``(nan, 0, None)`` without teacher lines."""
-    from tokenmap.balance.plan import Budget
-    from tokenmap.balance.streams import memory_map, stream_sequences, task_arrays
-    from tokenmap.balance.divergence import cross_entropy
-
-    bos, sep = vocab_size, vocab_size + 1
+    bos, sep = stream_markers(vocab_size)
     seqs = [s for s in stream_sequences(teacher, bos, sep) if s] if teacher is not None else []
     if not seqs:
         return math.nan, 0, None
-    default = Budget(options.min_count, options.max_candidates, options.max_draft_len)
-    arrays = task_arrays(stream, default, options, cost, bos, sep)
+    arrays = task_arrays(stream, Budget.of(options), options, cost, bos, sep)
     tm = memory_map(arrays, options.max_order, vocab_size)
     return cross_entropy(tm, seqs), sum(map(len, seqs)), arrays
 

@@ -49,6 +49,7 @@ Example::
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import tempfile
 import time
@@ -58,12 +59,12 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from tokenmap.maps import mapfile
-
-from tokenmap.maps import suffixmap
 from tokenmap.build.corpus import CorpusStats, check_nonempty, read_corpus
-from tokenmap.decode.cost import DEFAULT, CostModel
+from tokenmap.build.selftest import sample_utterances, self_test
 from tokenmap.build.style import NO_BRIDGE, StyleOptions, bridge
+from tokenmap.decode.cost import DEFAULT, CostModel, load_cost_model
+from tokenmap.maps import mapfile, schema, suffixmap
+from tokenmap.textok import TextTokenizer, model_dir_for
 
 log = logging.getLogger("tokenmap")
 
@@ -180,8 +181,6 @@ def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, pr
     batches = _batches(utterances, options.batch_size)
     pool = None
     if options.jobs > 1:
-        import multiprocessing
-
         _WORKER.update(tokenizer=tokenizer, style=options.style, add_raw=options.add_raw)
         pool = multiprocessing.get_context("fork").Pool(options.jobs)
         results = pool.imap(_encode_worker, batches)
@@ -208,8 +207,6 @@ def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, pr
 
 def _kill_pool_workers() -> None:
     """SIGKILL this process's multiprocessing pool workers (named ``*PoolWorker-*``), nothing else."""
-    import multiprocessing
-
     for proc in multiprocessing.active_children():
         if "PoolWorker" in proc.name:
             proc.kill()
@@ -262,68 +259,6 @@ def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats
     }
 
 
-def draft_passes(tm: mapfile.TokenMap, ids: Sequence[int]):
-    """Replay greedy drafting over one token sequence, as if the model emitted it.
-
-    At each position the decoder asks ``tm.draft([BOS] + emitted)``, accepts
-    the agreeing prefix and gets one token from the model; yields
-    ``(draft length, draft tokens accepted)`` per decoder pass.
-    """
-    ctx = [mapfile.TokenMap.BOS]
-    i = 0
-    while i < len(ids):
-        d = tm.draft(ctx)
-        a = 0
-        while a < len(d) and i + a < len(ids) and d[a] == ids[i + a]:
-            a += 1
-        yield len(d), a
-        step = min(a + 1, len(ids) - i)
-        ctx.extend(ids[i:i + step])
-        i += step
-
-
-def simulate(tm: mapfile.TokenMap, utterances: Sequence[Sequence[int]]) -> dict:
-    """:func:`draft_passes` over many utterances; returns
-    ``{tokens, passes, drafts, drafted, accepted, acceptance, tokens_per_pass}``."""
-    tokens = passes = drafts = drafted = accepted = 0
-    for ids in utterances:
-        for n, a in draft_passes(tm, ids):
-            drafts += n > 0
-            drafted += n
-            accepted += a
-            passes += 1
-        tokens += len(ids)
-    return {"tokens": tokens, "passes": passes, "drafts": drafts, "drafted": drafted, "accepted": accepted,
-            "acceptance": accepted / drafted if drafted else 0.0,
-            "tokens_per_pass": tokens / passes if passes else 0.0}
-
-
-def self_test(sm, utterances: Sequence[Sequence[int]], cost: CostModel) -> dict:
-    """Replay the decoder's drafter (:class:`tokenmap.decode.follow.FollowDrafter`, no timestamps)
-    over the map's own training utterances: tokens per pass, acceptance, modelled speed-up."""
-    from tokenmap.decode.follow import FollowDrafter
-    from tokenmap.decode.replay import replay
-
-    eot = sm.bos  # any id above the text ids: the utterance's end
-    drafter = FollowDrafter(sm, timestamp_begin=None, eot=eot, cost=cost)
-    stats = replay(drafter, utterances, eot=eot, with_timestamps=False, timestamp_begin=eot + 2, cost=cost)
-    d = stats.as_dict()
-    d["acceptance"] = d.pop("acceptance_rate")
-    keep = ("tokens", "passes", "drafts", "drafted", "accepted", "acceptance", "tokens_per_pass", "speedup")
-    return {k: round(d[k], 4) if isinstance(d[k], float) else d[k] for k in keep} | {"utterances": len(utterances)}
-
-
-def _sample(tok, sep: int, limit: int) -> list[list[int]]:
-    """First ``limit`` utterances of the spooled stream (without BOS/SEP)."""
-    tok = tok.read(0, limit * 200) if hasattr(tok, "read") else np.asarray(tok[: limit * 200])
-    ends = np.flatnonzero(tok == sep)[:limit]
-    out, start = [], 0
-    for e in ends.tolist():
-        out.append(tok[start + 1:e].tolist())
-        start = e + 1
-    return out
-
-
 def check_output(output: Path, inputs: Sequence[str | os.PathLike]) -> None:
     """Refuse an ``output`` that is one of the ``inputs`` or lies inside an input directory."""
     real = Path(os.path.realpath(output))
@@ -348,7 +283,7 @@ def require_keys(keys: int, stats: CorpusStats, n_tokens: int, min_count: int,
                      + (f" or lower {flag}" if flag else ""))
 
 
-def _resolve(output: Path, force: bool, model: str, tokenizer, cost: CostModel | None,
+def resolve_inputs(output: Path, force: bool, model: str, tokenizer, cost: CostModel | None,
              inputs: Sequence[str | os.PathLike] = ()):
     """Check ``output`` against the ``inputs`` and ``force``, check ``SOURCE_DATE_EPOCH``, and default the
     tokenizer and the cost model (shared with :mod:`tokenmap.balance.plan`)."""
@@ -361,11 +296,8 @@ def _resolve(output: Path, force: bool, model: str, tokenizer, cost: CostModel |
     except OSError as exc:
         raise BuildError(f"{output.parent}: cannot create the output directory ({exc.strerror or exc})") from None
     if tokenizer is None:
-        from tokenmap.textok import TextTokenizer
         tokenizer = TextTokenizer.from_model(model)
     if cost is None:
-        from tokenmap.decode.cost import load_cost_model
-        from tokenmap.textok import model_dir_for
         try:
             cost = load_cost_model(model_dir_for(model))
         except Exception:  # no model dir (e.g. tokenizer given explicitly): use the default curve
@@ -401,8 +333,8 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     """
     t0 = time.perf_counter()
     output = Path(output)
-    tokenizer, cost = _resolve(output, force, model, tokenizer, cost, [*corpus, *teacher])
-    bos, sep = tokenizer.vocab_size, tokenizer.vocab_size + 1
+    tokenizer, cost = resolve_inputs(output, force, model, tokenizer, cost, [*corpus, *teacher])
+    bos, sep = schema.stream_markers(tokenizer.vocab_size)
     stats, taught = CorpusStats(), CorpusStats()
     stream = _read_stream(corpus, tokenizer, options, stats, progress)
     check_nonempty(stats)
@@ -424,10 +356,10 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     if progress:
         progress("prune", 0)
     require_keys(int(np.count_nonzero(arrays["node_depth"] >= 2)), stats, corpus_tokens, min_count, None)
-    header["self_test"] = self_test(sm, _sample(stream, sep, 2000), cost)
+    header["self_test"] = self_test(sm, sample_utterances(stream, sep, 2000), cost)
     if progress:
         progress("save", 0)
-    size = mapfile.write_map(output, header, arrays, version=mapfile.SUFFIX_VERSION)
+    size = mapfile.write_map(output, header, arrays, version=schema.SUFFIX_VERSION)
     nodes_per_depth = np.bincount(arrays["node_depth"], minlength=options.depth + 1)[1:]
     result = BuildResult(str(output), size, stats.utterances, dict(stats.skipped), int(header["tokens"]),
                          sm.num_nodes, int(np.count_nonzero(arrays["node_best"] >= 0)),

@@ -9,6 +9,7 @@ branches (:func:`near_duplicates`) and keeps the best ``max_candidates``.
 
 Example::
 
+    >>> from tokenmap.build.counting import count_levels
     >>> tok = np.array([9, 1, 2, 3, 10, 9, 1, 2, 4, 10], dtype=np.uint32)   # BOS=9, SEP=10
     >>> levels = count_levels(tok, sep=10, min_count=2, max_len=4)
     >>> ranked_children(len(levels[1].token), levels[2], 1)[0].tolist()   # 2-grams (1 2), (9 1): best child
@@ -19,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tokenmap.maps import mapfile
+from tokenmap.maps import mapfile, schema
 from tokenmap.decode.cost import CostModel
-from tokenmap.build.counting import CHUNK_TOKENS, Level, TokenFile, child_rank, count_levels  # noqa: F401  (re-exported)
+from tokenmap.build.counting import Level, child_rank
 
 
 def ranked_children(parent_level_size: int, child: Level, ranks: int) -> np.ndarray:
@@ -58,7 +59,7 @@ def _walk(levels: list[Level], best: list[np.ndarray], n: int, first: np.ndarray
     """
     k = len(first)
     depth = max(0, min(max_len, len(levels) - n))
-    tokens = np.full((k, max(depth, 1)), mapfile.PAD, dtype=np.uint32)
+    tokens = np.full((k, max(depth, 1)), schema.PAD, dtype=np.uint32)
     shares = np.zeros((k, max(depth, 1)), dtype=np.float64)
     cur = first.copy()
     for i in range(depth):
@@ -206,12 +207,12 @@ def branches_needed(options) -> int:
 
 
 def _assemble(blocks: list, n_max: int, options) -> dict[str, np.ndarray]:
-    """Flatten per-order key blocks into the arrays of :data:`tokenmap.maps.mapfile.SCHEMA`."""
+    """Flatten per-order key blocks into the arrays of :data:`tokenmap.maps.schema.SCHEMA`."""
     key_hash, key_tok, key_cnt, n_cands = [], [], [], []
     cand_tok_chunks, cand_len, cand_exp, cand_sav = [], [], [], []
     for n, rows, hashes, ktok, kcount, cands, savings in blocks:
         key_hash.append(hashes)
-        padded = np.full((len(rows), options.max_order), mapfile.PAD, dtype=np.uint32)
+        padded = np.full((len(rows), options.max_order), schema.PAD, dtype=np.uint32)
         padded[:, :n] = ktok
         key_tok.append(padded)
         key_cnt.append(kcount)

@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tokenmap.decode.ct2math import LANES, _sum_like_ct2, log_softmax, log_softmax_rows, logsumexp, logsumexp_rows, softmax  # noqa: F401
+from tokenmap.decode.ct2math import log_softmax, log_softmax_rows, logsumexp, logsumexp_rows, softmax
 
 logger = logging.getLogger("tokenmap")
 

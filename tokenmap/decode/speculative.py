@@ -27,8 +27,9 @@ from typing import Sequence
 
 import numpy as np
 
-from tokenmap.decode.control import AcceptanceController, ControllerSet, WindowGate  # noqa: F401 (re-exported)
-from tokenmap.decode.rules import RuleSet, SpecialTokens, log_softmax
+from tokenmap.decode.control import AcceptanceController
+from tokenmap.decode.ct2math import log_softmax
+from tokenmap.decode.rules import RuleSet, SpecialTokens
 
 logger = logging.getLogger("tokenmap")
 

@@ -29,10 +29,13 @@ True
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Mapping, Union
 
 import numpy as np
+
+from tokenmap.maps.suffixmap import ARRAYS
 
 
 @dataclass(frozen=True)
@@ -133,3 +136,64 @@ def _role_problem(a: np.ndarray, role: Role, arrays: Mapping[str, np.ndarray], v
     if role.finite and flat.dtype.kind == "f" and not np.isfinite(flat).all():
         return "NaN or infinite values"
     return None
+
+
+# -- the file format ------------------------------------------------------------
+MAGIC = b"\x93TOKMAP\x1a"
+LEGACY_VERSION = 1  # the 3-token n-gram map of earlier `tokenmap build`s: refused, rebuild it
+SET_VERSION = 2  # a map set of n-gram sections (`tokenmap build --balance`)
+SUFFIX_VERSION = 3  # one suffix map (tokenmap.maps.suffixmap), what `tokenmap build` writes
+NGRAM_VERSION = 4  # one n-gram map with this release's checks (`tokenmap build --balance --layout merged`)
+FORMAT_VERSION = SUFFIX_VERSION
+MAX_HEADER = 16 << 20
+ALIGN = 64
+PAD = 0xFFFFFFFE
+BOS = 0xFFFFFFFF
+PREFIX = struct.Struct("<8sII")
+CHECKSUM = 32
+MASK = (1 << 64) - 1
+HASH_MULT = 0x9E3779B97F4A7C15
+#: The arrays of a map, what each may hold (:mod:`tokenmap.maps.schema`); ``order`` is the header's.
+LAYOUT = {
+    "key_hash": ArraySpec("<u8", ("K",)),
+    "key_tokens": ArraySpec("<u4", ("K", "order"), TokenIds(sentinels=(BOS, PAD))),
+    "key_count": ArraySpec("<u4", ("K",)),
+    "order_offsets": ArraySpec("<i8", ("order+1",), Offsets("key_hash")),
+    "cand_offsets": ArraySpec("<i8", ("K+1",), Offsets("cand_expected")),
+    "cand_tok_offsets": ArraySpec("<i8", ("C+1",), Offsets("cand_tokens")),
+    "cand_tokens": ArraySpec("<u4", ("T",), TokenIds()),
+    "cand_expected": ArraySpec("<f4", ("C",), Values(finite=True)),
+    "cand_saving": ArraySpec("<f4", ("C",), Values(finite=True)),
+}
+#: ``{name: (dtype, number of dimensions)}`` of :data:`LAYOUT`
+SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in LAYOUT.items()}
+#: the arrays of a format-3 suffix map (:mod:`tokenmap.maps.suffixmap`): the trie's structure is
+#: checked by :func:`_suffix`, token ids here (``BOS`` and ``SEP`` of the trie are vocab and vocab + 1)
+SUFFIX_LAYOUT = {
+    "edge_key": ArraySpec(ARRAYS["edge_key"], ("E",)),
+    "node_count": ArraySpec(ARRAYS["node_count"], ("N",)),
+    "node_link": ArraySpec(ARRAYS["node_link"], ("N",)),
+    "node_best": ArraySpec(ARRAYS["node_best"], ("N",)),
+    "node_depth": ArraySpec(ARRAYS["node_depth"], ("N",)),
+}
+SUFFIX_SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in SUFFIX_LAYOUT.items()}
+
+
+class MapFormatError(ValueError):
+    """A file is not a usable token map (one-line message)."""
+
+
+def schema_of(version: int) -> dict:
+    """``{name: (dtype, dimensions)}`` of the arrays of a file of format ``version``."""
+    return SUFFIX_SCHEMA if version == SUFFIX_VERSION else SCHEMA
+
+
+def base_name(name: str) -> str:
+    """``"key_hash"`` of ``"key_hash"`` and of a set's ``"3.key_hash"``."""
+    return name.rpartition(".")[2]
+
+
+def stream_markers(vocab_size: int) -> tuple[int, int]:
+    """``(BOS, SEP)`` of a build's token stream and of a suffix map's trie: the first two ids past the
+    vocabulary, so that no text token can be mistaken for them."""
+    return vocab_size, vocab_size + 1

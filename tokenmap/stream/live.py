@@ -45,7 +45,8 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from tokenmap.decode.drafters import default_drafter
-from tokenmap.decode.rules import DISABLED, SpecialTokens, softmax
+from tokenmap.decode.ct2math import softmax
+from tokenmap.decode.rules import DISABLED, SpecialTokens
 from tokenmap.decode.control import AcceptanceController
 from tokenmap.decode.speculative import decode_window
 from tokenmap.stream.draft import PreviousHypothesisDrafter
