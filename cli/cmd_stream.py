@@ -89,7 +89,7 @@ def stream(source, model, map_path, language, update, realtime, beta, mask_k, js
     """
     from tokenmap.stream.live import StreamEngine, StreamOptions, StreamTranscriber
     from tokenmap.stream.audio import AudioSourceError, FileSource, MicrophoneSource
-    from tokenmap.transcriber import AudioError, load_audio
+    from tokenmap.audio import AudioError, load_audio
 
     try:  # the model first, as `transcribe` does: the same errors and exit codes for the same inputs
         engine = StreamEngine.load(model, compute_type=compute_type, threads=threads, token_map=map_path)

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tokenmap_bench.data import Utterance, load_manifest  # noqa: E402
 from tokenmap_bench.harness import features  # noqa: E402
-from tokenmap_bench.systems import GENERATE_KW  # noqa: E402
+from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
 from tokenmap.build.builder import BuildOptions, build_map  # noqa: E402
 from tokenmap.decode.control import ControllerSet  # noqa: E402
 from tokenmap.decode.cost import calibrate  # noqa: E402
@@ -107,11 +107,11 @@ def main():
                 ct = "int8" if ct == "int8" else "float32"
                 t0 = time.perf_counter()
                 if kind == "greedy":
-                    out[name] = list(models[ct].generate(enc, [prompt], **GENERATE_KW)[0].sequences_ids[0])
+                    out[name] = list(models[ct].generate(enc, [prompt], **GREEDY_KW)[0].sequences_ids[0])
                 else:
                     drafter = default_drafter(maps[u.task], special.timestamp_begin,
                                               controllers=controllers[(u.task, ct)], eot=special.eot, cost=costs[ct])
-                    out[name] = decode_window(models[ct], enc, prompt, special, drafter, **GENERATE_KW).tokens
+                    out[name] = decode_window(models[ct], enc, prompt, special, drafter, **GREEDY_KW).tokens
                 times[name].append(time.perf_counter() - t0)
         row = {"id": u.id, "task": u.task, "tokens": len(out.get("greedy-int8", out[systems[0]]))}
         row.update({f"{n}_s": statistics.median(times[n]) for n in systems})

@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tokenmap_bench.data import load_manifest  # noqa: E402
 from tokenmap_bench.harness import features  # noqa: E402
-from tokenmap_bench.systems import GENERATE_KW  # noqa: E402
+from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
 from tokenmap.decode.rules import SpecialTokens  # noqa: E402
 
@@ -46,7 +46,7 @@ def main():
             prompt = [special.sot, index[f"<|{u.lang}|>"], index["<|transcribe|>"]]
             if args.no_timestamps:
                 prompt.append(special.no_timestamps)
-            res = model.generate(enc, [prompt], **GENERATE_KW)[0]
+            res = model.generate(enc, [prompt], **GREEDY_KW)[0]
             out.write(json.dumps({"id": u.id, "task": u.task, "set": u.set, "voice": u.voice, "text": u.text,
                                   "prompt": prompt, "tokens": res.sequences_ids[0]}) + "\n")
             out.flush()

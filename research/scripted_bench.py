@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tokenmap_bench.data import load_manifest  # noqa: E402
 from tokenmap_bench.harness import features  # noqa: E402
-from tokenmap_bench.systems import GENERATE_KW  # noqa: E402
+from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
 from tokenmap.build.builder import BuildOptions, build_map  # noqa: E402
 from tokenmap.decode.control import ControllerSet  # noqa: E402
 from tokenmap.decode.cost import load_cost_model  # noqa: E402
@@ -90,12 +90,12 @@ def main():
             for name in (["greedy", "tokenmap"] if (rep + i) % 2 == 0 else ["tokenmap", "greedy"]):
                 t0 = time.perf_counter()
                 if name == "greedy":
-                    res = model.generate(enc, [prompt], **GENERATE_KW)[0]
+                    res = model.generate(enc, [prompt], **GREEDY_KW)[0]
                     out[name] = (res.sequences_ids[0], None)
                 else:
                     drafter = default_drafter(maps[u.task], special.timestamp_begin, controllers=controllers[u.task],
                                               eot=special.eot, cost=cost)
-                    r = decode_window(model, enc, prompt, special, drafter, **GENERATE_KW)
+                    r = decode_window(model, enc, prompt, special, drafter, **GREEDY_KW)
                     out[name] = (r.tokens, r.stats)
                 times[name].append(time.perf_counter() - t0)
         stats: DecodeStats = out["tokenmap"][1]

@@ -21,7 +21,7 @@ from tokenmap_bench.metrics import wer
 from tokenmap.stream.live import StreamEngine, StreamOptions, StreamTranscriber
 from tokenmap.stream.audio import FileSource
 from tokenmap.stream.metrics import normalized_erasure
-from tokenmap.transcriber import load_audio
+from tokenmap.audio import load_audio
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ("tests/en-basic-pbx-ivr-main", ROOT / "tests/data/en-basic-pbx-ivr-main.flac",

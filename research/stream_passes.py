@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from stream_bench import run, stream_arguments, streams
 
 from tokenmap.stream.live import StreamEngine, StreamOptions, StreamTranscriber
-from tokenmap.transcriber import load_audio
+from tokenmap.audio import load_audio
 
 CALLS = ("prefill", "forward_batch", "forward_step", "generate")
 

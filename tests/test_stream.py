@@ -234,7 +234,7 @@ def _run(engine, audio, **options):
 
 @pytest.mark.model
 def test_beta0_every_update_equals_stepwise_greedy_and_the_final_text(engine32, data_dir):
-    from tokenmap.transcriber import load_audio
+    from tokenmap.audio import load_audio
 
     audio = load_audio(data_dir / "en-basic-pbx-ivr-main.flac")[: 16_000 * 14]
     spec, _ = _run(engine32, audio, update_seconds=3.0, scratch="reference")
@@ -248,7 +248,7 @@ def test_beta0_every_update_equals_stepwise_greedy_and_the_final_text(engine32, 
 
 @pytest.mark.model
 def test_beta_biases_toward_the_previous_hypothesis(engine32, data_dir):
-    from tokenmap.transcriber import load_audio
+    from tokenmap.audio import load_audio
 
     audio = load_audio(data_dir / "en-agent-pass.flac")
     exact, _ = _run(engine32, audio, update_seconds=1.0)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tokenmap_bench.systems import GENERATE_KW
+from tokenmap.decode.reference import GREEDY_KW
 
 log = logging.getLogger("tokenmap")
 
@@ -41,7 +41,7 @@ class StockServer:
         self.proc = subprocess.Popen([str(exe), str(RUNNER), "--serve"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.call({"op": "load", "model_dir": model_dir, "compute_type": options.compute_type,
-                   "threads": options.threads, "timestamps": options.timestamps, "generate_kw": GENERATE_KW})
+                   "threads": options.threads, "timestamps": options.timestamps, "generate_kw": GREEDY_KW})
 
     def call(self, request: dict) -> dict:
         self.proc.stdin.write(json.dumps(request) + "\n")

@@ -2,7 +2,7 @@
 
 Every system is a callable ``run() -> Output`` built for one utterance; the
 harness times the call. All share the same encoder output (encoded once by
-the main model) and the generate options :data:`GENERATE_KW`, the ones
+the main model) and the generate options :data:`GREEDY_KW`, the ones
 faster-whisper passes for greedy decoding:
 
 * ``greedy``       ``engine.generate(beam_size=1)`` on the fork (the paper's baseline)
@@ -23,14 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
+from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.speculative import DecodeStats, decode_window
+from tokenmap.engine import open_engine
 
 log = logging.getLogger("tokenmap")
 
-GENERATE_KW = dict(beam_size=1, return_scores=True, return_no_speech_prob=True, suppress_blank=True,
-                   suppress_tokens=[-1], max_initial_timestamp_index=50, max_length=448)
 
 
 @dataclass
@@ -79,15 +79,10 @@ def load_engines(model_dir: Path, compute_type: str, threads: int, draft_dir: Pa
                  spec_tokens: int = 4) -> Engines:
     import ctranslate2
 
-    from tokenmap.decode.cost import load_cost_model
-    from tokenmap.engine import require_step_api
-
-    require_step_api()
-    main = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
-                                      intra_threads=threads)
+    # the main model decodes at its own precision and encodes in process, as every system is timed on it
+    opened = open_engine(model_dir, compute_type, threads, decoder_compute_type="same", encoder="fork")
     vocab = vocabulary(model_dir)
-    eng = Engines(main, SpecialTokens.from_model_dir(str(model_dir)), vocab,
-                  load_cost_model(model_dir, compute_type, threads), spec_tokens=spec_tokens)
+    eng = Engines(opened.model, opened.special, vocab, opened.cost, spec_tokens=spec_tokens)
     if draft_dir is not None:
         eng.draft = ctranslate2.models.Whisper(str(draft_dir), device="cpu", compute_type=compute_type,
                                                intra_threads=threads)
@@ -99,7 +94,7 @@ def load_engines(model_dir: Path, compute_type: str, threads: int, draft_dir: Pa
 
 def greedy(eng: Engines, enc, prompt):
     def run() -> Output:
-        result = eng.main.generate(enc, [prompt], **GENERATE_KW)[0]
+        result = eng.main.generate(enc, [prompt], **GREEDY_KW)[0]
         return Output(list(result.sequences_ids[0]))
     return run
 
@@ -113,14 +108,14 @@ def speculative(eng: Engines, enc, prompt, token_map, session: str = ""):
     def run() -> Output:
         start = [len(m.log) for m in controllers.members]
         if not controllers.use_speculation():
-            result = eng.main.generate(enc, [prompt], **GENERATE_KW)[0]
+            result = eng.main.generate(enc, [prompt], **GREEDY_KW)[0]
             return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
         drafter = default_drafter(token_map, eng.special.timestamp_begin, controllers=controllers,
                                    eot=eng.special.eot, cost=eng.cost)
         own = [d for d in drafter.drafters if hasattr(d, "log")]  # drafters that set their own length
         for d in own:
             d.log = []
-        result = decode_window(eng.main, enc, prompt, eng.special, drafter, **GENERATE_KW)
+        result = decode_window(eng.main, enc, prompt, eng.special, drafter, **GREEDY_KW)
         log = [entry for m, n in zip(controllers.members, start + [0] * len(controllers.members))
                for entry in m.log[n:]] + [entry for d in own for entry in d.log]
         return Output(result.tokens, result.stats.as_dict(), log)
@@ -131,7 +126,7 @@ def oracle(eng: Engines, enc, prompt, greedy_tokens):
     sequence = list(greedy_tokens) + [eng.special.eot]
 
     def run() -> Output:
-        result = decode_window(eng.main, enc, prompt, eng.special, FixedDrafter(sequence), **GENERATE_KW)
+        result = decode_window(eng.main, enc, prompt, eng.special, FixedDrafter(sequence), **GREEDY_KW)
         return Output(result.tokens, result.stats.as_dict())
     return run
 
@@ -144,7 +139,7 @@ def distil_spec(eng: Engines, features, enc, prompt):
     limit (a repetition loop), so its ``max_length`` leaves room for one draft.
     """
     suppress = list(eng.special.suppress_ids)
-    max_length = GENERATE_KW["max_length"] - len(prompt) - eng.spec_tokens - 1
+    max_length = GREEDY_KW["max_length"] - len(prompt) - eng.spec_tokens - 1
 
     def run() -> Output:
         draft_enc = eng.draft.encode(features)

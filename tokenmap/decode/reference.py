@@ -25,6 +25,12 @@ from tokenmap.decode.rules import RuleSet, SpecialTokens, supports_fast_path
 logger = logging.getLogger("tokenmap")
 
 
+#: faster-whisper's greedy ``generate`` arguments for one window (timestamps allowed, blank and
+#: non-speech tokens suppressed): what :func:`greedy_decode` and the speculative loop reproduce
+GREEDY_KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,
+                 suppress_blank=True, suppress_tokens=[-1], max_initial_timestamp_index=50)
+
+
 @dataclass
 class GreedyResult:
     """tokens: generated ids without the prompt and without EOT (as

@@ -14,9 +14,9 @@ from typing import Iterator
 
 import numpy as np
 
-logger = logging.getLogger("tokenmap")
+from tokenmap.audio import SAMPLE_RATE
 
-SAMPLE_RATE = 16_000
+logger = logging.getLogger("tokenmap")
 
 
 class AudioSourceError(RuntimeError):

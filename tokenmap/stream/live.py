@@ -43,22 +43,23 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
+from faster_whisper.feature_extractor import FeatureExtractor
+from tokenizers import Tokenizer
 
+from tokenmap.audio import SAMPLE_RATE
+from tokenmap.decode.reference import GREEDY_KW, greedy_decode
+from tokenmap.engine import load_token_maps, open_engine
 from tokenmap.decode.drafters import default_drafter
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.rules import DISABLED, SpecialTokens
 from tokenmap.decode.control import AcceptanceController
 from tokenmap.decode.speculative import decode_window
 from tokenmap.stream.draft import PreviousHypothesisDrafter
-from tokenmap.stream.metrics import (Segment, StreamMetrics, UpdateRecord, agreed_segments, lcp, mask_display,
+from tokenmap.stream.metrics import (TS_SECONDS, Segment, StreamMetrics, UpdateRecord, agreed_segments, lcp, mask_display,
                              parse_segments, shift_timestamps)
 
 logger = logging.getLogger("tokenmap")
 
-SAMPLE_RATE = 16_000
-TS_SECONDS = 0.02
-KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,
-          suppress_blank=True, suppress_tokens=[-1], max_initial_timestamp_index=50)
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,6 @@ class StreamEngine:
     """The fork's Whisper model with what streaming needs: features, tokenizer, special ids, map."""
 
     def __init__(self, model, special: SpecialTokens, tokenizer, token_map=None, cost=None):
-        from faster_whisper.feature_extractor import FeatureExtractor
-
         self.model, self.special, self.tokenizer, self.token_map = model, special, tokenizer, token_map
         self.cost = cost  # verify-pass cost curve: throttles the fallback drafter (None: no throttle)
         self.features = FeatureExtractor(feature_size=model.n_mels)
@@ -114,30 +113,10 @@ class StreamEngine:
     @classmethod
     def load(cls, model: str = "base", compute_type: str = "int8", threads: int | None = None,
              token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto") -> "StreamEngine":
-        """Load ``model``; ``decoder_compute_type`` and ``encoder`` as in :func:`tokenmap.precision.build_engine`."""
-        from types import SimpleNamespace
-
-        import ctranslate2
-        from tokenizers import Tokenizer
-
-        from tokenmap.decode.cost import load_cost_model
-        from tokenmap.engine import default_threads, require_step_api
-        from tokenmap.models import resolve_model
-        from tokenmap.precision import build_engine
-        from tokenmap.whisper import _load_map
-
-        require_step_api()
-        model_dir = resolve_model(model)
-        threads = threads or default_threads()
-        engine = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
-                                            intra_threads=threads)
-        holder = SimpleNamespace(model=engine)
-        decoder, _ = build_engine(holder, str(model_dir), compute_type, decoder_compute_type, encoder,
-                                  device="cpu", cpu_threads=threads)
-        engine = holder.model
-        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        return cls(engine, SpecialTokens.from_model_dir(str(model_dir)), tokenizer,
-                   _load_map(token_map, tokenizer), load_cost_model(model_dir, decoder, threads))
+        """Load ``model``; ``decoder_compute_type`` and ``encoder`` as in :func:`tokenmap.engine.open_engine`."""
+        engine = open_engine(model, compute_type, threads, decoder_compute_type, encoder, device="cpu")
+        tokenizer = Tokenizer.from_file(str(engine.model_dir / "tokenizer.json"))
+        return cls(engine.model, engine.special, tokenizer, load_token_maps(token_map, tokenizer), engine.cost)
 
     def token_id(self, token: str) -> int:
         found = self.tokenizer.token_to_id(token)
@@ -277,12 +256,10 @@ class StreamTranscriber:
         e = self.engine
         t = time.perf_counter()
         if self.options.decoder == "reference":
-            from tokenmap.decode.reference import greedy_decode
-
-            r = greedy_decode(e.model, enc, prompt, e.special, **KW)
+            r = greedy_decode(e.model, enc, prompt, e.special, **GREEDY_KW)
             return _Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score)
         if self.options.decoder == "generate":
-            g = e.model.generate(enc, [prompt], **KW)[0]
+            g = e.model.generate(enc, [prompt], **GREEDY_KW)[0]
             return _Decoded(list(g.sequences_ids[0]), time.perf_counter() - t, g.no_speech_prob,
                             float(g.scores[0]))  # the same length-normalised score decode_window returns
         fallback = default_drafter(e.token_map, self.ts0, eot=e.special.eot)
@@ -290,18 +267,16 @@ class StreamTranscriber:
         history = prompt[1: e.special.sot_index(prompt)]
         r = decode_window(e.model, enc, prompt, e.special, drafter, history=history,
                           accept=biased_accept(self.options.beta, drafter),
-                          recheck_margin=self.options.recheck_margin, **KW)
+                          recheck_margin=self.options.recheck_margin, **GREEDY_KW)
         return _Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
                         r.stats.drafted, r.stats.accepted)
 
     def _scratch(self, enc, prompt: list[int], tokens: list[int]) -> tuple[float, bool]:
         t = time.perf_counter()
         if self.options.scratch == "reference":
-            from tokenmap.decode.reference import greedy_decode
-
-            out = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **KW).tokens
+            out = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **GREEDY_KW).tokens
         else:
-            out = self.engine.model.generate(enc, [prompt], **KW)[0].sequences_ids[0]
+            out = self.engine.model.generate(enc, [prompt], **GREEDY_KW)[0].sequences_ids[0]
         return time.perf_counter() - t, list(out) == list(tokens)
 
     def _commit_count(self, segments: list[Segment], buffer_seconds: float) -> int:
