@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tokenmap.decode.drafters import FixedDrafter
 from tokenmap.decode.reference import greedy_decode
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap.decode.control import AcceptanceController
+from tokenmap.decode.control import AcceptanceController, ControlledDrafter
 from tokenmap.decode.speculative import decode_window
 
 pytestmark = pytest.mark.model
@@ -113,6 +113,9 @@ class ScriptedDrafter:
     def reset(self, history=()):
         pass
 
+    def update(self, drafted, accepted):
+        pass
+
     def draft(self, tokens, limit):
         if not self.script:
             return []
@@ -152,7 +155,7 @@ def test_recheck_and_controller_keep_the_output(engine, special, windows, refere
     enc, prompt = windows[2]
     ref = references[2]
     controller = AcceptanceController(DEFAULT)
-    result = decode_window(engine, enc, prompt, special, FixedDrafter(ref.tokens), controller=controller,
+    result = decode_window(engine, enc, prompt, special, ControlledDrafter(FixedDrafter(ref.tokens), controller),
                            recheck_margin=5.0, **KW)
     assert_same(result, ref)
     assert result.stats.rechecks > 0
@@ -205,8 +208,12 @@ def test_each_source_learns_its_own_acceptance():
         def draft(self, tokens, limit):
             return self.tokens[:limit]
 
+        def update(self, drafted, accepted):
+            pass
+
     controllers = ControllerSet(DEFAULT)
-    chain = ChainDrafter((Always([1, 2, 3, 4]), Always([7, 8, 9])), controllers)
+    chain = ChainDrafter((ControlledDrafter(Always([1, 2, 3, 4]), controllers.member(0)),
+                          ControlledDrafter(Always([7, 8, 9]), controllers.member(1))))
     for _ in range(40):  # the first source's drafts are always rejected
         if chain.draft([], 16)[:1] == [1]:
             chain.update(4, 0)

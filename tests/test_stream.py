@@ -6,8 +6,8 @@ import pytest
 from tokenmap.stream.live import (PreviousHypothesisDrafter, StreamOptions, StreamTranscriber, _Decoded,
                              biased_accept)
 from tokenmap.stream.audio import FileSource
-from tokenmap.stream.metrics import (agreed_segments, erasures, lcp, mask_display, normalized_erasure,
-                                     parse_segments, shift_timestamps)
+from tokenmap.decode.drafters import lcp
+from tokenmap.stream.metrics import (agreed_segments, erasures, mask_display, normalized_erasure, parse_segments, shift_timestamps)
 
 TS = 50364  # <|0.00|> of the multilingual vocabulary
 

@@ -7,6 +7,8 @@ whose expected number of kept tokens is ``E`` saves
 
 * :class:`AcceptanceController` models a source's acceptance as geometric
   (each drafted token kept with probability ``p``), learned from its verified drafts.
+* :class:`ControlledDrafter` wraps a drafter: its controller sets how far it
+  drafts and learns from every draft of it the model verified.
 * :class:`ControllerSet` keeps one controller per source of a
   :class:`tokenmap.decode.drafters.ChainDrafter` and a :class:`WindowGate` that sends
   whole windows to plain ``generate`` while no source pays.
@@ -24,6 +26,8 @@ Example::
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from tokenmap.decode.follow import Calibration
 
@@ -149,3 +153,25 @@ class ControllerSet:
         tried = [m for m in self.members if m.verified]
         return self._gate.decide(not tried or any(m.best()[1] > m.margin_ms for m in tried))
 
+
+class ControlledDrafter:
+    """A drafter whose draft length an :class:`AcceptanceController` sets.
+
+    At most ``controller.limit()`` tokens are asked of ``drafter`` (none when
+    that is 0), and every verified draft teaches the controller and the drafter.
+    """
+
+    def __init__(self, drafter, controller: AcceptanceController):
+        self.drafter = drafter
+        self.controller = controller
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        self.drafter.reset(history)
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        n = min(limit, self.controller.limit())
+        return self.drafter.draft(tokens, n) if n > 0 else []
+
+    def update(self, drafted: int, accepted: int) -> None:
+        self.controller.update(drafted, accepted)
+        self.drafter.update(drafted, accepted)

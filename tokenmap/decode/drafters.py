@@ -25,6 +25,8 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
+from tokenmap.decode.control import ControlledDrafter
+from tokenmap.decode.cost import DEFAULT
 from tokenmap.decode.follow import FollowDrafter
 from tokenmap.maps.suffixmap import SuffixMap
 
@@ -32,13 +34,25 @@ logger = logging.getLogger("tokenmap")
 
 
 class Drafter(Protocol):
-    """Context in, candidate tokens (possibly none) out."""
+    """Context in, candidate tokens (possibly none) out; told how each draft fared."""
 
     def reset(self, history: Sequence[int] = ()) -> None:
         """Start a new window; ``history`` is text the model saw before it (the previous-window prompt)."""
 
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
         """At most ``limit`` candidate tokens that may follow ``tokens``."""
+
+    def update(self, drafted: int, accepted: int) -> None:
+        """The model verified this drafter's last draft: ``accepted`` of its ``drafted`` tokens were kept."""
+
+
+def lcp(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two sequences."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
 
 
 def text_context(tokens: Sequence[int], timestamp_begin: int | None) -> list[int] | None:
@@ -79,6 +93,9 @@ class TokenMapDrafter:
         context = text[-self.order:] if len(text) >= self.order else [self.map.BOS, *text]
         return list(self.map.draft(context))[:limit]
 
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
+
 
 class MapSetDrafter:
     """Drafts from one of several token maps (one per task), inferring the task while decoding.
@@ -103,8 +120,6 @@ class MapSetDrafter:
 
     def __init__(self, token_maps: Sequence, timestamp_begin: int | None = None, cost=None, decay: float = 0.97,
                  eot: int | None = None):
-        from tokenmap.decode.cost import DEFAULT
-
         self.members = [map_drafter(tm, timestamp_begin, eot, cost) for tm in token_maps]
         self.cost, self.decay = cost or DEFAULT, decay
         self.reset()
@@ -119,8 +134,6 @@ class MapSetDrafter:
     def _score(self, tokens: Sequence[int]) -> None:
         if self._pending is None:
             return
-        from tokenmap.stream.metrics import lcp
-
         position, proposals = self._pending
         emitted = tokens[position:]
         for i, proposal in enumerate(proposals):
@@ -136,6 +149,9 @@ class MapSetDrafter:
             return []
         self.drafts[best] += 1
         return proposals[best]
+
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
 
 
 class PromptLookupDrafter:
@@ -159,6 +175,9 @@ class PromptLookupDrafter:
             return []
         seq = self.history + [t for t in tokens if self.timestamp_begin is None or t < self.timestamp_begin]
         return find_continuation(seq, self.min_match, self.max_match, limit)
+
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
 
 
 def find_continuation(seq: Sequence[int], min_match: int, max_match: int, limit: int) -> list[int]:
@@ -211,19 +230,20 @@ class SessionCache:
         n = self.min_match
         return find_continuation(corpus + text[-n:], n, max(n, 4), limit)
 
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
+
 
 @dataclass
 class ChainDrafter:
     """Ask drafters in order and return the first non-empty draft.
 
-    With ``controllers`` (a :class:`tokenmap.decode.control.ControllerSet`), the
-    i-th drafter is asked for at most ``controllers.member(i).limit()`` tokens
-    (0: skipped), and :meth:`update` reports the verified draft to the
-    controller of the drafter that proposed it.
+    :meth:`update` reports the verified draft to the drafter that proposed it
+    (a source with its own acceptance control is a
+    :class:`tokenmap.decode.control.ControlledDrafter`).
     """
 
     drafters: tuple
-    controllers: object = None
     _last: object = None
 
     def reset(self, history: Sequence[int] = ()) -> None:
@@ -232,13 +252,10 @@ class ChainDrafter:
 
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
         self._last = None
-        for i, d in enumerate(self.drafters):
-            own = hasattr(d, "update")  # a drafter that learns from its verified drafts sets its own length
-            control = self.controllers.member(i) if self.controllers is not None and not own else None
-            n = min(limit, control.limit()) if control is not None else limit
-            candidate = d.draft(tokens, n) if n > 0 else []
+        for d in self.drafters:
+            candidate = d.draft(tokens, limit)
             if candidate:
-                self._last = d if own else control
+                self._last = d
                 return candidate
         return []
 
@@ -266,6 +283,9 @@ class FixedDrafter:
             return []
         return self.sequence[n: n + limit]
 
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
+
 
 def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=None, calibration=None):
     """The drafter of one map: :class:`tokenmap.decode.follow.FollowDrafter` for a suffix map
@@ -284,8 +304,10 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
 
     ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
     ``controllers``: a ``ControllerSet`` giving each source its own draft length
-    (a suffix map's drafter sets its own from ``cost`` and keeps its running
-    calibration in ``controllers.calibration``, which lives as long as the thread's controllers).
+    (each source is wrapped in a :class:`tokenmap.decode.control.ControlledDrafter`
+    with its controller, except a suffix map's drafter, which sets its own length
+    from ``cost`` and keeps its running calibration in ``controllers.calibration``,
+    which lives as long as the thread's controllers).
     """
     drafters = []
     calibration = getattr(controllers, "calibration", None)
@@ -298,4 +320,7 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
         drafters.append(PromptLookupDrafter(timestamp_begin=timestamp_begin))
     if session_cache is not None:
         drafters.append(session_cache)
-    return ChainDrafter(tuple(drafters), controllers)
+    if controllers is not None:
+        drafters = [d if isinstance(d, FollowDrafter) else ControlledDrafter(d, controllers.member(i))
+                    for i, d in enumerate(drafters)]
+    return ChainDrafter(tuple(drafters))

@@ -65,8 +65,7 @@ def replay_window(drafter, truth: Sequence[int], eot: int, with_timestamps: bool
             stats.drafts += 1
             stats.drafted += len(draft)
             stats.accepted += k
-            if hasattr(drafter, "update"):
-                drafter.update(len(draft), k)
+            drafter.update(len(draft), k)
         decided = rest[: k + 1]
         stats.tokens += len(decided)
         tokens.extend(decided)

@@ -27,7 +27,6 @@ from typing import Sequence
 
 import numpy as np
 
-from tokenmap.decode.control import AcceptanceController
 from tokenmap.decode.ct2math import log_softmax
 from tokenmap.decode.rules import RuleSet, SpecialTokens
 
@@ -87,7 +86,7 @@ def _rows(logits) -> np.ndarray:
 
 
 def decode_window(model, encoder_output, prompt: Sequence[int], special: SpecialTokens, drafter,
-                  controller: AcceptanceController | None = None, history: Sequence[int] = (),
+                  history: Sequence[int] = (),
                   recheck_margin: float = 0.0, accept=None, **generate_kwargs) -> WindowResult:
     """Greedy decoding of one window with drafts; same output as ``generate(beam_size=1)``.
 
@@ -118,17 +117,13 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
         feed = [win.decide(sot_row)]
     while not win.done():
         remaining = win.rules.max_steps - len(win.tokens) - 1
-        limit = min(remaining, controller.limit()) if controller else remaining
-        draft = _draft(drafter, win, limit)
+        draft = _draft(drafter, win, remaining)
         feed, kept = win.verify(state, feed, draft)
         if draft:
             win.stats.drafts += 1
             win.stats.drafted += len(draft)
             win.stats.accepted += kept
-            if controller:
-                controller.update(len(draft), kept)
-            if hasattr(drafter, "update"):  # a chain with per-source controllers
-                drafter.update(len(draft), kept)
+            drafter.update(len(draft), kept)
     score = win.rules.final_score(win.total, len(win.tokens))
     win.stats.decoder_seconds = time.perf_counter() - started
     return WindowResult(win.tokens, score, no_speech, win.finished, win.stats)

@@ -55,8 +55,8 @@ from tokenmap.decode.rules import DISABLED, SpecialTokens
 from tokenmap.decode.control import AcceptanceController
 from tokenmap.decode.speculative import decode_window
 from tokenmap.stream.draft import PreviousHypothesisDrafter
-from tokenmap.stream.metrics import (TS_SECONDS, Segment, StreamMetrics, UpdateRecord, agreed_segments, lcp, mask_display,
-                             parse_segments, shift_timestamps)
+from tokenmap.decode.drafters import lcp
+from tokenmap.stream.metrics import (TS_SECONDS, Segment, StreamMetrics, UpdateRecord, agreed_segments, mask_display, parse_segments, shift_timestamps)
 
 logger = logging.getLogger("tokenmap")
 

@@ -33,16 +33,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from tokenmap.decode.drafters import lcp
+
 TS_SECONDS = 0.02  # one Whisper timestamp step
-
-
-def lcp(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the longest common prefix of two sequences."""
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
 
 
 def erasures(displays: Sequence[Sequence[int]]) -> list[int]:
