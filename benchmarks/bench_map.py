@@ -10,7 +10,7 @@ suffix map sorts its windows in chunks of about 2 M positions
 chunk and the map, not with the whole corpus at once.
 
 Corpora come from ``corpora/generate.py`` (domain "maintenance") when it is
-there, else from :func:`tokenmap.build.corpus.synthetic_corpus`.
+there, else from :func:`tokenmap_bench.synthetic.synthetic_corpus`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def sentences(n: int, seed: int = 0):
         from corpora.generate import generate
         return generate("maintenance", "en", n, seed)
     except (ImportError, ValueError):
-        from tokenmap.build.corpus import synthetic_corpus
+        from tokenmap_bench.synthetic import synthetic_corpus
         return synthetic_corpus(n, seed)
 
 

@@ -1,4 +1,4 @@
-"""Replay (issue 7): draft from a *set* of per-task maps and infer the task while decoding.
+"""Replay: draft from a *set* of per-task maps and infer the task while decoding.
 
 The decoder's version is :class:`tokenmap.decode.drafters.MapSetDrafter` (bench map mode
 ``inferred``); this replay scores each proposal against the whole greedy

@@ -1,4 +1,4 @@
-"""Where a beta-0 streaming update spends its decoder time, and the perfect-aligner floor (issue 6).
+"""Where a beta-0 streaming update spends its decoder time, and the perfect-aligner floor.
 
 How far could drafting from the previous hypothesis go at best?
 

@@ -10,7 +10,8 @@ from tokenmap.balance.sections import summed_tests
 from tokenmap.balance.streams import split_dev
 from tokenmap.balance.merged import merge_arrays
 from tokenmap.decode.cost import DEFAULT
-from tokenmap.balance.divergence import cross_entropy, ranks, spearman
+from tokenmap.balance.divergence import cross_entropy
+from tokenmap_bench.metrics import ranks, spearman
 from tokenmap.maps.mapfile import TokenMap
 
 BOUND = Budget(min_count=1, max_candidates=7, max_draft_len=24, weight=9.0)
@@ -144,7 +145,7 @@ def test_cross_entropy_prefers_the_fitting_map():
 
 def _two_tasks(tmp_path, n_maint=3000, n_thin=60, seeds=(5, 4)):
     """Corpus files of a large task maint/en and a thin one thin/en (telephony-like lines)."""
-    from tokenmap.build.corpus import synthetic_corpus
+    from tokenmap_bench.synthetic import synthetic_corpus
 
     maint = list(synthetic_corpus(n_maint, seed=seeds[0]))
     thin = [f"Please call {x.lower()}" for x in synthetic_corpus(n_thin, seed=seeds[1])]

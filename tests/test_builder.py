@@ -8,7 +8,7 @@ import pytest
 from tokenmap.build import counting
 from tokenmap.build.builder import BuildError, BuildOptions, build_map
 from tokenmap.build.selftest import simulate
-from tokenmap.build.corpus import synthetic_corpus
+from tokenmap_bench.synthetic import synthetic_corpus
 from tokenmap.maps.mapfile import TokenMap
 from tokenmap.build.style import NO_BRIDGE, StyleOptions, bridge
 

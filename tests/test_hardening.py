@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from tokenmap.build.builder import BuildError, BuildOptions, build_map
-from tokenmap.build.corpus import synthetic_corpus
+from tokenmap_bench.synthetic import synthetic_corpus
 from tokenmap.maps.mapfile import TokenMap, write_map
 from tokenmap_cli.main import cli
 

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tokenmap.balance.budget import Budget
 from tokenmap.build.builder import BuildOptions, build_map, encode_texts
-from tokenmap.build.corpus import synthetic_corpus
+from tokenmap_bench.synthetic import synthetic_corpus
 from tokenmap.decode.cost import DEFAULT
 from tokenmap.decode.follow import FollowDrafter
 from tokenmap.maps.mapfile import TokenMap, load_maps, write_map, write_map_set

@@ -7,7 +7,8 @@ from tokenmap.stream.live import (PreviousHypothesisDrafter, StreamOptions, Stre
                              biased_accept)
 from tokenmap.stream.audio import FileSource
 from tokenmap.decode.drafters import lcp
-from tokenmap.stream.metrics import (agreed_segments, erasures, mask_display, normalized_erasure, parse_segments, shift_timestamps)
+from tokenmap.stream.metrics import erasures, mask_display, normalized_erasure
+from tokenmap.stream.segments import agreed_segments, parse_segments, shift_timestamps
 
 TS = 50364  # <|0.00|> of the multilingual vocabulary
 

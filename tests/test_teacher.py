@@ -26,7 +26,7 @@ TEACHER_LINES = ["Press 1 for billing and 2 for the front desk."] * 3
 
 
 def _corpora(tmp_path, n_maint=1500, n_thin=40):
-    from tokenmap.build.corpus import synthetic_corpus
+    from tokenmap_bench.synthetic import synthetic_corpus
 
     files = []
     for dom, lines in (("maint", list(synthetic_corpus(n_maint, seed=5))),

@@ -50,7 +50,8 @@ from tokenmap.balance.sections import build_balanced
 from tokenmap.build.builder import BuildOptions, build_map
 from tokenmap.build.selftest import draft_passes
 from tokenmap.decode.cost import DEFAULT, CostModel
-from tokenmap.balance.divergence import cross_entropy, spearman
+from tokenmap.balance.divergence import cross_entropy
+from tokenmap_bench.metrics import spearman
 from tokenmap.maps.mapfile import TokenMap, load_maps
 from tokenmap_bench.metrics import unfairness
 

@@ -23,6 +23,8 @@ Example::
     'pressure 1604 rpm ok'
     >>> unfairness({"a": 0.1, "b": 0.3})
     0.02
+    >>> spearman([1.0, 2.0, 3.0], [3.0, 2.5, 1.0])
+    -1.0
 """
 
 from __future__ import annotations
@@ -212,3 +214,31 @@ def summarize(rows: Sequence[Mapping], baseline: Mapping[str, float] | None = No
     pairs = [(r["ref"], r["text"]) for r in rows if r.get("ref")]
     out["wer"] = wer(pairs) if pairs else math.nan
     return out
+
+
+def ranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks, ties get the mean of their positions."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            out[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return out
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman rank correlation (Pearson on tie-averaged ranks); NaN for < 2 points or constant input."""
+    pairs = [(a, b) for a, b in zip(x, y) if not (math.isnan(a) or math.isnan(b))]
+    if len(pairs) < 2:
+        return math.nan
+    rx, ry = ranks([a for a, _ in pairs]), ranks([b for _, b in pairs])
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    vx = sum((a - mx) ** 2 for a in rx)
+    vy = sum((b - my) ** 2 for b in ry)
+    return cov / math.sqrt(vx * vy) if vx and vy else math.nan

@@ -119,7 +119,7 @@ def fairness_ce_text(f: dict) -> str:
 
 
 def map_modes_text(agg: dict) -> str:
-    """Per-task maps against one multi-task map and the map sets (issue 7), same audio."""
+    """Per-task maps against one multi-task map and the map sets (`--map-mode`), same audio."""
     modes = agg.get("map_modes", {})
     if len(modes) < 2:
         return ""

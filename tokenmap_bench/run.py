@@ -120,7 +120,8 @@ def cross_entropy_fairness(rows: list[dict], maps: dict, aggregates: dict, eot: 
     infer) against the model's greedy text tokens on that task's audio, and how well D_T ranks
     ``system``'s S (Spearman)."""
     from tokenmap_bench import metrics as M
-    from tokenmap.balance.divergence import cross_entropy, spearman
+    from tokenmap.balance.divergence import cross_entropy
+    from tokenmap_bench.metrics import spearman
     from tokenmap.maps.mapfile import load_maps
 
     per_task: dict = {}

@@ -25,12 +25,31 @@ from pathlib import Path
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
 from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap.decode.control import ControllerSet
+from tokenmap.decode.control import AcceptanceController, ControllerSet
 from tokenmap.decode.speculative import DecodeStats, decode_window
 from tokenmap.engine import open_engine
 
 log = logging.getLogger("tokenmap")
 
+
+
+class RecordingController(AcceptanceController):
+    """An acceptance controller that also keeps ``(drafted, accepted)`` of every verified draft in ``log``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.log: list[tuple[int, int]] = []
+
+    def update(self, drafted: int, accepted: int) -> None:
+        if drafted:
+            self.log.append((drafted, accepted))
+        super().update(drafted, accepted)
+
+
+class RecordingControllerSet(ControllerSet):
+    """Per-source controllers that record their drafts (:class:`RecordingController`)."""
+
+    controller = RecordingController
 
 
 @dataclass
@@ -103,7 +122,7 @@ def speculative(eng: Engines, enc, prompt, token_map, session: str = ""):
     """The product's path: one set of per-source controllers per ``session`` (a
     task, as one user's ``tokenmap.WhisperModel`` keeps it across windows), which
     may send a whole window to plain ``generate`` while drafting does not pay."""
-    controllers = eng.controllers.setdefault(session, ControllerSet(eng.cost, record=True))
+    controllers = eng.controllers.setdefault(session, RecordingControllerSet(eng.cost))
 
     def run() -> Output:
         start = [len(m.log) for m in controllers.members]

@@ -109,9 +109,10 @@ class BalancePlan:
         return {
             "layout": layout,
             "rule": "setting = default + w_T * (generous - default), w_T = (D_T - D_min) / (D_max - D_min)",
+            # the module is named as it was when maps began to record this text, so maps stay byte-identical
             "divergence": "cross-entropy of the map's next-token distribution on "
                           + ("the model's greedy transcripts (teacher lines)" if self.teacher else
-                             f"every {DEV_EVERY}th training line") + " (nats/token, tokenmap.balance.divergence)",
+                             f"every {DEV_EVERY}th training line") + " (nats/token, tokenmap.divergence)",
             "best": self.best, "protected": self.protected, "protect": self.protect,
             "default": asdict(self.default), "generous": asdict(self.generous),
             "tasks": {t: {"D_T": rounded(self.divergence[t]), "w": round(w.get(t, 0.0), 4),

@@ -68,7 +68,7 @@ class AcceptanceController:
     """
 
     def __init__(self, cost, max_len: int = 24, prior=(2.0, 1.0), decay: float = 0.97,
-                 probe_every: int = 16, probe_windows: int = 8, margin_ms: float = 0.5, record: bool = False):
+                 probe_every: int = 16, probe_windows: int = 8, margin_ms: float = 0.5):
         self.cost = cost
         self.max_len = max_len
         self.decay = decay
@@ -79,7 +79,6 @@ class AcceptanceController:
         self._best = None  # (p, best()) cache
         self._since_draft = 0
         self._gate = WindowGate(probe_windows)
-        self.log: list[tuple[int, int]] | None = [] if record else None  # (drafted, accepted) per draft
 
     @property
     def p(self) -> float:
@@ -119,8 +118,6 @@ class AcceptanceController:
             return
         self.verified += 1
         self._since_draft = 0
-        if self.log is not None:
-            self.log.append((drafted, accepted))
         self.kept = self.decay * self.kept + accepted
         self.rejected = self.decay * self.rejected + (1.0 if accepted < drafted else 0.0)
 
@@ -134,9 +131,10 @@ class ControllerSet:
     decoded speculatively when any source pays (or as a periodic probe).
     """
 
-    def __init__(self, cost, probe_windows: int = 8, record: bool = False):
+    controller = AcceptanceController  # what :meth:`member` makes for each source
+
+    def __init__(self, cost, probe_windows: int = 8):
         self.cost = cost
-        self.record = record
         self.calibration = Calibration()  # a suffix map drafter's running calibration
         self.members: list = []
         self._gate = WindowGate(probe_windows)
@@ -144,7 +142,7 @@ class ControllerSet:
     def member(self, index: int) -> AcceptanceController:
         """The controller of the ``index``-th source (created on first use)."""
         while len(self.members) <= index:
-            self.members.append(AcceptanceController(self.cost, record=self.record))
+            self.members.append(self.controller(self.cost))
         return self.members[index]
 
     def use_speculation(self) -> bool:

@@ -9,7 +9,7 @@ expected number of accepted tokens is ``E`` therefore saves::
 
 :class:`CostModel` holds the measured curve; ``tokenmap calibrate`` measures
 it on the user's machine and :func:`load_cost_model` falls back to
-:data:`DEFAULT` (engine-notes section 3: base, int8, 2 threads).
+:data:`DEFAULT` (measured on the development machine: Whisper base, int8, 2 threads).
 
 Example::
 
@@ -99,7 +99,7 @@ def interpolate(points: dict[int, float], up_to: int = MAX_TOKENS) -> tuple[floa
     return tuple(round(v, 3) for v in out)
 
 
-#: engine-notes section 3 (Whisper base, int8, 2 threads, median of 7)
+#: measured on the development machine (Whisper base, int8, 2 threads, median of 7 runs)
 DEFAULT = CostModel(
     step_ms=11.8,
     batch_ms=interpolate({1: 10.7, 2: 13.1, 4: 14.6, 8: 15.4, 12: 16.8, 16: 19.1, 24: 26.0}),

@@ -56,7 +56,8 @@ from tokenmap.decode.control import AcceptanceController
 from tokenmap.decode.speculative import decode_window
 from tokenmap.stream.draft import PreviousHypothesisDrafter
 from tokenmap.decode.drafters import lcp
-from tokenmap.stream.metrics import (TS_SECONDS, Segment, StreamMetrics, UpdateRecord, agreed_segments, mask_display, parse_segments, shift_timestamps)
+from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
+from tokenmap.stream.segments import TS_SECONDS, TokenSegment, agreed_segments, parse_segments, shift_timestamps
 
 logger = logging.getLogger("tokenmap")
 
@@ -177,7 +178,7 @@ class StreamTranscriber:
         self.committed: list[int] = []
         self.committed_segments: list[tuple[float, float, str]] = []
         self.previous: list[int] = []  # last hypothesis, relative to the buffer
-        self.history: list[list[Segment]] = []  # earlier hypotheses' segments, same buffer start
+        self.history: list[list[TokenSegment]] = []  # earlier hypotheses' segments, same buffer start
         self.metrics = StreamMetrics()
         self.finished = False
         cost = getattr(engine, "cost", None)
@@ -279,7 +280,7 @@ class StreamTranscriber:
             out = self.engine.model.generate(enc, [prompt], **GREEDY_KW)[0].sequences_ids[0]
         return time.perf_counter() - t, list(out) == list(tokens)
 
-    def _commit_count(self, segments: list[Segment], buffer_seconds: float) -> int:
+    def _commit_count(self, segments: list[TokenSegment], buffer_seconds: float) -> int:
         need = self.options.agreement - 1
         count = agreed_segments(segments, self.history[-need:]) if len(self.history) >= need else 0
         closed = sum(1 for s in segments if s.stop is not None)
@@ -288,7 +289,7 @@ class StreamTranscriber:
             count = closed if closed > count else len(segments)  # forced: keep the buffer under the cap
         return count
 
-    def _commit(self, segments: list[Segment], now: float) -> tuple[str, list[float]]:
+    def _commit(self, segments: list[TokenSegment], now: float) -> tuple[str, list[float]]:
         text_tokens = [t for s in segments for t in s.text]
         self.committed.extend(text_tokens)
         latencies = []
@@ -298,7 +299,7 @@ class StreamTranscriber:
             latencies.append(max(0.0, now - stop))
         return self.engine.text(text_tokens).strip(), latencies
 
-    def _trim(self, tokens: list[int], segments: list[Segment], commit: int, final: bool) -> None:
+    def _trim(self, tokens: list[int], segments: list[TokenSegment], commit: int, final: bool) -> None:
         """Cut the buffer after the committed segments and rebase the draft and the agreement history."""
         buffer_seconds = len(self.buffer) / SAMPLE_RATE
         if final or (commit and segments[commit - 1].stop is None):

@@ -1,4 +1,4 @@
-"""Streaming metrics, and the pure segment helpers of the commit policy.
+"""Streaming metrics: flicker (normalized erasure), draft acceptance and commit latency.
 
 Metrics follow the definitions of the self-speculative biased decoding paper.
 
@@ -34,9 +34,6 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from tokenmap.decode.drafters import lcp
-
-TS_SECONDS = 0.02  # one Whisper timestamp step
-
 
 def erasures(displays: Sequence[Sequence[int]]) -> list[int]:
     """E(i) for i = 1..N-1 (eq. 3): tokens of display i-1 that display i takes back."""
@@ -135,56 +132,3 @@ class StreamMetrics:
             "latency_max": max(lat) if lat else None,
             "max_buffer_seconds": max((r.buffer_seconds for r in u), default=0.0),
         }
-
-
-# Commit-policy helpers (pure): segments of a timestamped hypothesis.
-
-
-@dataclass(frozen=True)
-class Segment:
-    """A parsed piece of a hypothesis: token range [begin, end), times in s (end None if open)."""
-
-    begin: int
-    end: int
-    start: float
-    stop: float | None
-    text: tuple
-
-
-def parse_segments(tokens: Sequence[int], ts0: int) -> list[Segment]:
-    """Split decoder output into segments: ``<|t0|> text <|t1|>`` (closed) or a trailing open one."""
-    segments, i, n = [], 0, len(tokens)
-    while i < n:
-        begin, start = i, 0.0
-        if tokens[i] >= ts0:
-            start = (tokens[i] - ts0) * TS_SECONDS
-            i += 1
-        j = i
-        while j < n and tokens[j] < ts0:
-            j += 1
-        text = tuple(tokens[i:j])
-        if j < n:  # closing timestamp
-            segments.append(Segment(begin, j + 1, start, (tokens[j] - ts0) * TS_SECONDS, text))
-            i = j + 1
-        else:
-            if text:
-                segments.append(Segment(begin, j, start, None, text))
-            i = j
-    return [s for s in segments if s.text]
-
-
-def agreed_segments(current: Sequence[Segment], previous: Sequence[Sequence[Segment]]) -> int:
-    """How many leading closed segments of ``current`` have the same text in every earlier hypothesis."""
-    count = 0
-    for i, seg in enumerate(current):
-        if seg.stop is None:
-            break
-        if not all(i < len(p) and p[i].stop is not None and p[i].text == seg.text for p in previous):
-            break
-        count += 1
-    return count
-
-
-def shift_timestamps(tokens: Sequence[int], ts0: int, ts_end: int, steps: int) -> list[int]:
-    """``tokens`` with every timestamp moved ``steps`` positions earlier (clamped to the range)."""
-    return [min(ts_end, max(ts0, t - steps)) if t >= ts0 else t for t in tokens]
