@@ -22,6 +22,10 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from tokenmap.balance.budget import GENEROUS, PROTECT
+from tokenmap.balance.sections import build_balanced
+from tokenmap.build.builder import BuildOptions, build_map
+
 log = logging.getLogger("tokenmap")
 
 #: the map every domain is also decoded with when it is not its own (the "no slower" check)
@@ -129,8 +133,6 @@ def ensure_map(corpora: Path, domain: str, lang: str, cache: Path, model: str, t
                name: str = "") -> Path | None:
     """The cached map of ``domain/lang`` (:func:`map_corpus`, plus ``teacher`` lines when given),
     built when missing or stale; None without a corpus."""
-    from tokenmap.build.builder import BuildOptions, build_map
-
     corpus = map_corpus(corpora, domain, lang)
     if not corpus:
         log.warning("no corpus %s: %s/%s decoded without a token map", corpus_path(corpora, domain, lang),
@@ -193,9 +195,6 @@ def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str, 
     """The cached ``multi``, ``balanced`` or ``taught`` map over the train corpora of ``tasks``
     (``(domain, lang)`` pairs; those without a corpus are left out), or None.  ``teacher``: the
     ``taught`` set's teacher transcripts (:mod:`tokenmap.balance.teacher`)."""
-    from tokenmap.balance.sections import build_balanced
-    from tokenmap.build.builder import BuildOptions, build_map
-
     corpus = [corpus_path(corpora, d, l) for d, l in sorted(tasks) if corpus_path(corpora, d, l).is_file()]
     if not corpus:
         return None
@@ -208,7 +207,6 @@ def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str, 
     if teacher:
         stamp["teacher"] = [_stamp(t, model) for t in teacher]
     if mode != "multi":  # a changed allocation or layout rebuilds the map
-        from tokenmap.balance.budget import GENEROUS, PROTECT
         stamp["balance"] = {"generous": asdict(GENEROUS), "protect": PROTECT, "layout": "sections"}
     return _cached(cache / f"{mode}-{len(corpus)}tasks.tmap", stamp,
                    lambda target: build(corpus, target, model=str(model), options=BuildOptions(jobs=1), force=True,

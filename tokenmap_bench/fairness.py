@@ -46,14 +46,18 @@ import sys
 from typing import Sequence
 from pathlib import Path
 
+from tokenmap.balance.budget import Budget
+from tokenmap.balance.divergence import cross_entropy
 from tokenmap.balance.sections import build_balanced
+from tokenmap.balance.streams import split_dev
 from tokenmap.build.builder import BuildOptions, build_map
 from tokenmap.build.selftest import draft_passes
 from tokenmap.decode.cost import DEFAULT, CostModel
-from tokenmap.balance.divergence import cross_entropy
-from tokenmap_bench.metrics import spearman
+from tokenmap.decode.rules import SpecialTokens
 from tokenmap.maps.mapfile import TokenMap, load_maps
-from tokenmap_bench.metrics import unfairness
+from tokenmap.models import resolve_model
+from tokenmap.textok import TextTokenizer
+from tokenmap_bench.metrics import spearman, unfairness
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -96,8 +100,6 @@ def split_corpora(out: Path, split: str) -> tuple[dict, dict]:
     written to ``out/split-dev/<domain>/<lang>/train.txt``; choices tuned on
     ``dev`` never see a test sentence.
     """
-    from tokenmap.balance.streams import split_dev
-
     def lines(path):
         return [x.strip() for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
@@ -116,8 +118,6 @@ def split_corpora(out: Path, split: str) -> tuple[dict, dict]:
 
 def parse_variant(spec: str) -> tuple[str, dict]:
     """``name=min_count,max_candidates,max_draft_len,weight[@protect]`` -> (name, build_balanced kwargs)."""
-    from tokenmap.balance.budget import Budget
-
     name, _, rest = spec.partition("=")
     budget, _, protect = rest.partition("@")
     mc, cand, dl, w = budget.split(",")
@@ -288,15 +288,10 @@ def main(argv=None) -> int:
                          "(its results.json) with that run's maps (--bench-maps)")
     ap.add_argument("--bench-maps", type=Path, default=ROOT / "results" / "maps")
     args = ap.parse_args(argv)
-    from tokenmap.textok import TextTokenizer
-
     tok = TextTokenizer.from_model(args.model)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.greedy:
         cost = CostModel.from_json(json.loads(args.greedy.read_text(encoding="utf-8"))["cost_model"])
-        from tokenmap.models import resolve_model
-        from tokenmap.decode.rules import SpecialTokens
-
         ts0 = SpecialTokens.from_model_dir(str(resolve_model(args.model))).timestamp_begin
         results = measure_greedy(args.bench_maps, args.greedy, cost, ts0, args.variant, args.out, args.model)
     else:

@@ -29,6 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenizers import Tokenizer
+
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+from tokenmap.whisper import WhisperModel
+from tokenmap_bench.stock import start_server
 from tokenmap_bench import systems as sysm
 from tokenmap_bench.data import MAP_MODES, MISMATCH_DOMAIN, BenchMaps, Utterance
 
@@ -99,7 +105,6 @@ class RunState:
         if path is None:
             return None
         if path not in self.loaded_maps:
-            from tokenmap.maps.mapfile import load_maps
             maps = load_maps(path)
             self.loaded_maps[path] = maps[0] if len(maps) == 1 else maps
         return self.loaded_maps[path]
@@ -109,10 +114,6 @@ class RunState:
 
 
 def load_state(options: BenchOptions, maps: BenchMaps) -> RunState:
-    from tokenizers import Tokenizer
-
-    from tokenmap.models import resolve_model
-
     model_dir = resolve_model(options.model)
     draft_dir = resolve_model(options.draft_model) if "distil-spec" in options.systems else None
     eng = sysm.load_engines(model_dir, options.compute_type, options.threads, draft_dir, options.spec_tokens)
@@ -120,13 +121,10 @@ def load_state(options: BenchOptions, maps: BenchMaps) -> RunState:
     if "e2e" in options.systems:
         import faster_whisper
 
-        from tokenmap.whisper import WhisperModel
         kw = dict(device="cpu", compute_type=options.compute_type, cpu_threads=options.threads)
         state.fw = faster_whisper.WhisperModel(str(model_dir), **kw)
         state.tm = WhisperModel(str(model_dir), token_map=None, session_cache=False, cost_model=eng.cost, **kw)
     if "stock" in options.systems:
-        from tokenmap_bench.stock import start_server
-
         state.stock, state.stock_skipped = start_server(options, str(model_dir))
     return state
 

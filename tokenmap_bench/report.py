@@ -13,6 +13,9 @@ import logging
 import math
 from pathlib import Path
 
+from tokenmap_bench.aggregate import oracle_fractions
+from tokenmap_bench.plots import write_plots
+
 log = logging.getLogger("tokenmap")
 
 BEGIN = "<!-- BEGIN GENERATED: tokenmap bench -->"
@@ -69,8 +72,6 @@ def e2e_table(systems: dict) -> str:
 
 
 def group_table(groups: dict, name: str) -> str:
-    from tokenmap_bench.aggregate import oracle_fractions
-
     fractions = oracle_fractions(groups)
     rows = []
     for key, s in groups.items():
@@ -256,8 +257,6 @@ def update_docs(path: Path, section: str) -> None:
 
 def write_all(result: dict, out: Path) -> dict:
     """results.json, report.md and the plots into ``out``; returns the paths written."""
-    from tokenmap_bench.plots import write_plots
-
     out.mkdir(parents=True, exist_ok=True)
     write_json(result, out / "results.json")
     plots = write_plots(result, out)

@@ -15,10 +15,16 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from tokenmap.balance.divergence import cross_entropy
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+from tokenmap_bench import metrics as M
 from tokenmap_bench.aggregate import aggregate
 from tokenmap_bench.data import (BenchMaps, check_teacher_disjoint, ensure_learned_maps, ensure_maps,
                                  ensure_shared_map, load_manifest, machine_info)
 from tokenmap_bench.harness import BenchOptions, run_benchmark
+from tokenmap_bench.metrics import spearman
 from tokenmap_bench.report import json_default, write_all
 
 log = logging.getLogger("tokenmap")
@@ -107,9 +113,6 @@ class PartialRows:
 
 
 def _eot(model: str) -> int:
-    from tokenmap.models import resolve_model
-    from tokenmap.decode.rules import SpecialTokens
-
     return SpecialTokens.from_model_dir(str(resolve_model(model))).eot
 
 
@@ -119,11 +122,6 @@ def cross_entropy_fairness(rows: list[dict], maps: dict, aggregates: dict, eot: 
     (``maps[(domain, lang)]``; of a map set, the task's own section, the one the decoder should
     infer) against the model's greedy text tokens on that task's audio, and how well D_T ranks
     ``system``'s S (Spearman)."""
-    from tokenmap_bench import metrics as M
-    from tokenmap.balance.divergence import cross_entropy
-    from tokenmap_bench.metrics import spearman
-    from tokenmap.maps.mapfile import load_maps
-
     per_task: dict = {}
     for r in rows:
         if r["system"] == "greedy" and maps.get((r["domain"], r["lang"])):

@@ -25,8 +25,10 @@ Example::
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import tempfile
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -306,9 +308,6 @@ def _load_level(item) -> Level:
 
 def _count_parallel(tok, lut, uni_counts, plan: CountPlan, jobs: int, work: str) -> list[list[str]]:
     """Balance unigrams over ``jobs`` partitions by count and count them in forked workers."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     parts = np.zeros(len(uni_counts), dtype=np.int64)
     load = [0] * jobs
     for row in np.argsort(-uni_counts, kind="stable").tolist():  # heaviest first, to the lightest part

@@ -30,6 +30,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from tokenmap.decode.rules import RuleSet, SpecialTokens
+
 log = logging.getLogger("tokenmap")
 
 MAX_TOKENS = 32
@@ -179,10 +183,7 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
     after each round.
     """
     import ctranslate2
-    import numpy as np
     from faster_whisper.feature_extractor import FeatureExtractor
-
-    from tokenmap.decode.rules import RuleSet, SpecialTokens
 
     model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
                                        intra_threads=threads)
