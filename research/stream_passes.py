@@ -65,14 +65,14 @@ def main(argv=None):
     engine = StreamEngine.load(args.model, compute_type=args.compute_type, threads=args.threads)
     timed = engine.model = TimedModel(engine.model)
     seen = []
-    decode = StreamTranscriber._decode
+    decode = StreamTranscriber.decode
 
     def traced(self, enc, prompt, draft):
         out = decode(self, enc, prompt, draft)
         seen.append(diff_blocks(list(draft), list(out.tokens), engine.special.timestamp_begin))
         return out
 
-    StreamTranscriber._decode = traced
+    StreamTranscriber.decode = traced
     decoded = 0.0
     for _, path, _ in streams(args.files):
         st = run(engine, load_audio(path), StreamOptions(scratch="generate"))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tokenmap.stream.live import (PreviousHypothesisDrafter, StreamOptions, StreamTranscriber, _Decoded,
+from tokenmap.stream.live import (PreviousHypothesisDrafter, StreamOptions, StreamTranscriber, Decoded,
                              biased_accept)
 from tokenmap.stream.audio import FileSource
 from tokenmap.decode.drafters import lcp
@@ -155,10 +155,10 @@ class Scripted(StreamTranscriber):
         super().__init__(FakeEngine(), StreamOptions(**options))
         self.script = list(script)
 
-    def _decode(self, enc, prompt, draft):
+    def decode(self, enc, prompt, draft):
         tokens = self.script.pop(0) if self.script else []
         silent = not tokens
-        return _Decoded(list(tokens), 0.01, 0.9 if silent else 0.0, -2.0 if silent else -0.1)
+        return Decoded(list(tokens), 0.01, 0.9 if silent else 0.0, -2.0 if silent else -0.1)
 
 
 def second(n=1.0):
@@ -227,8 +227,18 @@ def engine32(base_model_dir):
     return StreamEngine.load(str(base_model_dir), compute_type="float32", threads=2)
 
 
-def _run(engine, audio, **options):
-    st = StreamTranscriber(engine, StreamOptions(**options))
+class Stepwise(StreamTranscriber):
+    """Decodes every update step by step with plain greedy decoding, no draft (the non-streaming check)."""
+
+    def decode(self, enc, prompt, draft):
+        from tokenmap.decode.reference import GREEDY_KW, greedy_decode
+
+        r = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **GREEDY_KW)
+        return Decoded(list(r.tokens), 0.0, r.no_speech_prob or 0.0, r.score)
+
+
+def _run(engine, audio, transcriber=StreamTranscriber, **options):
+    st = transcriber(engine, StreamOptions(**options))
     updates = list(st.run(FileSource(audio).chunks(options.get("update_seconds", 1.0))))
     return st, updates
 
@@ -242,7 +252,7 @@ def test_beta0_every_update_equals_stepwise_greedy_and_the_final_text(engine32, 
     records = spec.metrics.updates
     assert all(r.scratch_same for r in records if r.scratch_same is not None)
     assert sum(r.accepted for r in records) > 0 and spec.committed_text
-    plain, _ = _run(engine32, audio, update_seconds=3.0, decoder="reference")
+    plain, _ = _run(engine32, audio, Stepwise, update_seconds=3.0)
     assert spec.committed_text == plain.committed_text
     assert [r.committed for r in records] == [r.committed for r in plain.metrics.updates]
 

@@ -66,18 +66,14 @@ logger = logging.getLogger("tokenmap")
 @dataclass(frozen=True)
 class StreamOptions:
     """``update_seconds``: audio per update; ``beta``: verification bias (0 = exact greedy);
-    ``mask_k``: display-only mask of the last k tentative tokens; ``draft_mask_k``: the paper's
-    plain mask-k (drop the last k tokens from the draft); ``agreement``: hypotheses that must
+    ``mask_k``: display-only mask of the last k tentative tokens; ``agreement``: hypotheses that must
     agree before a segment commits; ``scratch``: also decode every update from scratch
-    (``"generate"`` or ``"reference"``, step-wise greedy) to time and check it; ``decoder``:
-    ``"speculative"``, ``"reference"`` to decode step-wise only (the non-streaming check), or
-    ``"generate"`` to re-decode every update from scratch with CTranslate2 (the baseline);
+    (``"generate"`` or ``"reference"``, step-wise greedy) to time and check it;
     ``recheck_margin``: see :func:`tokenmap.decode.speculative.decode_window` (int8 near-ties)."""
 
     update_seconds: float = 1.0
     beta: float = 0.0
     mask_k: int = 0
-    draft_mask_k: int = 0
     language: str | None = "en"
     task: str = "transcribe"
     max_buffer_seconds: float = 30.0
@@ -86,7 +82,6 @@ class StreamOptions:
     no_speech_threshold: float = 0.6
     logprob_threshold: float = -1.0
     scratch: str | None = None
-    decoder: str = "speculative"
     recheck_margin: float = 0.0
 
 
@@ -156,7 +151,7 @@ def biased_accept(beta: float, drafter: PreviousHypothesisDrafter):
 
 
 @dataclass
-class _Decoded:
+class Decoded:
     tokens: list
     seconds: float
     no_speech: float
@@ -214,8 +209,8 @@ class StreamTranscriber:
         """Decode the buffer, commit what agreed, trim; ``final`` commits everything."""
         started = time.perf_counter()
         audio_end, buffer_seconds = self.audio_end, len(self.buffer) / SAMPLE_RATE
-        tokens, enc_s, dec, scratch = [], 0.0, _Decoded([], 0.0, 1.0, 0.0), (None, None)
-        draft = self.previous[: max(0, len(self.previous) - self.options.draft_mask_k)]
+        tokens, enc_s, dec, scratch = [], 0.0, Decoded([], 0.0, 1.0, 0.0), (None, None)
+        draft = self.next_draft()
         if len(self.buffer) >= SAMPLE_RATE // 10:  # less than 0.1 s: nothing to hear yet
             t = time.perf_counter()
             enc = self.engine.encode(self.buffer)
@@ -223,7 +218,7 @@ class StreamTranscriber:
             if self.language is None:
                 self.language = self._detect(enc)
             prompt = self.prompt()
-            dec = self._decode(enc, prompt, draft)
+            dec = self.decode(enc, prompt, draft)
             if self.options.scratch:
                 scratch = self._scratch(enc, prompt, dec.tokens)
             silent = dec.no_speech > self.options.no_speech_threshold and dec.score < self.options.logprob_threshold
@@ -253,23 +248,21 @@ class StreamTranscriber:
         logger.info("detected language %s (p=%.2f)", language, result[0][1])
         return language
 
-    def _decode(self, enc, prompt: list[int], draft: list[int]) -> _Decoded:
+    def next_draft(self) -> list[int]:
+        """The draft of the next update: the previous update's hypothesis."""
+        return self.previous[:]
+
+    def decode(self, enc, prompt: list[int], draft: list[int]) -> Decoded:
+        """One update's decoding of the buffer: ``draft`` verified, the rest drafted by the map (or prompt lookup)."""
         e = self.engine
         t = time.perf_counter()
-        if self.options.decoder == "reference":
-            r = greedy_decode(e.model, enc, prompt, e.special, **GREEDY_KW)
-            return _Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score)
-        if self.options.decoder == "generate":
-            g = e.model.generate(enc, [prompt], **GREEDY_KW)[0]
-            return _Decoded(list(g.sequences_ids[0]), time.perf_counter() - t, g.no_speech_prob,
-                            float(g.scores[0]))  # the same length-normalised score decode_window returns
         fallback = default_drafter(e.token_map, self.ts0, eot=e.special.eot)
         drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback, controller=self._controller)
         history = prompt[1: e.special.sot_index(prompt)]
         r = decode_window(e.model, enc, prompt, e.special, drafter, history=history,
                           accept=biased_accept(self.options.beta, drafter),
                           recheck_margin=self.options.recheck_margin, **GREEDY_KW)
-        return _Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
+        return Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
                         r.stats.drafted, r.stats.accepted)
 
     def _scratch(self, enc, prompt: list[int], tokens: list[int]) -> tuple[float, bool]:
