@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tokenmap_bench.data import Utterance, load_manifest  # noqa: E402
+from tokenmap_bench.data import Recording, load_manifest  # noqa: E402
 from tokenmap_bench.harness import features  # noqa: E402
 from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
 from tokenmap.build.builder import BuildOptions, build_map  # noqa: E402
@@ -49,7 +49,7 @@ def pick(args) -> list:
             per_task[u.task].append(u)
     utts = [u for task in per_task for u in per_task[task]]
     for path in args.extra:  # e.g. the long IVR menu of tests/data, decoded with the telephony/en map
-        utts.append(Utterance(id=Path(path).name, audio=str(Path(path).resolve()), text="", domain="telephony",
+        utts.append(Recording(id=Path(path).name, audio=str(Path(path).resolve()), text="", domain="telephony",
                               lang=Path(path).name[:2], voice="", source="", set="telephony"))
     return utts
 

@@ -7,7 +7,7 @@ import pytest
 
 from tokenmap_bench import aggregate as A
 from tokenmap_bench import metrics as M
-from tokenmap_bench.data import BenchDataError, Utterance, load_manifest
+from tokenmap_bench.data import BenchDataError, Recording, load_manifest
 from tokenmap_bench.harness import BenchOptions, heavy_ids
 from tokenmap_bench.report import BEGIN, END, markdown, update_docs
 from tokenmap_bench.systems import vocab_maps
@@ -131,7 +131,7 @@ def test_vocab_maps_by_string():
 
 
 def test_heavy_ids_first_per_group():
-    utts = [Utterance(f"u{i}", "/x", "t", "telephony" if i < 3 else "incar", "en", set="s") for i in range(5)]
+    utts = [Recording(f"u{i}", "/x", "t", "telephony" if i < 3 else "incar", "en", set="s") for i in range(5)]
     assert heavy_ids(utts, 1) == {"u0", "u3"}
     assert heavy_ids(utts, 0) == {f"u{i}" for i in range(5)}
 

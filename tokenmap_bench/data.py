@@ -46,7 +46,7 @@ class BenchDataError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class Utterance:
+class Recording:
     """One manifest line; ``audio`` is an absolute path."""
 
     id: str
@@ -69,13 +69,13 @@ class Utterance:
         return regime_of(self.domain)
 
 
-def load_manifest(path: str | os.PathLike, limit: int | None = None) -> list[Utterance]:
+def load_manifest(path: str | os.PathLike, limit: int | None = None) -> list[Recording]:
     """Read a JSON-lines manifest; raises :class:`BenchDataError` with the fix when missing."""
     path = Path(path)
     if not path.is_file():
         raise BenchDataError(f"{path}: no benchmark manifest; run `make bench-data` first")
     out = []
-    fields = set(Utterance.__dataclass_fields__)
+    fields = set(Recording.__dataclass_fields__)
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -83,7 +83,7 @@ def load_manifest(path: str | os.PathLike, limit: int | None = None) -> list[Utt
             rec = json.loads(line)
             rec = {k: v for k, v in rec.items() if k in fields}
             rec["audio"] = str((path.parent / rec["audio"]).resolve())
-            utt = Utterance(**rec)
+            utt = Recording(**rec)
         except (ValueError, KeyError, TypeError) as exc:
             raise BenchDataError(f"{path}:{number}: bad manifest line ({exc})") from exc
         if not Path(utt.audio).is_file():

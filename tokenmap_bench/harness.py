@@ -36,7 +36,7 @@ from tokenmap.models import resolve_model
 from tokenmap.whisper import WhisperModel
 from tokenmap_bench.stock import start_server
 from tokenmap_bench import systems as sysm
-from tokenmap_bench.data import MAP_MODES, MISMATCH_DOMAIN, BenchMaps, Utterance
+from tokenmap_bench.data import MAP_MODES, MISMATCH_DOMAIN, BenchMaps, Recording
 
 log = logging.getLogger("tokenmap")
 
@@ -140,7 +140,7 @@ def stock_runner(state: RunState, system: str):
     return run
 
 
-def features(utt: Utterance):
+def features(utt: Recording):
     """(mel StorageView [1, n_mels, 3000] of the first 30 s, audio seconds)."""
     import ctranslate2
     from faster_whisper.audio import decode_audio
@@ -152,7 +152,7 @@ def features(utt: Utterance):
     return ctranslate2.StorageView.from_array(np.ascontiguousarray(mel, dtype=np.float32)), len(audio) / SR
 
 
-def e2e_runner(model, utt: Utterance, timestamps: bool, state: RunState, token_map=None):
+def e2e_runner(model, utt: Recording, timestamps: bool, state: RunState, token_map=None):
     def run() -> sysm.Output:
         if model is state.tm:
             model.token_map = token_map
@@ -163,7 +163,7 @@ def e2e_runner(model, utt: Utterance, timestamps: bool, state: RunState, token_m
     return run
 
 
-def heavy_ids(utterances: list[Utterance], per_group: int) -> set:
+def heavy_ids(utterances: list[Recording], per_group: int) -> set:
     """Ids of the utterances the slow systems run on: the first ``per_group`` of each
     (set, domain, lang) group in manifest order, or all when ``per_group`` is 0."""
     if per_group <= 0:
@@ -178,7 +178,7 @@ def heavy_ids(utterances: list[Utterance], per_group: int) -> set:
     return out
 
 
-def build_runners(state: RunState, utt: Utterance, mel, enc, greedy_tokens, options: BenchOptions,
+def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, options: BenchOptions,
                   heavy: bool = True) -> dict:
     """``{system name: run}`` for this utterance (e2e systems included when ``heavy``)."""
     eng, chosen = state.eng, set(options.systems)
@@ -225,7 +225,7 @@ def _timed(run) -> tuple[float, sysm.Output]:
     return stats.get("timed_s", seconds), out
 
 
-def run_utterance(state: RunState, utt: Utterance, options: BenchOptions, index: int,
+def run_utterance(state: RunState, utt: Recording, options: BenchOptions, index: int,
                   heavy: bool = True) -> list[dict]:
     """All systems on one utterance; one row per system."""
     mel, audio_s = features(utt)
@@ -293,7 +293,7 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
 
 
-def run_benchmark(utterances: list[Utterance], options: BenchOptions, maps: BenchMaps, progress=None,
+def run_benchmark(utterances: list[Recording], options: BenchOptions, maps: BenchMaps, progress=None,
                   sink=None) -> dict:
     """Run every selected system; returns ``{"rows", "options", "peak_rss_mb", ...}``.
 
