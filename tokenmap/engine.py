@@ -33,6 +33,8 @@ from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
 
+from tokenizers import Tokenizer
+
 from tokenmap.decode.cost import CostModel, load_cost_model
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.maps.mapfile import load_maps
@@ -243,12 +245,16 @@ class Engine:
 
     ``model`` is the ``ctranslate2.models.Whisper`` that decodes (a
     :class:`tokenmap.precision.SplitEngine` when another engine encodes);
-    ``drafting`` is False on stock CTranslate2, where the precision fields stay None.
+    ``tokenizer`` is the model's ``tokenizers.Tokenizer`` and ``token_map`` what
+    :func:`load_token_maps` made of the maps asked for; ``drafting`` is False on
+    stock CTranslate2, where the precision fields stay None.
     """
 
     model_dir: Path
     threads: int
     model: object
+    tokenizer: object
+    token_map: object
     drafting: bool
     decoder_compute_type: str | None = None
     encoder_engine: str | None = None
@@ -265,8 +271,8 @@ class Engine:
 
 
 def open_engine(model: str | os.PathLike = "base", compute_type: str = "int8", threads: int | None = None,
-                decoder_compute_type: str | None = "auto", encoder: str = "auto", *, fw_model=None,
-                without_fork: str = "raise", **load_kwargs) -> Engine:
+                decoder_compute_type: str | None = "auto", encoder: str = "auto", *, token_map=None,
+                fw_model=None, without_fork: str = "raise", **load_kwargs) -> Engine:
     """Open ``model`` (anything :func:`tokenmap.models.resolve_model` accepts) for decoding on this machine.
 
     ``threads`` defaults to :func:`default_threads`.  Without the fork's
@@ -274,6 +280,8 @@ def open_engine(model: str | os.PathLike = "base", compute_type: str = "int8", t
     ``"warn"`` (log why once, :func:`warn_drafting_off`) or ``"quiet"``; the last
     two return an engine with ``drafting`` False.  With the fork, ``decoder_compute_type`` and ``encoder``
     choose the precision of each half (:func:`tokenmap.precision.build_engine`).
+    ``token_map`` (a path, a loaded map, or a list of them) is loaded for the
+    model's tokenizer before the engine is set up (:func:`load_token_maps`).
     ``fw_model`` is a faster-whisper model already loaded from the same
     directory, whose ``model`` is then set up in place; otherwise the fork's
     ``ctranslate2.models.Whisper`` is loaded here (on the CPU).  ``load_kwargs``
@@ -288,11 +296,15 @@ def open_engine(model: str | os.PathLike = "base", compute_type: str = "int8", t
         ct2 = _import_ctranslate2()
         fw_model = SimpleNamespace(model=ct2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
                                                             intra_threads=threads))
+    tokenizer = getattr(fw_model, "hf_tokenizer", None)
+    if tokenizer is None:
+        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    maps = load_token_maps(token_map, tokenizer)
     if not drafting:
-        return Engine(model_dir, threads, fw_model.model, False)
+        return Engine(model_dir, threads, fw_model.model, tokenizer, maps, False)
     decoder, encoder_engine = build_engine(fw_model, str(model_dir), compute_type, decoder_compute_type, encoder,
                                            cpu_threads=threads, **load_kwargs)
-    return Engine(model_dir, threads, fw_model.model, True, decoder, encoder_engine)
+    return Engine(model_dir, threads, fw_model.model, tokenizer, maps, True, decoder, encoder_engine)
 
 
 def load_token_maps(token_map, hf_tokenizer):

@@ -47,7 +47,7 @@ from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import SessionCache, default_drafter
 from tokenmap.decode.rules import SpecialTokens, supports_fast_path
 from tokenmap.decode.speculative import DecodeStats, decode_window
-from tokenmap.engine import default_threads, load_token_maps, open_engine
+from tokenmap.engine import default_threads, open_engine
 from tokenmap.models import resolve_model
 
 logger = logging.getLogger("tokenmap")
@@ -190,9 +190,10 @@ class WhisperModel(faster_whisper.WhisperModel):
         super().__init__(str(model_dir), **kwargs)
         load = {k: kwargs[k] for k in ("device", "device_index", "num_workers") if k in kwargs}
         engine = open_engine(model_dir, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
-                             decoder_compute_type, encoder, fw_model=self, without_fork="warn", **load)
+                             decoder_compute_type, encoder, token_map=token_map, fw_model=self, without_fork="warn",
+                             **load)
         self.drafting = engine.drafting
-        self.token_map = load_token_maps(token_map, self.hf_tokenizer)
+        self.token_map = engine.token_map
         if not self.drafting:
             self.session_cache = None
             return

@@ -44,11 +44,10 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 from faster_whisper.feature_extractor import FeatureExtractor
-from tokenizers import Tokenizer
 
 from tokenmap.audio import SAMPLE_RATE
 from tokenmap.decode.reference import GREEDY_KW, greedy_decode
-from tokenmap.engine import load_token_maps, open_engine
+from tokenmap.engine import open_engine
 from tokenmap.decode.drafters import default_drafter
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.rules import DISABLED, SpecialTokens
@@ -110,9 +109,9 @@ class StreamEngine:
     def load(cls, model: str = "base", compute_type: str = "int8", threads: int | None = None,
              token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto") -> "StreamEngine":
         """Load ``model``; ``decoder_compute_type`` and ``encoder`` as in :func:`tokenmap.engine.open_engine`."""
-        engine = open_engine(model, compute_type, threads, decoder_compute_type, encoder, device="cpu")
-        tokenizer = Tokenizer.from_file(str(engine.model_dir / "tokenizer.json"))
-        return cls(engine.model, engine.special, tokenizer, load_token_maps(token_map, tokenizer), engine.cost)
+        engine = open_engine(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
+                             device="cpu")
+        return cls(engine.model, engine.special, engine.tokenizer, engine.token_map, engine.cost)
 
     def token_id(self, token: str) -> int:
         found = self.tokenizer.token_to_id(token)
