@@ -5,7 +5,7 @@
 For each drafting system of the run (tokenmap, tokenmap-learned, tokenmap-mismatch), the
 drafter is rebuilt as the bench built it (the run's maps, its cost curve, one ControllerSet per
 session, the window's audio length), in manifest order and with the run's repetitions, and
-replayed on the greedy token ids the run recorded (:func:`tokenmap.replay.replay_window`). The
+replayed on the greedy token ids the run recorded (:func:`tokenmap.decode.replay.replay_window`). The
 window gate is replayed too: a window it sends to plain ``generate`` costs what greedy costs.
 Modelled decoder time = a window's fixed cost + its passes on the run's cost curve, where the
 fixed cost and the curve's level come from a straight-line fit of the run's greedy decoder times
@@ -22,15 +22,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tokenmap.bench.aggregate import VOICE_BOUND_WER  # noqa: E402
-from tokenmap.bench.metrics import wer  # noqa: E402
-from tokenmap.control import ControllerSet  # noqa: E402
-from tokenmap.cost import CostModel  # noqa: E402
-from tokenmap.drafters import default_drafter  # noqa: E402
-from tokenmap.mapfile import load_maps  # noqa: E402
+from tokenmap_bench.aggregate import VOICE_BOUND_WER  # noqa: E402
+from tokenmap_bench.metrics import wer  # noqa: E402
+from tokenmap.decode.control import ControllerSet  # noqa: E402
+from tokenmap.decode.cost import CostModel  # noqa: E402
+from tokenmap.decode.drafters import default_drafter  # noqa: E402
+from tokenmap.maps.mapfile import load_maps  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.replay import replay_window  # noqa: E402
-from tokenmap.rules import SpecialTokens  # noqa: E402
+from tokenmap.decode.replay import replay_window  # noqa: E402
+from tokenmap.decode.rules import SpecialTokens  # noqa: E402
 
 SESSION = {"tokenmap": "{task}", "tokenmap-learned": "learned {task}", "tokenmap-mismatch": "mismatch {task}"}
 
@@ -120,6 +120,9 @@ class _Never:
 
     def draft(self, tokens, limit):
         return []
+
+    def update(self, drafted, accepted):
+        pass
 
 
 if __name__ == "__main__":

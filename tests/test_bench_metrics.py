@@ -5,12 +5,12 @@ import math
 
 import pytest
 
-from tokenmap.bench import aggregate as A
-from tokenmap.bench import metrics as M
-from tokenmap.bench.data import BenchDataError, Utterance, load_manifest
-from tokenmap.bench.harness import BenchOptions, heavy_ids
-from tokenmap.bench.report import BEGIN, END, markdown, update_docs
-from tokenmap.bench.systems import vocab_maps
+from tokenmap_bench import aggregate as A
+from tokenmap_bench import metrics as M
+from tokenmap_bench.data import BenchDataError, Recording, load_manifest
+from tokenmap_bench.harness import BenchOptions, heavy_ids
+from tokenmap_bench.report import BEGIN, END, markdown, update_docs
+from tokenmap_bench.systems import vocab_maps
 
 
 def test_speedup_is_baseline_over_system():
@@ -131,7 +131,7 @@ def test_vocab_maps_by_string():
 
 
 def test_heavy_ids_first_per_group():
-    utts = [Utterance(f"u{i}", "/x", "t", "telephony" if i < 3 else "incar", "en", set="s") for i in range(5)]
+    utts = [Recording(f"u{i}", "/x", "t", "telephony" if i < 3 else "incar", "en", set="s") for i in range(5)]
     assert heavy_ids(utts, 1) == {"u0", "u3"}
     assert heavy_ids(utts, 0) == {f"u{i}" for i in range(5)}
 
@@ -213,7 +213,7 @@ def test_map_modes_on_identical_utterances_only():
 
 
 def test_bench_maps_name_the_map_each_system_drafts_from(tmp_path):
-    from tokenmap.bench.data import BenchMaps
+    from tokenmap_bench.data import BenchMaps
 
     own = {("maintenance", "en"): tmp_path / "m.tmap", ("telephony", "en"): None}
     maps = BenchMaps(tasks=own, shared={"multi": tmp_path / "multi.tmap", "balanced": None})
