@@ -27,18 +27,9 @@ from tokenmap.decode.control import ControllerSet  # noqa: E402
 from tokenmap.maps.mapfile import load_maps  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
 from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
+from tokenmap.decode.drafters import FixedDrafter  # noqa: E402
 from tokenmap.decode.speculative import decode_window  # noqa: E402
 
-
-class Null:
-    def reset(self, history=()):
-        pass
-
-    def draft(self, tokens, limit):
-        return []
-
-    def update(self, drafted, accepted):
-        pass
 
 
 def main():
@@ -70,7 +61,7 @@ def main():
         g = sysm.greedy(eng, enc, prompt)
         gt = g().tokens
         runs = {"greedy": g,
-                "null": lambda: decode_window(eng.main, enc, prompt, eng.special, Null(), **GREEDY_KW),
+                "null": lambda: decode_window(eng.main, enc, prompt, eng.special, FixedDrafter([]), **GREEDY_KW),
                 "oracle": sysm.oracle(eng, enc, prompt, gt)}
         if token_map is not None:
             runs["map"] = sysm.speculative(eng, enc, prompt, token_map, "s")

@@ -26,7 +26,7 @@ from tokenmap_bench.aggregate import VOICE_BOUND_WER  # noqa: E402
 from tokenmap_bench.metrics import wer  # noqa: E402
 from tokenmap.decode.control import ControllerSet  # noqa: E402
 from tokenmap.decode.cost import CostModel  # noqa: E402
-from tokenmap.decode.drafters import default_drafter  # noqa: E402
+from tokenmap.decode.drafters import FixedDrafter, default_drafter  # noqa: E402
 from tokenmap.maps.mapfile import load_maps  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
 from tokenmap.decode.replay import replay_window  # noqa: E402
@@ -81,7 +81,7 @@ def main():
         for _ in range(reps):
             truth = g["token_ids"]
             if not ctl.use_speculation():
-                st = replay_window(_Never(), truth, special.eot, with_ts, special.timestamp_begin, cost, feed=2)
+                st = replay_window(FixedDrafter([]), truth, special.eot, with_ts, special.timestamp_begin, cost, feed=2)
                 ms.append(st.greedy_ms)
             else:
                 drafter = default_drafter(maps[map_key(system, row)], special.timestamp_begin, controllers=ctl,
@@ -113,16 +113,6 @@ def fit_greedy(rows) -> tuple[float, float]:
     slope, intercept = np.polyfit(n, t, 1)
     return float(intercept), float(slope)
 
-
-class _Never:
-    def reset(self, history=()):
-        pass
-
-    def draft(self, tokens, limit):
-        return []
-
-    def update(self, drafted, accepted):
-        pass
 
 
 if __name__ == "__main__":
