@@ -188,6 +188,23 @@ def regime_text(agg: dict) -> str:
             "Their rows are in the per-task table below.")
 
 
+def regime_e2e_text(agg: dict) -> str:
+    """End to end per regime: short prompts (scripted) against dense windows (structured dictation,
+    LibriVox), against faster-whisper on the fork and stock faster-whisper on stock CTranslate2."""
+    reg = agg.get("regimes")
+    rows = []
+    for regime, systems in (reg or {}).get("table", {}).items():
+        for name in ("tokenmap-e2e", "stock-e2e"):
+            s = systems.get(name)
+            if s:
+                rows.append([regime, f"`{name}`", str(s["n"]), fmt(s["audio_s"] / s["n"], 1), fmt(s["decoder_s"], 2),
+                             fmt(s.get("S")), fmt(s.get("S_vs_stock"))])
+    if not rows:
+        return "no end-to-end rows"
+    return table(["regime", "system", "utts", "audio s per utterance", "transcribe s (sum of medians)",
+                  "S vs fw-e2e", "S vs stock-e2e"], rows)
+
+
 def header_text(result: dict) -> str:
     m, o = result["machine"], result["options"]
     return (f"Run {m['date']} on {m['cpu']} ({m['cores']} cores), git {m['git_commit']}.\n"
@@ -204,6 +221,7 @@ def markdown(result: dict) -> str:
     parts = [header_text(result), "### Per regime (decoder speed-up against plain greedy)", regime_text(agg),
              "### Decoder, per system", system_table(agg["systems"]),
              "### End to end (transcribe)", e2e_table(agg["systems"]),
+             "### End to end, per regime", regime_e2e_text(agg),
              "### Per domain × language", group_table(agg["groups"]["task"], "task"),
              "### Per voice", group_table(agg["groups"]["voice"], "voice"),
              "### Per set", group_table(agg["groups"]["set"], "set"),
