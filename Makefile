@@ -92,7 +92,7 @@ $(STOCK)/.installed:
 bench-quick: bench-data bench-stock
 	$(BIN)/tokenmap bench --quick
 
-# Teacher transcripts (issue 7, `build --balance --teacher`): plain greedy Whisper on the dev audio,
+# Teacher transcripts (`build --balance --teacher`): plain greedy Whisper on the dev audio,
 # which no benchmark run decodes; sentences the measured sets also speak are dropped.
 TEACHER := bench-data/teacher.jsonl
 bench-teacher: $(TEACHER)

@@ -9,10 +9,10 @@ with timestamps.  Every call restores the decoder state with
 ``truncate_to_step``, so each round measures the same position.
 
 * ``test_step``: ``forward_step`` of one token, logits ``[1, V]`` to numpy;
-* ``test_verify_pass[T]``: what :func:`tokenmap.speculative.decode_window`
+* ``test_verify_pass[T]``: what :func:`tokenmap.decode.speculative.decode_window`
   does per draft: one ``forward_batch`` of the fed token and ``T - 1`` drafted
   tokens (the model's own greedy tokens), logits ``[T, V]`` to numpy, and
-  :meth:`tokenmap.rules.RuleSet.choose` on every row;
+  :meth:`tokenmap.decode.rules.RuleSet.choose` on every row;
 * ``test_rules_row``: the rules (suppression, timestamp rules, log-softmax)
   on one ``[V]`` row.
 
@@ -46,7 +46,7 @@ def setup():
     from faster_whisper.feature_extractor import FeatureExtractor
 
     from tokenmap.engine import require_step_api
-    from tokenmap.rules import RuleSet, SpecialTokens
+    from tokenmap.decode.rules import RuleSet, SpecialTokens
 
     require_step_api()
     model = ctranslate2.models.Whisper(str(MODEL), device="cpu", compute_type="int8", intra_threads=THREADS)

@@ -6,11 +6,11 @@
 
 Peak RSS is the largest single process (main or tokenizer worker); the
 suffix map sorts its windows in chunks of about 2 M positions
-(:data:`tokenmap.suffixmap.CHUNK_POSITIONS`), so memory grows with the
+(:data:`tokenmap.maps.suffixmap.CHUNK_POSITIONS`), so memory grows with the
 chunk and the map, not with the whole corpus at once.
 
 Corpora come from ``corpora/generate.py`` (domain "maintenance") when it is
-there, else from :func:`tokenmap.corpus.synthetic_corpus`.
+there, else from :func:`tokenmap_bench.synthetic.synthetic_corpus`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def sentences(n: int, seed: int = 0):
         from corpora.generate import generate
         return generate("maintenance", "en", n, seed)
     except (ImportError, ValueError):
-        from tokenmap.corpus import synthetic_corpus
+        from tokenmap_bench.synthetic import synthetic_corpus
         return synthetic_corpus(n, seed)
 
 
@@ -82,7 +82,7 @@ def tok():
 
 @pytest.fixture(scope="module")
 def map_100k(tmp_path_factory, tok):
-    from tokenmap.builder import build_map
+    from tokenmap.build.builder import build_map
     d = tmp_path_factory.mktemp("bench")
     corpus = write_corpus(d / "train.txt", 100_000, seed=1)
     result = build_map([corpus], d / "m.tmap", tokenizer=tok, model=str(MODEL))
@@ -94,7 +94,7 @@ def test_size_100k(map_100k):
 
 
 def test_load_100k(benchmark, map_100k, tok):
-    from tokenmap.mapfile import load_maps
+    from tokenmap.maps.mapfile import load_maps
     (sm,) = benchmark(load_maps, map_100k.path, tok.fingerprint)
     assert sm.num_nodes == map_100k.keys
     if benchmark.enabled:
@@ -103,8 +103,8 @@ def test_load_100k(benchmark, map_100k, tok):
 
 def test_lookup(benchmark, map_100k, tok):
     """One decoder pass's drafting: advance the match by the emitted token, walk and cut the draft."""
-    from tokenmap.follow import FollowDrafter
-    from tokenmap.mapfile import load_maps
+    from tokenmap.decode.follow import FollowDrafter
+    from tokenmap.maps.mapfile import load_maps
     (sm,) = load_maps(map_100k.path, tok.fingerprint)
     drafter = FollowDrafter(sm, timestamp_begin=None, eot=sm.bos)
     contexts = []
@@ -122,7 +122,7 @@ def test_lookup(benchmark, map_100k, tok):
 
 
 def test_build_100k(benchmark, tmp_path, tok):
-    from tokenmap.builder import build_map
+    from tokenmap.build.builder import build_map
     corpus = write_corpus(tmp_path / "train.txt", 100_000, seed=2)
     out = tmp_path / "b.tmap"
     result = benchmark.pedantic(lambda: build_map([corpus], out, tokenizer=tok, force=True), rounds=1, iterations=1)
@@ -131,10 +131,11 @@ def test_build_100k(benchmark, tmp_path, tok):
 
 def test_style_bridge_acceptance(tmp_path, tok):
     """What each bridge buys: maps from written transcripts, replayed on Whisper-style text."""
-    from tokenmap.builder import BuildOptions, build_map, self_test
-    from tokenmap.cost import DEFAULT
-    from tokenmap.mapfile import load_maps
-    from tokenmap.style import StyleOptions
+    from tokenmap.build.builder import BuildOptions, build_map
+    from tokenmap.build.selftest import self_test
+    from tokenmap.decode.cost import DEFAULT
+    from tokenmap.maps.mapfile import load_maps
+    from tokenmap.build.style import StyleOptions
     corpus = write_corpus(tmp_path / "written.txt", 20_000, seed=3, transform=written_style)
     held_out = [tok.encode(s) for s in sentences(500, seed=4)]
     rows = []
@@ -158,7 +159,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workdir", default="/tmp/tokenmap-bench")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args(argv)
-    from tokenmap.builder import BuildOptions, build_map
+    from tokenmap.build.builder import BuildOptions, build_map
     from tokenmap.textok import TextTokenizer
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)

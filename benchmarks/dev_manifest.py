@@ -6,7 +6,7 @@ set/domain/language group, evenly spaced::
 
     python benchmarks/dev_manifest.py                       # -> bench-data/dev.jsonl
     tokenmap bench --manifest bench-data/dev.jsonl --systems greedy --reps 1 --out results/dev
-    python benchmarks/fairness.py --greedy results/dev/<run>/results.json --variant ...
+    python -m tokenmap_bench.fairness --greedy results/dev/<run>/results.json --variant ...
 """
 
 from __future__ import annotations

@@ -19,9 +19,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tokenmap.bench.systems import GENERATE_KW  # noqa: E402
+from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.rules import SpecialTokens  # noqa: E402
+from tokenmap.decode.rules import SpecialTokens  # noqa: E402
 
 SOUNDS = Path("/usr/share/asterisk/sounds")
 VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
@@ -73,7 +73,7 @@ def main():
                     mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None].astype(np.float32)
                     enc = model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(mel)))
                     prompt = [special.sot, vocab.index(f"<|{lang}|>"), vocab.index("<|transcribe|>")]
-                    res = model.generate(enc, [prompt], **GENERATE_KW)[0]
+                    res = model.generate(enc, [prompt], **GREEDY_KW)[0]
                     for seg in segments(res.sequences_ids[0], special.timestamp_begin):
                         text = tok.decode(seg).strip()
                         if text:

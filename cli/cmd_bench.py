@@ -21,6 +21,24 @@ from .errors import fail as _fail
 SYSTEMS = "greedy,tokenmap,oracle,distil-spec,stock,e2e"
 
 
+def _find_bench_package() -> None:
+    """Make the benchmark package importable, or stop with one line.
+
+    ``tokenmap_bench`` is not installed with tokenmap: it lives in the source
+    checkout, beside this command's folder, and needs the benchmark data.
+    """
+    try:
+        import tokenmap_bench  # noqa: F401
+    except ModuleNotFoundError as exc:
+        if exc.name != "tokenmap_bench":
+            raise
+        checkout = Path(__file__).resolve().parent.parent
+        if not (checkout / "tokenmap_bench" / "__init__.py").is_file():
+            _fail("tokenmap bench runs from a source checkout of tokenmap: "
+                  "the benchmark package tokenmap_bench is not installed")
+        sys.path.insert(0, str(checkout))
+
+
 class _Progress:
     """tqdm bar on stderr over utterances."""
 
@@ -90,10 +108,11 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
 def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,
           timestamps, out, stock_python, map_modes, learn, teacher, update_docs):
     """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
-    from tokenmap.bench.data import BenchDataError
-    from tokenmap.bench.harness import BenchOptions
-    from tokenmap.bench.report import update_docs as write_docs
-    from tokenmap.bench.run import bench as run_bench
+    _find_bench_package()
+    from tokenmap_bench.data import BenchDataError
+    from tokenmap_bench.harness import BenchOptions
+    from tokenmap_bench.report import update_docs as write_docs
+    from tokenmap_bench.run import bench as run_bench
 
     manifest = manifest or Path("bench-data") / ("quick.jsonl" if quick else "full.jsonl")
     if not manifest.is_file():
@@ -119,7 +138,7 @@ def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, thre
         _fail(str(exc))
     bar.close()
     if update_docs:
-        from tokenmap.bench.report import markdown
+        from tokenmap_bench.report import markdown
         write_docs(update_docs, markdown(result))
     click.echo(summary(result))
     click.echo(f"wrote {paths['report'].parent}/ (results.json, report.md, {len(paths['plots'])} plots)"
@@ -128,7 +147,7 @@ def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, thre
 
 def summary(result: dict) -> str:
     """The end-of-run table: one line per system."""
-    from tokenmap.bench.report import fmt, pct
+    from tokenmap_bench.report import fmt, pct
 
     systems = result["aggregates"]["systems"]
     lines = [f"{'system':<18} {'utts':>4} {'time s':>8} {'S':>6} {'S/stock':>7} {'A_r%':>6} {'A_l':>5} "

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import click
 import numpy as np
 
-from tokenmap.suffixmap import SuffixMap
+from tokenmap.maps.suffixmap import SuffixMap
 
 from .errors import fail as _fail
 
@@ -127,10 +127,10 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
     learns how Whisper writes what it hears. With --balance, a map set of
     n-gram sections (one per task) instead.
     """
-    from tokenmap.builder import BuildError, BuildOptions, build_map
-    from tokenmap.corpus import CorpusError
-    from tokenmap.mapfile import MapFormatError
-    from tokenmap.style import NO_BRIDGE, StyleOptions
+    from tokenmap.build.builder import BuildError, BuildOptions, build_map
+    from tokenmap.build.corpus import CorpusError
+    from tokenmap.maps.schema import MapFormatError
+    from tokenmap.build.style import NO_BRIDGE, StyleOptions
     from tokenmap.textok import TokenizerError
 
     style = StyleOptions(capitalize, final_period, digits) if style_bridge else NO_BRIDGE
@@ -142,7 +142,7 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
     try:
         with _interrupt_parent_only():
             if balance:
-                from tokenmap.balance import build_balanced
+                from tokenmap.balance.sections import build_balanced
                 result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar,
                                         layout=layout, teacher=teacher)
             else:
@@ -174,7 +174,7 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
 
 def _balance_summary(path) -> None:
     """One line per task: D_T (dev split or teacher transcripts), w_T and the budget it got."""
-    from tokenmap.mapfile import load_maps
+    from tokenmap.maps.mapfile import load_maps
 
     bal = load_maps(path, verify=False)[0].header["balance"]  # just written and checksummed
     taught = any(t.get("teacher_lines") for t in bal["tasks"].values())
@@ -217,7 +217,8 @@ def inspect_map(map_path, prefix, model, as_json):
 
     For a map set (``tokenmap build --balance``), each task's section in turn.
     """
-    from tokenmap.mapfile import MapFormatError, load_maps
+    from tokenmap.maps.mapfile import load_maps
+    from tokenmap.maps.schema import MapFormatError
     from tokenmap.textok import TokenizerError
 
     try:
@@ -271,7 +272,7 @@ def _print_suffix_summary(info: dict, prefix) -> None:
 
 def _suffix_prefix(sm, tok, prefix: str) -> dict:
     """What the decoder's drafter proposes after ``prefix`` at the start of an utterance (no timestamps)."""
-    from tokenmap.follow import FollowDrafter
+    from tokenmap.decode.follow import FollowDrafter
 
     ids = tok.encode_prefix(prefix)
     drafter = FollowDrafter(sm, timestamp_begin=None, eot=sm.bos)
@@ -281,7 +282,7 @@ def _suffix_prefix(sm, tok, prefix: str) -> dict:
 
 
 def _prefix_candidates(tm, prefix: str, model, map_path) -> dict:
-    from tokenmap.mapfile import TokenMap
+    from tokenmap.maps.mapfile import TokenMap
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_model(model or tm.header.get("model") or "base")

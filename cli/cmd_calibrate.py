@@ -31,7 +31,7 @@ def calibrate(model, compute_type, decoder_compute_type, threads, max_tokens, re
 
     from tokenmap.precision import decoder_compute_type as decoder_type
 
-    from tokenmap.cost import calibrate as measure, calibration_path, save_cost_model
+    from tokenmap.decode.cost import calibrate as measure, calibration_path, save_cost_model
     from tokenmap.textok import TokenizerError, model_dir_for
 
     try:

@@ -87,9 +87,9 @@ def stream(source, model, map_path, language, update, realtime, beta, mask_k, js
     Every update re-decodes the growing buffer with the previous hypothesis as
     the draft; text that two updates agree on is committed.
     """
-    from tokenmap.stream import StreamEngine, StreamOptions, StreamTranscriber
-    from tokenmap.stream_audio import AudioSourceError, FileSource, MicrophoneSource
-    from tokenmap.transcriber import AudioError, load_audio
+    from tokenmap.stream.live import StreamEngine, StreamOptions, StreamTranscriber
+    from tokenmap.stream.audio import AudioSourceError, FileSource, MicrophoneSource
+    from tokenmap.audio import AudioError, load_audio
 
     try:  # the model first, as `transcribe` does: the same errors and exit codes for the same inputs
         engine = StreamEngine.load(model, compute_type=compute_type, threads=threads, token_map=map_path)

@@ -106,7 +106,8 @@ def transcribe(files, model, map_path, language, task, compute_type, decoder_com
     is reported in one line and the others go on; the exit code is 1 if any
     failed, 2 if the model could not be loaded.
     """
-    from tokenmap.transcriber import AudioError, TranscribeOptions, load_model, transcribe_file
+    from tokenmap.audio import AudioError
+    from tokenmap.transcriber import TranscribeOptions, load_model, transcribe_file
 
     try:
         whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=list(map_path) or None,

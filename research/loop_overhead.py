@@ -20,21 +20,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tokenmap.bench import systems as sysm  # noqa: E402
-from tokenmap.bench.data import Utterance  # noqa: E402
-from tokenmap.bench.harness import features  # noqa: E402
-from tokenmap.control import ControllerSet  # noqa: E402
-from tokenmap.mapfile import load_maps  # noqa: E402
+from tokenmap_bench import systems as sysm  # noqa: E402
+from tokenmap_bench.data import Recording  # noqa: E402
+from tokenmap_bench.harness import features  # noqa: E402
+from tokenmap.decode.control import ControllerSet  # noqa: E402
+from tokenmap.maps.mapfile import load_maps  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.speculative import decode_window  # noqa: E402
+from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
+from tokenmap.decode.drafters import FixedDrafter  # noqa: E402
+from tokenmap.decode.speculative import decode_window  # noqa: E402
 
-
-class Null:
-    def reset(self, history=()):
-        pass
-
-    def draft(self, tokens, limit):
-        return []
 
 
 def main():
@@ -60,13 +55,13 @@ def main():
     passes = {k: 0 for k in times}
     for i, r in enumerate(utts):
         audio = str(ROOT / "bench-data" / r["audio"])
-        mel, _ = features(Utterance(r["id"], audio, r["text"], r["domain"], r["lang"]))
+        mel, _ = features(Recording(r["id"], audio, r["text"], r["domain"], r["lang"]))
         enc = eng.main.encode(mel)
         prompt = eng.prompt(r["lang"], True)
         g = sysm.greedy(eng, enc, prompt)
         gt = g().tokens
         runs = {"greedy": g,
-                "null": lambda: decode_window(eng.main, enc, prompt, eng.special, Null(), **sysm.GENERATE_KW),
+                "null": lambda: decode_window(eng.main, enc, prompt, eng.special, FixedDrafter([]), **GREEDY_KW),
                 "oracle": sysm.oracle(eng, enc, prompt, gt)}
         if token_map is not None:
             runs["map"] = sysm.speculative(eng, enc, prompt, token_map, "s")

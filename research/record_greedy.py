@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tokenmap.bench.data import load_manifest  # noqa: E402
-from tokenmap.bench.harness import features  # noqa: E402
-from tokenmap.bench.systems import GENERATE_KW  # noqa: E402
+from tokenmap_bench.data import load_manifest  # noqa: E402
+from tokenmap_bench.harness import features  # noqa: E402
+from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.rules import SpecialTokens  # noqa: E402
+from tokenmap.decode.rules import SpecialTokens  # noqa: E402
 
 
 def main():
@@ -46,7 +46,7 @@ def main():
             prompt = [special.sot, index[f"<|{u.lang}|>"], index["<|transcribe|>"]]
             if args.no_timestamps:
                 prompt.append(special.no_timestamps)
-            res = model.generate(enc, [prompt], **GENERATE_KW)[0]
+            res = model.generate(enc, [prompt], **GREEDY_KW)[0]
             out.write(json.dumps({"id": u.id, "task": u.task, "set": u.set, "voice": u.voice, "text": u.text,
                                   "prompt": prompt, "tokens": res.sequences_ids[0],
                                   "seconds": round(min(audio_s, 30.0), 3)}) + "\n")

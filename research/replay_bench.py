@@ -5,7 +5,7 @@
 For each drafting system of the run (tokenmap, tokenmap-learned, tokenmap-mismatch), the
 drafter is rebuilt as the bench built it (the run's maps, its cost curve, one ControllerSet per
 session, the window's audio length), in manifest order and with the run's repetitions, and
-replayed on the greedy token ids the run recorded (:func:`tokenmap.replay.replay_window`). The
+replayed on the greedy token ids the run recorded (:func:`tokenmap.decode.replay.replay_window`). The
 window gate is replayed too: a window it sends to plain ``generate`` costs what greedy costs.
 Modelled decoder time = a window's fixed cost + its passes on the run's cost curve, where the
 fixed cost and the curve's level come from a straight-line fit of the run's greedy decoder times
@@ -22,15 +22,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tokenmap.bench.aggregate import VOICE_BOUND_WER  # noqa: E402
-from tokenmap.bench.metrics import wer  # noqa: E402
-from tokenmap.control import ControllerSet  # noqa: E402
-from tokenmap.cost import CostModel  # noqa: E402
-from tokenmap.drafters import default_drafter  # noqa: E402
-from tokenmap.mapfile import load_maps  # noqa: E402
+from tokenmap_bench.aggregate import VOICE_BOUND_WER  # noqa: E402
+from tokenmap_bench.metrics import wer  # noqa: E402
+from tokenmap.decode.control import ControllerSet  # noqa: E402
+from tokenmap.decode.cost import CostModel  # noqa: E402
+from tokenmap.decode.drafters import FixedDrafter, default_drafter  # noqa: E402
+from tokenmap.maps.mapfile import load_maps  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.replay import replay_window  # noqa: E402
-from tokenmap.rules import SpecialTokens  # noqa: E402
+from tokenmap.decode.replay import replay_window  # noqa: E402
+from tokenmap.decode.rules import SpecialTokens  # noqa: E402
 
 SESSION = {"tokenmap": "{task}", "tokenmap-learned": "learned {task}", "tokenmap-mismatch": "mismatch {task}"}
 
@@ -49,6 +49,9 @@ def main():
     ap.add_argument("--prefill-ms", type=float, default=None,
                     help="the fixed cost of a window (default: fitted on the run's greedy decodes)")
     ap.add_argument("--reps", type=int, default=None, help="default: the run's repetitions")
+    ap.add_argument("--calibrated", action="store_true",
+                    help="predict tokenmap's time from the run's calibrated curve and prefill as they are, "
+                    "against the greedy times the run measured")
     args = ap.parse_args()
     run = json.loads(Path(args.results).read_text())
     cost = CostModel.from_json(run["cost_model"])
@@ -56,6 +59,8 @@ def main():
     fixed, per_token = fit_greedy(greedy_rows)
     scale = per_token / cost.step_ms  # the run's machine load, read off its greedy decodes
     prefill = args.prefill_ms if args.prefill_ms is not None else fixed
+    if args.calibrated:  # the run's calibration alone: its curve and its prefill, unscaled
+        scale, prefill = 1.0, cost.prefill_ms
     print(f"greedy decoder time = {fixed:.1f} ms + {per_token:.2f} ms x tokens (least squares over "
           f"{len(greedy_rows)} utterances); the curve's step is {cost.step_ms} ms, so its passes are scaled by "
           f"{scale:.2f}")
@@ -67,7 +72,8 @@ def main():
     for r in greedy.values():
         by_task[r["task"]].append(r)
     bound = {t for t, rs in by_task.items() if wer([(r["ref"], r["text"]) for r in rs]) > VOICE_BOUND_WER}
-    maps = {k: load_maps(ROOT / v)[0] for k, v in run["maps"].items() if isinstance(v, str)}
+    where = Path(args.results).resolve().parents[2]  # the checkout the run was made in (results/<run>/results.json)
+    maps = {k: load_maps(where / v)[0] for k, v in run["maps"].items() if isinstance(v, str)}
     controllers: dict = {}
     out = collections.defaultdict(lambda: collections.defaultdict(float))  # (system, regime) -> sums
     for row in (r for r in rows if r["system"] in SESSION):
@@ -81,7 +87,7 @@ def main():
         for _ in range(reps):
             truth = g["token_ids"]
             if not ctl.use_speculation():
-                st = replay_window(_Never(), truth, special.eot, with_ts, special.timestamp_begin, cost, feed=2)
+                st = replay_window(FixedDrafter([]), truth, special.eot, with_ts, special.timestamp_begin, cost, feed=2)
                 ms.append(st.greedy_ms)
             else:
                 drafter = default_drafter(maps[map_key(system, row)], special.timestamp_begin, controllers=ctl,
@@ -91,7 +97,7 @@ def main():
             greedy_ms = st.greedy_ms
         key = (system, g["regime"])
         out[key]["replay_ms"] += sorted(ms)[len(ms) // 2] * scale + prefill
-        out[key]["greedy_ms"] += greedy_ms * scale + prefill
+        out[key]["greedy_ms"] += g["decoder_s"] * 1000.0 if args.calibrated else greedy_ms * scale + prefill
         out[key]["audio_s"] += row["decoder_s"]
         out[key]["audio_greedy_s"] += g["decoder_s"]
         out[key]["n"] += 1
@@ -113,13 +119,6 @@ def fit_greedy(rows) -> tuple[float, float]:
     slope, intercept = np.polyfit(n, t, 1)
     return float(intercept), float(slope)
 
-
-class _Never:
-    def reset(self, history=()):
-        pass
-
-    def draft(self, tokens, limit):
-        return []
 
 
 if __name__ == "__main__":

@@ -15,14 +15,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tokenmap.builder import encode_texts  # noqa: E402
-from tokenmap.cost import DEFAULT, CostModel  # noqa: E402
-from tokenmap.follow import Calibration, FollowDrafter, FollowOptions  # noqa: E402
+from tokenmap.build.builder import encode_texts  # noqa: E402
+from tokenmap.decode.cost import DEFAULT, CostModel  # noqa: E402
+from tokenmap.decode.follow import Calibration, FollowDrafter, FollowOptions  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.replay import ReplayStats, replay_window  # noqa: E402
-from tokenmap.rules import SpecialTokens  # noqa: E402
-from tokenmap.style import StyleOptions  # noqa: E402
-from tokenmap.suffixmap import SuffixMap  # noqa: E402
+from tokenmap.decode.replay import ReplayStats, replay_window  # noqa: E402
+from tokenmap.decode.rules import SpecialTokens  # noqa: E402
+from tokenmap.build.style import StyleOptions  # noqa: E402
+from tokenmap.maps.suffixmap import SuffixMap  # noqa: E402
 from tokenmap.textok import TextTokenizer  # noqa: E402
 
 

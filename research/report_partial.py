@@ -13,11 +13,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tokenmap.bench.aggregate import aggregate  # noqa: E402
-from tokenmap.bench.data import machine_info  # noqa: E402
-from tokenmap.bench.harness import BenchOptions  # noqa: E402
-from tokenmap.bench.report import markdown, update_docs, write_all  # noqa: E402
-from tokenmap.cost import load_cost_model  # noqa: E402
+from tokenmap_bench.aggregate import aggregate  # noqa: E402
+from tokenmap_bench.data import machine_info  # noqa: E402
+from tokenmap_bench.harness import BenchOptions  # noqa: E402
+from tokenmap_bench.report import markdown, update_docs, write_all  # noqa: E402
+from tokenmap.decode.cost import load_cost_model  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
 
 

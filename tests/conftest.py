@@ -89,7 +89,7 @@ def telephony_map(tmp_path_factory):
 @pytest.fixture(scope="session")
 def make_corpus(tmp_path_factory):
     """``make_corpus(n, seed)``: a file of ``n`` generated maintenance lines (one per call)."""
-    from tokenmap.corpus import synthetic_corpus
+    from tokenmap_bench.synthetic import synthetic_corpus
 
     def make(n: int, seed: int) -> Path:
         path = tmp_path_factory.mktemp("corpus") / "maint.txt"

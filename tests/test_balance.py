@@ -1,17 +1,18 @@
-"""Budget allocation (tokenmap.balance), divergence helpers, and a small --balance build."""
+"""Budget allocation (tokenmap.balance.plan), divergence helpers, and a small --balance build."""
 
 import math
 
 import numpy as np
 import pytest
 
-from tokenmap.balance import (DEFAULT_BUDGET, GENEROUS, Budget, allocate, best_task, excess, protected_tasks, shares,
-                              summed_tests)
-from tokenmap.task_streams import split_dev
-from tokenmap.balance_merge import merge_arrays
-from tokenmap.cost import DEFAULT
-from tokenmap.divergence import cross_entropy, ranks, spearman
-from tokenmap.mapfile import TokenMap
+from tokenmap.balance.budget import (DEFAULT_BUDGET, GENEROUS, Budget, allocate, best_task, excess, protected_tasks, shares)
+from tokenmap.balance.sections import summed_tests
+from tokenmap.balance.streams import split_dev
+from tokenmap.balance.merged import merge_arrays
+from tokenmap.decode.cost import DEFAULT
+from tokenmap.balance.divergence import cross_entropy
+from tokenmap_bench.metrics import ranks, spearman
+from tokenmap.maps.mapfile import TokenMap
 
 BOUND = Budget(min_count=1, max_candidates=7, max_draft_len=24, weight=9.0)
 from tokenmap.models import resolve_model
@@ -104,7 +105,7 @@ def test_spearman_and_ranks():
 
 def _arrays(entries, order=2):
     """Map arrays from ``{key tuple: (count, [(tokens, expected, saving)])}``."""
-    from tokenmap.balance_merge import _to_arrays
+    from tokenmap.balance.merged import _to_arrays
     return _to_arrays(entries, order)
 
 
@@ -144,7 +145,7 @@ def test_cross_entropy_prefers_the_fitting_map():
 
 def _two_tasks(tmp_path, n_maint=3000, n_thin=60, seeds=(5, 4)):
     """Corpus files of a large task maint/en and a thin one thin/en (telephony-like lines)."""
-    from tokenmap.corpus import synthetic_corpus
+    from tokenmap_bench.synthetic import synthetic_corpus
 
     maint = list(synthetic_corpus(n_maint, seed=seeds[0]))
     thin = [f"Please call {x.lower()}" for x in synthetic_corpus(n_thin, seed=seeds[1])]
@@ -157,9 +158,9 @@ def _two_tasks(tmp_path, n_maint=3000, n_thin=60, seeds=(5, 4)):
 
 
 def test_build_balanced_writes_one_section_per_task(tmp_path):
-    from tokenmap.balance import build_balanced
-    from tokenmap.builder import BuildOptions
-    from tokenmap.mapfile import load_maps
+    from tokenmap.balance.sections import build_balanced
+    from tokenmap.build.builder import BuildOptions
+    from tokenmap.maps.mapfile import load_maps
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
@@ -183,9 +184,9 @@ def test_build_balanced_writes_one_section_per_task(tmp_path):
 
 def test_best_section_is_the_plain_map_of_its_corpus(tmp_path):
     """The fastest task's section is what it would get alone: its acceptance cannot drop."""
-    from tokenmap.balance import build_balanced
-    from tokenmap.builder import BuildOptions
-    from tokenmap.mapfile import load_maps
+    from tokenmap.balance.sections import build_balanced
+    from tokenmap.build.builder import BuildOptions
+    from tokenmap.maps.mapfile import load_maps
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
@@ -201,8 +202,8 @@ def test_best_section_is_the_plain_map_of_its_corpus(tmp_path):
 
 
 def test_build_merged_records_the_allocation(tmp_path):
-    from tokenmap.balance import build_balanced
-    from tokenmap.builder import BuildOptions
+    from tokenmap.balance.sections import build_balanced
+    from tokenmap.build.builder import BuildOptions
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
@@ -228,7 +229,7 @@ def test_protected_tasks_keep_the_default_budget():
 
 
 def test_rare_keys_seen_in_other_tasks_are_dropped():
-    from tokenmap.balance_merge import drop_foreign_rare
+    from tokenmap.balance.merged import drop_foreign_rare
 
     bos = TokenMap.BOS
     thin = {(bos,): (1, [((1, 2), 0.9, 5.0)]), (5,): (1, [((6,), 0.9, 5.0)]), (9,): (1, [((10,), 0.9, 5.0)]),
@@ -241,7 +242,7 @@ def test_rare_keys_seen_in_other_tasks_are_dropped():
 
 
 def test_thin_task_keys_never_shadow_a_protected_context():
-    from tokenmap.balance_merge import drop_shadowing
+    from tokenmap.balance.merged import drop_shadowing
 
     bos = TokenMap.BOS
     protected_stream = np.array([bos, 1, 2, 3, 4], dtype=np.uint32)
@@ -255,8 +256,9 @@ def test_thin_task_keys_never_shadow_a_protected_context():
 
 
 def test_merged_map_drafts_like_the_protected_map_on_protected_text(tmp_path):
-    from tokenmap.balance import PROTECTED, build_balanced
-    from tokenmap.builder import BuildOptions
+    from tokenmap.balance.budget import PROTECTED
+    from tokenmap.balance.sections import build_balanced
+    from tokenmap.build.builder import BuildOptions
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_file(MODEL / "tokenizer.json")

@@ -5,12 +5,12 @@ import math
 
 import pytest
 
-from tokenmap.bench import aggregate as A
-from tokenmap.bench import metrics as M
-from tokenmap.bench.data import BenchDataError, Utterance, load_manifest
-from tokenmap.bench.harness import BenchOptions, heavy_ids
-from tokenmap.bench.report import BEGIN, END, markdown, update_docs
-from tokenmap.bench.systems import vocab_maps
+from tokenmap_bench import aggregate as A
+from tokenmap_bench import metrics as M
+from tokenmap_bench.data import BenchDataError, Recording, load_manifest
+from tokenmap_bench.harness import BenchOptions, heavy_ids
+from tokenmap_bench.report import BEGIN, END, markdown, update_docs
+from tokenmap_bench.systems import vocab_maps
 
 
 def test_speedup_is_baseline_over_system():
@@ -131,7 +131,7 @@ def test_vocab_maps_by_string():
 
 
 def test_heavy_ids_first_per_group():
-    utts = [Utterance(f"u{i}", "/x", "t", "telephony" if i < 3 else "incar", "en", set="s") for i in range(5)]
+    utts = [Recording(f"u{i}", "/x", "t", "telephony" if i < 3 else "incar", "en", set="s") for i in range(5)]
     assert heavy_ids(utts, 1) == {"u0", "u3"}
     assert heavy_ids(utts, 0) == {f"u{i}" for i in range(5)}
 
@@ -213,7 +213,7 @@ def test_map_modes_on_identical_utterances_only():
 
 
 def test_bench_maps_name_the_map_each_system_drafts_from(tmp_path):
-    from tokenmap.bench.data import BenchMaps
+    from tokenmap_bench.data import BenchMaps
 
     own = {("maintenance", "en"): tmp_path / "m.tmap", ("telephony", "en"): None}
     maps = BenchMaps(tasks=own, shared={"multi": tmp_path / "multi.tmap", "balanced": None})
@@ -222,3 +222,21 @@ def test_bench_maps_name_the_map_each_system_drafts_from(tmp_path):
     assert maps.drafted_by("tokenmap-balanced") == {}
     assert maps.as_dict() == {"maintenance/en": str(tmp_path / "m.tmap"), "telephony/en": None,
                               "multi": str(tmp_path / "multi.tmap"), "balanced": None}
+
+
+def test_end_to_end_per_regime_against_stock():
+    from tokenmap_bench.report import regime_e2e_text
+
+    def row(uid, system, t, regime, audio_s):
+        return dict(id=uid, system=system, decoder_s=t, audio_s=audio_s, domain="d", lang="en", task=f"{regime}/en",
+                    voice="v", set="s", regime=regime, ref="a b", text="a b", identical=True)
+
+    rows = [row("s1", "greedy", 0.2, "scripted", 2.0), row("s1", "fw-e2e", 1.0, "scripted", 2.0),
+            row("s1", "tokenmap-e2e", 1.25, "scripted", 2.0), row("s1", "stock-e2e", 0.8, "scripted", 2.0),
+            row("d1", "greedy", 1.5, "structured", 30.0), row("d1", "fw-e2e", 3.0, "structured", 30.0),
+            row("d1", "tokenmap-e2e", 2.0, "structured", 30.0), row("d1", "stock-e2e", 2.5, "structured", 30.0)]
+    text = regime_e2e_text(A.aggregate(rows))
+    lines = {tuple(c.strip() for c in line.split("|")[1:3]): line for line in text.splitlines()[2:]}
+    assert "| 30.0 |" in lines["structured", "`tokenmap-e2e`"] and lines["structured", "`tokenmap-e2e`"].endswith(
+        "| 1.50 | 1.25 |")
+    assert lines["scripted", "`tokenmap-e2e`"].endswith("| 0.80 | 0.64 |")

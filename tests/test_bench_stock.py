@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tokenmap.bench import stock_runner
-from tokenmap.bench.harness import BenchOptions
-from tokenmap.bench.stock import start_server
-from tokenmap.bench.systems import GENERATE_KW
+from tokenmap_bench import stock_runner
+from tokenmap_bench.harness import BenchOptions
+from tokenmap_bench.stock import start_server
+from tokenmap.decode.reference import GREEDY_KW
 
 DATA = Path(__file__).parent / "data"
 
@@ -25,7 +25,7 @@ def test_serve_answers_each_request_on_its_own_line(base_model_dir):
     prompt = [50258, 50259, 50359]  # <|startoftranscript|><|en|><|transcribe|>
     requests = [
         {"op": "load", "model_dir": str(base_model_dir), "compute_type": "int8", "threads": 2,
-         "timestamps": True, "generate_kw": GENERATE_KW},
+         "timestamps": True, "generate_kw": GREEDY_KW},
         {"op": "prepare", "utt": {"id": "u", "audio": str(audio), "lang": "en", "prompt": prompt}},
         {"op": "stock"}, {"op": "stock-e2e"}, {"op": "nonsense"}, {"op": "done"},
         {"op": "stock"},  # after "done": never read

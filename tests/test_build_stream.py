@@ -6,11 +6,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenmap import counting, ngrams
-from tokenmap.builder import BuildOptions, build_map, encode_texts
-from tokenmap.cost import DEFAULT
-from tokenmap.mapfile import TokenMap
-from tokenmap.style import StyleOptions
+from tokenmap.build import counting
+
+from tokenmap.build import ngrams
+from tokenmap.build.builder import BuildOptions, build_map, encode_texts
+from tokenmap.decode.cost import DEFAULT
+from tokenmap.maps.mapfile import TokenMap
+from tokenmap.build.style import StyleOptions
 
 
 @pytest.fixture(scope="module")

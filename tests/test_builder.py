@@ -5,11 +5,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenmap import counting, ngrams
-from tokenmap.builder import BuildError, BuildOptions, build_map, simulate
-from tokenmap.corpus import synthetic_corpus
-from tokenmap.mapfile import TokenMap
-from tokenmap.style import NO_BRIDGE, StyleOptions, bridge
+from tokenmap.build import counting
+from tokenmap.build.builder import BuildError, BuildOptions, build_map
+from tokenmap.build.selftest import simulate
+from tokenmap_bench.synthetic import synthetic_corpus
+from tokenmap.maps.mapfile import TokenMap
+from tokenmap.build.style import NO_BRIDGE, StyleOptions, bridge
 
 from tokenmap.models import resolve_model
 
@@ -28,9 +29,10 @@ def _build(corpus, out, tok, **kw):
 
 
 def test_build_and_draft(tmp_path, corpus, tok):
-    from tokenmap.follow import FollowDrafter
-    from tokenmap.mapfile import SUFFIX_VERSION, load_maps
-    from tokenmap.suffixmap import SuffixMap
+    from tokenmap.decode.follow import FollowDrafter
+    from tokenmap.maps.mapfile import load_maps
+    from tokenmap.maps.schema import SUFFIX_VERSION
+    from tokenmap.maps.suffixmap import SuffixMap
 
     result = _build(corpus, tmp_path / "m.tmap", tok)
     assert result.utterances == 3000 and result.keys > 100 and result.candidates > 100
@@ -61,7 +63,7 @@ def test_parallel_equals_serial(tmp_path, corpus, tok, monkeypatch):
 
 
 def test_refuses_to_overwrite(tmp_path, corpus, tok):
-    from tokenmap.mapfile import load_maps
+    from tokenmap.maps.mapfile import load_maps
 
     out = tmp_path / "m.tmap"
     out.write_bytes(b"keep me")
@@ -73,7 +75,7 @@ def test_refuses_to_overwrite(tmp_path, corpus, tok):
 
 
 def test_min_count_prunes_rare_contexts(tmp_path, corpus, tok):
-    from tokenmap.mapfile import load_maps
+    from tokenmap.maps.mapfile import load_maps
 
     loose = load_maps(_build(corpus, tmp_path / "a.tmap", tok, trie_min_count=1).path)[0]
     strict = load_maps(_build(corpus, tmp_path / "b.tmap", tok, trie_min_count=50).path)[0]
@@ -86,7 +88,7 @@ def test_min_count_prunes_rare_contexts(tmp_path, corpus, tok):
 
 def test_count_levels_small():
     t = np.array([9, 1, 2, 3, 10, 9, 1, 2, 4, 10, 9, 1, 2, 3, 10], dtype=np.uint32)
-    levels = ngrams.count_levels(t, sep=10, min_count=2, max_len=5)
+    levels = counting.count_levels(t, sep=10, min_count=2, max_len=5)
     grams = []
     prev = None
     for j, lv in enumerate(levels):
@@ -99,7 +101,7 @@ def test_count_levels_small():
 
 
 def test_empty_corpus_is_an_error(tmp_path, tok):
-    from tokenmap.corpus import CorpusError
+    from tokenmap.build.corpus import CorpusError
     empty = tmp_path / "e.txt"
     empty.write_text("\n\n")
     with pytest.raises(CorpusError, match="no usable utterances"):

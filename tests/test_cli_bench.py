@@ -88,7 +88,7 @@ def test_bench_two_utterances(tmp_path, data_dir):
 def test_partial_rows_survive_a_run_that_dies(tmp_path, caplog):
     import numpy as np
 
-    from tokenmap.bench.run import PartialRows
+    from tokenmap_bench.run import PartialRows
 
     with pytest.raises(KeyboardInterrupt), PartialRows(tmp_path / "run") as sink:
         sink([{"id": "a", "system": "greedy", "decoder_s": np.float64(0.5)}])

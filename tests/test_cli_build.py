@@ -5,7 +5,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from tokenmap.corpus import synthetic_corpus
+from tokenmap_bench.synthetic import synthetic_corpus
 from tokenmap_cli.main import cli
 
 from tokenmap.models import resolve_model

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenmap.corpus import MAX_CHARS, CorpusError, CorpusStats, check_nonempty, read_corpus
+from tokenmap.build.corpus import MAX_CHARS, CorpusError, CorpusStats, check_nonempty, read_corpus
 
 
 def _read(paths, **kw):
@@ -87,7 +87,7 @@ def test_bad_gzip(tmp_path):
 
 
 def test_directory_walk_skips_held_out_test_files(tmp_path):
-    from tokenmap.corpus import expand_paths
+    from tokenmap.build.corpus import expand_paths
 
     d = tmp_path / "maintenance" / "en"
     d.mkdir(parents=True)
@@ -100,7 +100,7 @@ def test_directory_walk_skips_held_out_test_files(tmp_path):
 
 def test_directory_walk_reads_each_file_once(tmp_path):
     """Links to a file already listed are dropped (corpora/maintenance/train.txt -> en/train.txt)."""
-    from tokenmap.corpus import expand_paths
+    from tokenmap.build.corpus import expand_paths
     d = tmp_path / "maintenance"
     (d / "en").mkdir(parents=True)
     (d / "en" / "train.txt").write_text("Pump 1 checked.\nValve 2 replaced.\n")
@@ -116,7 +116,7 @@ def test_directory_walk_reads_each_file_once(tmp_path):
 
 
 def test_repository_maintenance_links():
-    from tokenmap.corpus import expand_paths
+    from tokenmap.build.corpus import expand_paths
     root = Path(__file__).resolve().parents[1] / "corpora" / "maintenance"
     assert (root / "train.txt").resolve() == (root / "en" / "train.txt").resolve()
     assert (root / "test.txt").resolve() == (root / "en" / "test.txt").resolve()

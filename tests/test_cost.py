@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tokenmap.cost import DEFAULT, CostModel, calibration_path, interpolate, load_cost_model, save_cost_model
+from tokenmap.decode.cost import DEFAULT, CostModel, calibration_path, interpolate, load_cost_model, save_cost_model
 
 
 def test_default_matches_engine_notes():

@@ -1,16 +1,14 @@
-"""benchmarks/fairness.py on a bench run's greedy outputs: segment cutting and the prefill count."""
+"""The fairness replay on a bench run's greedy outputs: segment cutting and the prefill count."""
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "fairness.py"
-_spec = importlib.util.spec_from_file_location("tokenmap_bench_fairness", _PATH)
-fair = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = fair
-_spec.loader.exec_module(fair)
+from tokenmap.decode.cost import CostModel
+from tokenmap_bench import fairness as fair
+
+_RESEARCH = Path(__file__).resolve().parent.parent / "research"
 
 TS = 1000  # timestamp_begin of this toy vocabulary
 
@@ -38,8 +36,6 @@ def test_greedy_segments_cut_at_timestamps_per_task(tmp_path):
 
 
 def test_replay_pays_one_prefill_per_utterance():
-    from tokenmap.cost import CostModel
-
     cost = CostModel(10.0, (10.0, 15.0))
     segs = [[5, 6], [7], [8, 9]]
     two = fair.replay(SixAfterFive(), segs, cost, prefill=100.0, starts={0, 2})
@@ -52,14 +48,9 @@ def test_replay_pays_one_prefill_per_utterance():
 
 
 def test_map_set_infers_the_task_from_the_emitted_tokens():
-    spec = importlib.util.spec_from_file_location("tokenmap_bench_map_inference", _PATH.parent / "map_inference.py")
-    sys.path.insert(0, str(_PATH.parent))
-    try:
-        inf = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(inf)
-    finally:
-        sys.path.remove(str(_PATH.parent))
-    from tokenmap.cost import CostModel
+    spec = importlib.util.spec_from_file_location("research_map_inference", _RESEARCH / "map_inference.py")
+    inf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(inf)
 
     class Next:  # drafts the next two tokens of its own counting sequence
         BOS = -1

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmap.builder import BuildError, BuildOptions, build_map
-from tokenmap.corpus import synthetic_corpus
-from tokenmap.mapfile import TokenMap, write_map
+from tokenmap.build.builder import BuildError, BuildOptions, build_map
+from tokenmap_bench.synthetic import synthetic_corpus
+from tokenmap.maps.mapfile import TokenMap, write_map
 from tokenmap_cli.main import cli
 
 from tokenmap.models import resolve_model
@@ -175,7 +175,7 @@ def test_ctrl_c_during_a_build_is_quiet(tmp_path):
 def test_an_interrupted_write_leaves_no_partial_file(tmp_path, monkeypatch):
     import hashlib
 
-    from tokenmap import mapfile
+    from tokenmap.maps import mapfile
 
     class Interrupted:
         def __init__(self):
@@ -218,7 +218,7 @@ def _text(model, audio):
 
 @pytest.mark.model
 def test_whisper_model_rejects_stereo_and_reads_int16(spec_model, speech):
-    from tokenmap.transcriber import AudioError
+    from tokenmap.audio import AudioError
 
     with pytest.raises(AudioError, match=r"shape \(2, \d+\).*mono"):
         spec_model.transcribe(np.stack([speech, speech]), language="en")
@@ -231,7 +231,7 @@ def test_whisper_model_rejects_stereo_and_reads_int16(spec_model, speech):
 @pytest.mark.model
 def test_whisper_model_checks_arrays_with_drafting_off(spec_model, speech, monkeypatch):
     """Without the engine fork (stock CTranslate2) transcribe is faster-whisper's own: arrays are checked too."""
-    from tokenmap.transcriber import AudioError
+    from tokenmap.audio import AudioError
 
     monkeypatch.setattr(spec_model, "drafting", False)
     with pytest.raises(AudioError, match=r"shape \(2, \d+\).*mono"):
@@ -240,7 +240,8 @@ def test_whisper_model_checks_arrays_with_drafting_off(spec_model, speech, monke
 
 @pytest.mark.model
 def test_cli_transcriber_rejects_stereo_and_reads_int16(fw_model, speech):
-    from tokenmap.transcriber import AudioError, TranscribeOptions, transcribe_audio
+    from tokenmap.audio import AudioError
+    from tokenmap.transcriber import TranscribeOptions, transcribe_audio
 
     options = TranscribeOptions(language="en", vad=False)
     with pytest.raises(AudioError, match=r"clip: an array of shape \(\d+, 2\)"):

@@ -3,8 +3,8 @@
 The fuzz tests build maps through the public writer (``write_map``) from random
 headers and arrays, and rewrite the arrays of a real built map in place (the
 checksum recomputed), so they hold for any layout the loader declares: the
-suffix map of ``tokenmap build`` (format 3, :data:`tokenmap.mapfile.SUFFIX_LAYOUT`)
-and the n-gram layout of map-set sections (:data:`tokenmap.mapfile.LAYOUT`).
+suffix map of ``tokenmap build`` (format 3, :data:`tokenmap.maps.schema.SUFFIX_LAYOUT`)
+and the n-gram layout of map-set sections (:data:`tokenmap.maps.schema.LAYOUT`).
 """
 
 import hashlib
@@ -18,17 +18,17 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tokenmap.balance import Budget
-from tokenmap.builder import BuildOptions, build_map, encode_texts
-from tokenmap.corpus import synthetic_corpus
-from tokenmap.cost import DEFAULT
-from tokenmap.follow import FollowDrafter
-from tokenmap.mapfile import (LAYOUT, NGRAM_VERSION, SCHEMA, SUFFIX_LAYOUT, SUFFIX_SCHEMA, MapFormatError, TokenMap,
-                              load_maps, write_map, write_map_set)
-from tokenmap.mapschema import TokenIds
-from tokenmap.style import StyleOptions
-from tokenmap.suffixmap import SuffixMap
-from tokenmap.task_streams import task_arrays
+from tokenmap.balance.budget import Budget
+from tokenmap.build.builder import BuildOptions, build_map, encode_texts
+from tokenmap_bench.synthetic import synthetic_corpus
+from tokenmap.decode.cost import DEFAULT
+from tokenmap.decode.follow import FollowDrafter
+from tokenmap.maps.mapfile import TokenMap, load_maps, write_map, write_map_set
+from tokenmap.maps.schema import LAYOUT, NGRAM_VERSION, SCHEMA, SUFFIX_LAYOUT, SUFFIX_SCHEMA, MapFormatError
+from tokenmap.maps.schema import TokenIds
+from tokenmap.build.style import StyleOptions
+from tokenmap.maps.suffixmap import SuffixMap
+from tokenmap.balance.streams import task_arrays
 
 BOS = TokenMap.BOS
 SENTENCES = list(synthetic_corpus(400, seed=5))

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tokenmap.mapfile import (MAGIC, MapFormatError, TokenMap, key_hash, key_hash_rows, load_maps, write_map,
-                              write_map_set)
+from tokenmap.maps.mapfile import TokenMap, key_hash, key_hash_rows, load_maps, write_map, write_map_set
+from tokenmap.maps.schema import MAGIC, MapFormatError
 
 BOS = TokenMap.BOS
 
@@ -196,7 +196,7 @@ def test_fuzz_array_table(tmp_path, shape, offset, name, as_set):
 
 def test_drafter_uses_the_maps_own_order(tmp_path):
     """A map of order 2 is looked up with 2 tokens of context (not a fixed 3)."""
-    from tokenmap.drafters import TokenMapDrafter
+    from tokenmap.decode.drafters import TokenMapDrafter
 
     class Order2:
         BOS = 0xFFFFFFFF

@@ -74,9 +74,9 @@ def split(base_model_dir):
 @pytest.mark.parametrize("name", FILES)
 def test_drafts_keep_the_split_configurations_greedy_output(split, base_model_dir, data_dir, name):
     """Oracle drafts (whole output in one pass), drafts wrong from the 3rd token on, and no drafts."""
-    from tokenmap.drafters import FixedDrafter
-    from tokenmap.rules import SpecialTokens
-    from tokenmap.speculative import decode_window
+    from tokenmap.decode.drafters import FixedDrafter
+    from tokenmap.decode.rules import SpecialTokens
+    from tokenmap.decode.speculative import decode_window
 
     special = SpecialTokens.from_model_dir(str(base_model_dir))
     enc = _encode(split, data_dir / name)
@@ -122,7 +122,7 @@ def test_int8_model_decodes_with_a_float32_copy_by_default(base_model_dir, data_
 
 
 def test_float32_decoder_has_its_own_built_in_cost_curve(tmp_path):
-    from tokenmap.cost import DEFAULT, DEFAULT_FLOAT32, load_cost_model
+    from tokenmap.decode.cost import DEFAULT, DEFAULT_FLOAT32, load_cost_model
 
     assert load_cost_model(tmp_path, "float32", 2) is DEFAULT_FLOAT32
     assert load_cost_model(tmp_path, "int8", 2) is DEFAULT
@@ -133,7 +133,7 @@ def test_float32_decoder_has_its_own_built_in_cost_curve(tmp_path):
 def test_calibrate_measures_the_decoders_precision(monkeypatch, tmp_path):
     from click.testing import CliRunner
 
-    import tokenmap.cost as cost
+    import tokenmap.decode.cost as cost
     from tokenmap_cli.main import cli
 
     seen = []

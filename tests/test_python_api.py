@@ -110,7 +110,7 @@ SAMPLING = dict(COMMON, beam_size=1, num_hypotheses=5, sampling_topk=0, sampling
 
 @pytest.fixture(scope="module")
 def special(base_model_dir):
-    from tokenmap.rules import SpecialTokens
+    from tokenmap.decode.rules import SpecialTokens
 
     return SpecialTokens.from_model_dir(str(base_model_dir))
 
@@ -129,7 +129,7 @@ def _prompt(special, *prefix):
     (2, dict(COMMON, beam_size=1, patience=1), "batch", "WhisperModel.transcribe"),
 ])
 def test_bypass_reason_names_the_option(special, batch, kwargs, kind, advice):
-    from tokenmap.rules import supports_fast_path
+    from tokenmap.decode.rules import supports_fast_path
     from tokenmap.whisper import bypass_reason
 
     prompt = _prompt(special)
@@ -142,7 +142,7 @@ def test_bypass_reason_names_the_option(special, batch, kwargs, kind, advice):
 
 @pytest.mark.model
 def test_bypass_reason_names_a_decoding_prefix(special):
-    from tokenmap.rules import supports_fast_path
+    from tokenmap.decode.rules import supports_fast_path
     from tokenmap.whisper import bypass_reason
 
     greedy = dict(COMMON, beam_size=1, patience=1)

@@ -1,12 +1,12 @@
-"""Tests of tokenmap.rules (synthetic logits) and tokenmap.reference (real model)."""
+"""Tests of tokenmap.decode.rules (synthetic logits) and tokenmap.decode.reference (real model)."""
 
 import os
 
 import numpy as np
 import pytest
 
-from tokenmap import rules as R
-from tokenmap.rules import (DISABLED, RuleSet, SpecialTokens, SuppressBlank, SuppressTokens,
+from tokenmap.decode import ct2math
+from tokenmap.decode.rules import (DISABLED, RuleSet, SpecialTokens, SuppressBlank, SuppressTokens,
                             TimestampRules, supports_fast_path)
 
 # Toy vocabulary: text 0..9, EOT 10, SOT 11, transcribe 12, nospeech 13,
@@ -90,7 +90,7 @@ def test_log_softmax_and_sum_order():
     rng = np.random.default_rng(0)
     x = rng.normal(size=51865).astype(np.float32) * 4
     exact = x.astype(np.float64) - np.log(np.exp(x.astype(np.float64)).sum())
-    assert np.allclose(R.log_softmax(x), exact, atol=1e-4)
+    assert np.allclose(ct2math.log_softmax(x), exact, atol=1e-4)
     v = rng.random(1003).astype(np.float32)
     lanes = np.zeros(8, np.float32)
     for i in range(0, 1000, 8):
@@ -98,10 +98,10 @@ def test_log_softmax_and_sum_order():
     acc = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]))
     for t in v[1000:]:
         acc = np.float32(acc + t)
-    if R.LANES == 8:
-        assert R._sum_like_ct2(v) == acc
-    assert R.softmax(x).sum() == pytest.approx(1.0, abs=1e-4)
-    assert np.isfinite(R.logsumexp(np.full(5, DISABLED)))
+    if ct2math.LANES == 8:
+        assert ct2math._sum_like_ct2(v) == acc
+    assert ct2math.softmax(x).sum() == pytest.approx(1.0, abs=1e-4)
+    assert np.isfinite(ct2math.logsumexp(np.full(5, DISABLED)))
 
 
 def test_ruleset_from_generate_kwargs():
@@ -213,7 +213,7 @@ def _fw_suppress(model_dir):
 @pytest.mark.model
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_reference_matches_generate(base_setup, base_model_dir, case):
-    from tokenmap.reference import greedy_decode
+    from tokenmap.decode.reference import greedy_decode
 
     model, special, encoded = base_setup
     prompt, extra = CASES[case]
@@ -238,7 +238,7 @@ def test_reference_matches_generate(base_setup, base_model_dir, case):
 
 @pytest.mark.model
 def test_reference_matches_generate_tiny_en(tmp_path_factory):
-    from tokenmap.reference import greedy_decode
+    from tokenmap.decode.reference import greedy_decode
 
     from tokenmap.models import resolve_model
 

@@ -9,10 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokenmap.drafters import FixedDrafter
-from tokenmap.reference import greedy_decode
-from tokenmap.rules import SpecialTokens
-from tokenmap.speculative import AcceptanceController, decode_window
+from tokenmap.decode.drafters import FixedDrafter
+from tokenmap.decode.reference import greedy_decode
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.control import AcceptanceController, ControlledDrafter
+from tokenmap.decode.speculative import decode_window
 
 pytestmark = pytest.mark.model
 
@@ -112,6 +113,9 @@ class ScriptedDrafter:
     def reset(self, history=()):
         pass
 
+    def update(self, drafted, accepted):
+        pass
+
     def draft(self, tokens, limit):
         if not self.script:
             return []
@@ -146,19 +150,19 @@ def test_arbitrary_drafts_never_change_the_output(engine, special, windows, refe
 
 
 def test_recheck_and_controller_keep_the_output(engine, special, windows, references):
-    from tokenmap.cost import DEFAULT
+    from tokenmap.decode.cost import DEFAULT
 
     enc, prompt = windows[2]
     ref = references[2]
     controller = AcceptanceController(DEFAULT)
-    result = decode_window(engine, enc, prompt, special, FixedDrafter(ref.tokens), controller=controller,
+    result = decode_window(engine, enc, prompt, special, ControlledDrafter(FixedDrafter(ref.tokens), controller),
                            recheck_margin=5.0, **KW)
     assert_same(result, ref)
     assert result.stats.rechecks > 0
 
 
 def test_controller_stops_drafting_when_nothing_is_accepted():
-    from tokenmap.cost import DEFAULT
+    from tokenmap.decode.cost import DEFAULT
 
     c = AcceptanceController(DEFAULT, probe_every=10)
     assert c.limit() > 0
@@ -175,7 +179,7 @@ def test_controller_stops_drafting_when_nothing_is_accepted():
 
 
 def test_controller_gates_whole_windows():
-    from tokenmap.cost import DEFAULT
+    from tokenmap.decode.cost import DEFAULT
 
     c = AcceptanceController(DEFAULT, probe_windows=5)
     assert c.use_speculation()  # optimistic prior: try the map first
@@ -190,9 +194,9 @@ def test_controller_gates_whole_windows():
 
 def test_each_source_learns_its_own_acceptance():
     """A failing token map is throttled while prompt lookup keeps drafting."""
-    from tokenmap.cost import DEFAULT
-    from tokenmap.drafters import ChainDrafter
-    from tokenmap.speculative import ControllerSet
+    from tokenmap.decode.cost import DEFAULT
+    from tokenmap.decode.drafters import ChainDrafter
+    from tokenmap.decode.control import ControllerSet
 
     class Always:
         def __init__(self, tokens):
@@ -204,8 +208,12 @@ def test_each_source_learns_its_own_acceptance():
         def draft(self, tokens, limit):
             return self.tokens[:limit]
 
+        def update(self, drafted, accepted):
+            pass
+
     controllers = ControllerSet(DEFAULT)
-    chain = ChainDrafter((Always([1, 2, 3, 4]), Always([7, 8, 9])), controllers)
+    chain = ChainDrafter((ControlledDrafter(Always([1, 2, 3, 4]), controllers.member(0)),
+                          ControlledDrafter(Always([7, 8, 9]), controllers.member(1))))
     for _ in range(40):  # the first source's drafts are always rejected
         if chain.draft([], 16)[:1] == [1]:
             chain.update(4, 0)
@@ -218,8 +226,8 @@ def test_each_source_learns_its_own_acceptance():
 
 
 def test_untried_sources_do_not_hold_the_gate_open():
-    from tokenmap.cost import DEFAULT
-    from tokenmap.speculative import ControllerSet
+    from tokenmap.decode.cost import DEFAULT
+    from tokenmap.decode.control import ControllerSet
 
     controllers = ControllerSet(DEFAULT, probe_windows=4)
     controllers.member(1)  # prompt lookup: never drafted, optimistic prior
@@ -234,8 +242,8 @@ def telephony_maps(tmp_path_factory, base_model_dir):
     """Maps built from the French and the English telephony corpora (in that order)."""
     from pathlib import Path
 
-    from tokenmap.builder import BuildOptions, build_map
-    from tokenmap.mapfile import TokenMap
+    from tokenmap.build.builder import BuildOptions, build_map
+    from tokenmap.maps.mapfile import TokenMap
 
     root, out = Path(__file__).resolve().parent.parent / "corpora" / "telephony", tmp_path_factory.mktemp("maps")
     maps = []
@@ -248,7 +256,7 @@ def telephony_maps(tmp_path_factory, base_model_dir):
 
 @pytest.mark.parametrize("which", [1, 3])
 def test_map_set_infers_the_task_and_keeps_the_output(engine, special, windows, references, telephony_maps, which):
-    from tokenmap.drafters import MapSetDrafter, default_drafter
+    from tokenmap.decode.drafters import MapSetDrafter, default_drafter
 
     enc, prompt = windows[which]
     drafter = default_drafter(telephony_maps, special.timestamp_begin, prompt_lookup=False, eot=special.eot)
@@ -264,8 +272,8 @@ def inventory_map(tmp_path_factory, base_model_dir):
     """The English telephony phrase inventory (train + test) as a suffix map: it knows the spoken prompts."""
     from pathlib import Path
 
-    from tokenmap.builder import BuildOptions, build_map
-    from tokenmap.mapfile import load_maps
+    from tokenmap.build.builder import BuildOptions, build_map
+    from tokenmap.maps.mapfile import load_maps
 
     root, out = Path(__file__).resolve().parent.parent / "corpora" / "telephony" / "en", tmp_path_factory.mktemp("inv")
     build_map([str(root / "train.txt"), str(root / "test.txt")], out / "inv.tmap", model=str(base_model_dir),
@@ -278,7 +286,7 @@ def inventory_map(tmp_path_factory, base_model_dir):
 def test_suffix_map_drafts_keep_the_output(engine, special, windows, references, inventory_map, which, seconds):
     """The drafter that follows the model (structure drafts included: <|0.00|>, reopened segments,
     guessed closing timestamps, right or wrong) changes the passes, never the tokens, score or no_speech_prob."""
-    from tokenmap.drafters import default_drafter
+    from tokenmap.decode.drafters import default_drafter
 
     enc, prompt = windows[which]
     drafter = default_drafter(inventory_map, special.timestamp_begin, prompt_lookup=False, eot=special.eot,

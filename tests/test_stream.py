@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 
-from tokenmap.stream import (PreviousHypothesisDrafter, StreamOptions, StreamTranscriber, _Decoded,
+from tokenmap.stream.live import (PreviousHypothesisDrafter, StreamOptions, StreamTranscriber, Decoded,
                              biased_accept)
-from tokenmap.stream_audio import FileSource
-from tokenmap.stream_metrics import (agreed_segments, erasures, lcp, mask_display, normalized_erasure,
-                                     parse_segments, shift_timestamps)
+from tokenmap.stream.audio import FileSource
+from tokenmap.decode.drafters import lcp
+from tokenmap.stream.metrics import erasures, mask_display, normalized_erasure
+from tokenmap.stream.segments import agreed_segments, parse_segments, shift_timestamps
 
 TS = 50364  # <|0.00|> of the multilingual vocabulary
 
@@ -78,8 +79,8 @@ def test_previous_hypothesis_drafter_realigns_after_edits():
 
 
 def test_fallback_is_throttled_by_its_controller():
-    from tokenmap.cost import DEFAULT
-    from tokenmap.control import AcceptanceController
+    from tokenmap.decode.cost import DEFAULT
+    from tokenmap.decode.control import AcceptanceController
 
     fallback = type("F", (), {"reset": lambda s, h=(): None, "draft": lambda s, t, n: [99] * n})()
     control = AcceptanceController(DEFAULT)
@@ -133,7 +134,7 @@ class FakeEngine:
     """No model: the transcriber's decode is scripted (commit policy and robustness tests)."""
 
     def __init__(self):
-        from tokenmap.rules import SpecialTokens
+        from tokenmap.decode.rules import SpecialTokens
 
         self.special = SpecialTokens(sot=50258, eot=50257, no_timestamps=50363, no_speech=50362,
                                      vocab_size=51865)
@@ -154,10 +155,10 @@ class Scripted(StreamTranscriber):
         super().__init__(FakeEngine(), StreamOptions(**options))
         self.script = list(script)
 
-    def _decode(self, enc, prompt, draft):
+    def decode(self, enc, prompt, draft):
         tokens = self.script.pop(0) if self.script else []
         silent = not tokens
-        return _Decoded(list(tokens), 0.01, 0.9 if silent else 0.0, -2.0 if silent else -0.1)
+        return Decoded(list(tokens), 0.01, 0.9 if silent else 0.0, -2.0 if silent else -0.1)
 
 
 def second(n=1.0):
@@ -221,34 +222,44 @@ def test_metrics_summary_with_mask_k():
 
 @pytest.fixture(scope="module")
 def engine32(base_model_dir):
-    from tokenmap.stream import StreamEngine
+    from tokenmap.stream.live import StreamEngine
 
     return StreamEngine.load(str(base_model_dir), compute_type="float32", threads=2)
 
 
-def _run(engine, audio, **options):
-    st = StreamTranscriber(engine, StreamOptions(**options))
+class Stepwise(StreamTranscriber):
+    """Decodes every update step by step with plain greedy decoding, no draft (the non-streaming check)."""
+
+    def decode(self, enc, prompt, draft):
+        from tokenmap.decode.reference import GREEDY_KW, greedy_decode
+
+        r = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **GREEDY_KW)
+        return Decoded(list(r.tokens), 0.0, r.no_speech_prob or 0.0, r.score)
+
+
+def _run(engine, audio, transcriber=StreamTranscriber, **options):
+    st = transcriber(engine, StreamOptions(**options))
     updates = list(st.run(FileSource(audio).chunks(options.get("update_seconds", 1.0))))
     return st, updates
 
 
 @pytest.mark.model
 def test_beta0_every_update_equals_stepwise_greedy_and_the_final_text(engine32, data_dir):
-    from tokenmap.transcriber import load_audio
+    from tokenmap.audio import load_audio
 
     audio = load_audio(data_dir / "en-basic-pbx-ivr-main.flac")[: 16_000 * 14]
     spec, _ = _run(engine32, audio, update_seconds=3.0, scratch="reference")
     records = spec.metrics.updates
     assert all(r.scratch_same for r in records if r.scratch_same is not None)
     assert sum(r.accepted for r in records) > 0 and spec.committed_text
-    plain, _ = _run(engine32, audio, update_seconds=3.0, decoder="reference")
+    plain, _ = _run(engine32, audio, Stepwise, update_seconds=3.0)
     assert spec.committed_text == plain.committed_text
     assert [r.committed for r in records] == [r.committed for r in plain.metrics.updates]
 
 
 @pytest.mark.model
 def test_beta_biases_toward_the_previous_hypothesis(engine32, data_dir):
-    from tokenmap.transcriber import load_audio
+    from tokenmap.audio import load_audio
 
     audio = load_audio(data_dir / "en-agent-pass.flac")
     exact, _ = _run(engine32, audio, update_seconds=1.0)

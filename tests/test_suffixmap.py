@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenmap.cost import CostModel
-from tokenmap.follow import FollowDrafter
-from tokenmap.replay import replay_window
-from tokenmap.rules import RuleSet, SpecialTokens, log_softmax, log_softmax_rows, logsumexp, logsumexp_rows
-from tokenmap.suffixmap import SuffixMap, build_arrays
+from tokenmap.decode.cost import CostModel
+from tokenmap.decode.follow import FollowDrafter
+from tokenmap.decode.replay import replay_window
+from tokenmap.decode.ct2math import log_softmax, log_softmax_rows, logsumexp, logsumexp_rows
+from tokenmap.decode.rules import RuleSet, SpecialTokens
+from tokenmap.maps.suffixmap import SuffixMap, build_arrays
 
 BOS, SEP = 20, 21
 TS0, EOT = 100, 99

@@ -1,4 +1,4 @@
-"""Teacher transcripts for `build --balance --teacher` (tokenmap.teacher) and benchmarks/teacher_texts.py."""
+"""Teacher transcripts for `build --balance --teacher` (tokenmap.balance.teacher) and benchmarks/teacher_texts.py."""
 import importlib.util
 import json
 import math
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from tokenmap.balance import DEFAULT_BUDGET, Budget, allocate
-from tokenmap.mapfile import TokenMap, load_maps
+from tokenmap.balance.budget import DEFAULT_BUDGET, Budget, allocate
+from tokenmap.maps.mapfile import TokenMap, load_maps
 from tokenmap.models import resolve_model
-from tokenmap.teacher import with_teacher
+from tokenmap.balance.teacher import with_teacher
 
 MODEL = resolve_model("base", download=False)  # assembled by `make`
 _PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "teacher_texts.py"
@@ -26,7 +26,7 @@ TEACHER_LINES = ["Press 1 for billing and 2 for the front desk."] * 3
 
 
 def _corpora(tmp_path, n_maint=1500, n_thin=40):
-    from tokenmap.corpus import synthetic_corpus
+    from tokenmap_bench.synthetic import synthetic_corpus
 
     files = []
     for dom, lines in (("maint", list(synthetic_corpus(n_maint, seed=5))),
@@ -64,8 +64,8 @@ def test_teacher_copies_grow_with_excess_divergence():
 
 
 def test_teacher_build_teaches_the_thin_task_and_keeps_the_best_section(tmp_path, tok):
-    from tokenmap.balance import build_balanced
-    from tokenmap.builder import BuildOptions
+    from tokenmap.balance.sections import build_balanced
+    from tokenmap.build.builder import BuildOptions
 
     files, teacher = _corpora(tmp_path)
     opts = BuildOptions(jobs=1)
@@ -90,7 +90,7 @@ def test_teacher_build_teaches_the_thin_task_and_keeps_the_best_section(tmp_path
 
 
 def test_teacher_needs_sections(tmp_path, tok):
-    from tokenmap.balance import build_balanced
+    from tokenmap.balance.sections import build_balanced
 
     files, teacher = _corpora(tmp_path, 200, 20)
     with pytest.raises(ValueError, match="sections layout"):
@@ -105,7 +105,7 @@ def test_cli_build_teacher(tmp_path, caplog):
     res = runner.invoke(cli, ["build", *map(str, files), "-o", str(tmp_path / "plain.tmap"), "--model", str(MODEL),
                               "--jobs", "1", "--teacher", str(teacher), "--teacher-copies", "3"])
     assert res.exit_code == 0, res.output  # a plain map counts the teacher beside the corpus
-    from tokenmap.mapfile import load_maps
+    from tokenmap.maps.mapfile import load_maps
     assert load_maps(tmp_path / "plain.tmap")[0].header["teacher"]["copies"] == 3
     other = tmp_path / "teach"  # `tokenmap transcribe -o teach/nocorpus/en/` output: a segment a line
     (other / "nocorpus" / "en").mkdir(parents=True)
@@ -137,7 +137,7 @@ def test_teacher_texts_cuts_segments_and_drops_shared_sentences():
 
 
 def test_bench_refuses_teacher_of_measured_audio(tmp_path):
-    from tokenmap.bench.data import BenchDataError, check_teacher_disjoint
+    from tokenmap_bench.data import BenchDataError, check_teacher_disjoint
 
     class U:
         id = "synthetic/incar/en/x/001"
@@ -152,9 +152,9 @@ def test_bench_refuses_teacher_of_measured_audio(tmp_path):
 
 def test_plain_map_learns_the_models_wording(tmp_path, tok):
     """The corpus has no comma; the model's own transcripts do: with them, the drafter proposes it."""
-    from tokenmap.builder import BuildOptions, build_map
-    from tokenmap.follow import FollowDrafter
-    from tokenmap.mapfile import load_maps
+    from tokenmap.build.builder import BuildOptions, build_map
+    from tokenmap.decode.follow import FollowDrafter
+    from tokenmap.maps.mapfile import load_maps
 
     corpus = tmp_path / "prompts.txt"
     corpus.write_text("Please enter your password followed by the pound key.\nPlease hold.\n")

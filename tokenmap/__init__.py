@@ -1,9 +1,22 @@
 """tokenmap: token-map speculative decoding for Whisper on CPU.
 
+The package is laid out by what each part does:
+
+* :mod:`tokenmap.engine` opens a Whisper model on the CTranslate2 fork
+  (:func:`~tokenmap.engine.open_engine`) and loads the maps it drafts from;
+  :mod:`tokenmap.whisper` is the faster-whisper drop-in built on it;
+* :mod:`tokenmap.decode` is the speculative decoder: Whisper's logit rules, the
+  reference greedy loop, the verify loop, the drafters and their acceptance control;
+* :mod:`tokenmap.maps` is the token-map file format and its lookups;
+* :mod:`tokenmap.build` turns a corpus into a map (style, tokens, counts, pruning);
+* :mod:`tokenmap.balance` shares a multi-task map's budget across tasks;
+* :mod:`tokenmap.stream` is the live transcriber.
+
 The heavy pieces (CTranslate2, faster-whisper) are imported lazily, so that
 ``import tokenmap`` stays cheap and the map builder works without the engine.
 """
 
+import importlib
 import logging
 
 __version__ = "0.1.0"
@@ -12,7 +25,11 @@ logging.getLogger("tokenmap").addHandler(logging.NullHandler())
 
 _LAZY = {
     "WhisperModel": "tokenmap.whisper",
-    "TokenMap": "tokenmap.mapfile",
+    "TokenMap": "tokenmap.maps.mapfile",
+    "load_maps": "tokenmap.maps.mapfile",
+    "build_map": "tokenmap.build.builder",
+    "Drafter": "tokenmap.decode.drafters",
+    "open_engine": "tokenmap.engine",
     "EngineError": "tokenmap.engine",
     "resolve_model": "tokenmap.models",
 }
@@ -22,8 +39,6 @@ def __getattr__(name):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'tokenmap' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(module), name)
 
 

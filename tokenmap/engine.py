@@ -11,6 +11,12 @@ The fork ships manylinux x86-64 wheels only. Elsewhere (macOS, Windows, Linux
 on ARM) stock CTranslate2 is the engine: :func:`drafting_off_reason` says why
 drafting is off and :func:`warn_drafting_off` logs it once, while transcription
 goes on as plain faster-whisper.
+
+:func:`open_engine` is the one way a Whisper model is opened for decoding (the
+library's ``WhisperModel``, ``tokenmap transcribe``, live streaming and the
+benchmarks): the fork check, the model lookup, the thread count, the encoder
+and decoder precision (:mod:`tokenmap.precision`) and the cost curve of a verify
+pass.  :func:`load_token_maps` loads the maps it drafts from.
 """
 
 from __future__ import annotations
@@ -22,6 +28,19 @@ import platform
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from types import SimpleNamespace
+
+from tokenizers import Tokenizer
+
+from tokenmap.decode.cost import CostModel, load_cost_model
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+from tokenmap.precision import build_engine, choose_encoder, describe
+from tokenmap.textok import TextTokenizer
 
 FORK_DIST = "ctranslate2-crisperwhisper"
 FORK_VERSION = "4.7.1.post3"
@@ -198,8 +217,6 @@ def engine_info(model_dir=None) -> dict:
 
 def _precision_report() -> dict:
     """Which engine encodes and which precision decodes by default, and why (:mod:`tokenmap.precision`)."""
-    from .precision import choose_encoder, describe
-
     _, reason = choose_encoder("auto")
     return {"encoder": reason, "decoder (--compute-type int8)": describe("int8")}
 
@@ -220,3 +237,91 @@ def default_threads() -> int:
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         cores = os.cpu_count() or 1
     return max(1, min(cores, 8))
+
+
+@dataclass
+class Engine:
+    """A Whisper model opened by :func:`open_engine`.
+
+    ``model`` is the ``ctranslate2.models.Whisper`` that decodes (a
+    :class:`tokenmap.precision.SplitEngine` when another engine encodes);
+    ``tokenizer`` is the model's ``tokenizers.Tokenizer`` and ``token_map`` what
+    :func:`load_token_maps` made of the maps asked for; ``drafting`` is False on
+    stock CTranslate2, where the precision fields stay None.
+    """
+
+    model_dir: Path
+    threads: int
+    model: object
+    tokenizer: object
+    token_map: object
+    drafting: bool
+    decoder_compute_type: str | None = None
+    encoder_engine: str | None = None
+
+    @cached_property
+    def special(self) -> SpecialTokens:
+        """The model's special token ids."""
+        return SpecialTokens.from_model_dir(str(self.model_dir))
+
+    @cached_property
+    def cost(self) -> CostModel:
+        """The verify-pass cost curve calibrated for this decoder precision and thread count (else the built-in one)."""
+        return load_cost_model(self.model_dir, self.decoder_compute_type, self.threads)
+
+
+def open_engine(model: str | os.PathLike = "base", compute_type: str = "int8", threads: int | None = None,
+                decoder_compute_type: str | None = "auto", encoder: str = "auto", *, token_map=None,
+                fw_model=None, without_fork: str = "raise", **load_kwargs) -> Engine:
+    """Open ``model`` (anything :func:`tokenmap.models.resolve_model` accepts) for decoding on this machine.
+
+    ``threads`` defaults to :func:`default_threads`.  Without the fork's
+    decoder-step API, ``without_fork`` decides: ``"raise"`` :class:`EngineError`,
+    ``"warn"`` (log why once, :func:`warn_drafting_off`) or ``"quiet"``; the last
+    two return an engine with ``drafting`` False.  With the fork, ``decoder_compute_type`` and ``encoder``
+    choose the precision of each half (:func:`tokenmap.precision.build_engine`).
+    ``token_map`` (a path, a loaded map, or a list of them) is loaded for the
+    model's tokenizer before the engine is set up (:func:`load_token_maps`).
+    ``fw_model`` is a faster-whisper model already loaded from the same
+    directory, whose ``model`` is then set up in place; otherwise the fork's
+    ``ctranslate2.models.Whisper`` is loaded here (on the CPU).  ``load_kwargs``
+    (``device``, ``device_index``, ``num_workers``) go to a second decoder copy.
+    """
+    if without_fork == "raise":
+        require_step_api()
+    model_dir = resolve_model(model)
+    threads = threads or default_threads()
+    drafting = warn_drafting_off() if without_fork == "warn" else drafting_off_reason() is None
+    if fw_model is None:
+        ct2 = _import_ctranslate2()
+        fw_model = SimpleNamespace(model=ct2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
+                                                            intra_threads=threads))
+    tokenizer = getattr(fw_model, "hf_tokenizer", None)
+    if tokenizer is None:
+        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    maps = load_token_maps(token_map, tokenizer)
+    if not drafting:
+        return Engine(model_dir, threads, fw_model.model, tokenizer, maps, False)
+    decoder, encoder_engine = build_engine(fw_model, str(model_dir), compute_type, decoder_compute_type, encoder,
+                                           cpu_threads=threads, **load_kwargs)
+    return Engine(model_dir, threads, fw_model.model, tokenizer, maps, True, decoder, encoder_engine)
+
+
+def load_token_maps(token_map, hf_tokenizer):
+    """One map, or a list of maps (several paths, or a map set's sections) for
+    :class:`tokenmap.decode.drafters.MapSetDrafter`; None for None.
+
+    ``token_map`` is a path or a loaded map, or a list of them; paths are loaded
+    for ``hf_tokenizer`` (a ``tokenizers.Tokenizer``), whose fingerprint they must carry.
+    """
+    if token_map is None:
+        return None
+    tok = None
+    maps = []
+    for m in token_map if isinstance(token_map, (list, tuple)) else [token_map]:
+        if isinstance(m, (str, os.PathLike)):
+            tok = tok or TextTokenizer(hf_tokenizer)
+            maps.extend(load_maps(m, tok.fingerprint, vocab_size=tok.vocab_size))
+        else:
+            maps.append(m)
+    return maps[0] if len(maps) == 1 else maps

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import logging
 
+from tokenmap.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
+
 logger = logging.getLogger("tokenmap")
 
 #: compute types whose batched decoder logits depart from step logits (quantized GEMM)
@@ -97,8 +99,6 @@ def choose_encoder(requested: str = "auto") -> tuple[str, str]:
     ``auto`` picks the stock worker when ``make stock-encoder`` installed it:
     its output is bit-identical and it encodes faster (docs/BENCHMARKS.md).
     """
-    from .stock_encoder import StockEncoderError, stock_dir, stock_installed
-
     if requested == "fork":
         return "fork", "the fork's own encoder, in process (asked for)"
     if requested not in ("auto", "stock"):
@@ -113,7 +113,7 @@ def choose_encoder(requested: str = "auto") -> tuple[str, str]:
 
 
 def build_engine(fw_model, model_path: str, compute_type: str, decoder: str | None = "auto",
-                 encoder: str = "auto", **load_kwargs) -> tuple[str, str]:
+                 encoder: str = "auto", *, cpu_threads: int, **load_kwargs) -> tuple[str, str]:
     """Give faster-whisper model ``fw_model`` the encoder and decoder this configuration asks for.
 
     ``fw_model.model`` (the fork's model at ``compute_type``) stays the decoder
@@ -125,15 +125,11 @@ def build_engine(fw_model, model_path: str, compute_type: str, decoder: str | No
     fork = fw_model.model
     on_cpu = getattr(fork, "device", "cpu") == "cpu"
     encoder_engine, reason = choose_encoder(encoder) if on_cpu else ("fork", "not on the CPU")
-    dec = fork if decoder_type == compute_type else load_decoder(model_path, decoder_type, **load_kwargs)
+    dec = fork if decoder_type == compute_type else load_decoder(model_path, decoder_type, cpu_threads=cpu_threads,
+                                                                   **load_kwargs)
     enc = fork
     if encoder_engine == "stock":
-        from .stock_encoder import StockEncoder
-
-        from .engine import default_threads
-
-        enc = StockEncoder(model_path, compute_type, load_kwargs.get("cpu_threads") or default_threads(),
-                           fallback=fork)
+        enc = StockEncoder(model_path, compute_type, cpu_threads, fallback=fork)
         logger.info("encoder: %s", reason)
     if enc is not dec:
         fw_model.model = SplitEngine(enc, dec)

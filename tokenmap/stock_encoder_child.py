@@ -16,7 +16,7 @@ The first line it writes is ``{"ready": true, "version": "4.8.5"}``.
 import json
 import os
 import sys
-from multiprocessing import shared_memory
+from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
 
@@ -31,8 +31,6 @@ def _attach(name, cache):
 
 
 def _untracked(name):
-    from multiprocessing import resource_tracker
-
     block = shared_memory.SharedMemory(name=name)
     try:
         resource_tracker.unregister(block._name, "shared_memory")  # noqa: SLF001 (no public switch before 3.13)

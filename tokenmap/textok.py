@@ -23,6 +23,10 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+from tokenizers import Tokenizer
+
+from tokenmap.models import resolve_model
+
 log = logging.getLogger("tokenmap")
 
 #: Whisper's end-of-text id tells the vocabularies apart.
@@ -77,10 +81,6 @@ def model_dir_for(name_or_path: str | os.PathLike) -> Path:
     if path.is_dir():
         return path
     try:
-        from tokenmap.models import resolve_model
-    except ImportError as exc:  # pragma: no cover - models.py is part of the package
-        raise TokenizerError(f"cannot resolve model {name_or_path!r}: {exc}") from exc
-    try:
         return Path(resolve_model(str(name_or_path)))
     except Exception as exc:  # ModelError and friends: keep it to one line
         raise TokenizerError(f"cannot resolve model {name_or_path!r}: {exc}") from exc
@@ -107,8 +107,6 @@ class TextTokenizer:
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "TextTokenizer":
         """Load ``tokenizer.json`` from a file path."""
-        from tokenizers import Tokenizer
-
         path = Path(path)
         if not path.is_file():
             raise TokenizerError(f"no tokenizer at {path}")

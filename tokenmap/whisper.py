@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -44,11 +43,13 @@ from dataclasses import dataclass
 import faster_whisper
 import numpy as np
 
-from . import engine as _engine
-from .drafters import SessionCache, default_drafter
-from .rules import SpecialTokens, supports_fast_path
-from .speculative import ControllerSet, DecodeStats, decode_window
-from .transcriber import audio_input
+from tokenmap.audio import audio_input
+from tokenmap.decode.control import ControllerSet
+from tokenmap.decode.drafters import SessionCache, default_drafter
+from tokenmap.decode.rules import SpecialTokens, supports_fast_path
+from tokenmap.decode.speculative import DecodeStats, decode_window
+from tokenmap.engine import default_threads, open_engine
+from tokenmap.models import resolve_model
 
 logger = logging.getLogger("tokenmap")
 
@@ -138,7 +139,7 @@ class SpeculativeEngine:
 def bypass_reason(batch: int, prompt, special: SpecialTokens, kwargs: dict) -> tuple[str, str]:
     """Why a ``generate`` call cannot be drafted: ``(kind, advice)``.
 
-    :func:`tokenmap.rules.supports_fast_path` decides; this names the option
+    :func:`tokenmap.decode.rules.supports_fast_path` decides; this names the option
     that made it refuse, by trying each option alone on top of greedy search.
     """
     if batch != 1:
@@ -163,13 +164,13 @@ def bypass_reason(batch: int, prompt, special: SpecialTokens, kwargs: dict) -> t
 class WhisperModel(faster_whisper.WhisperModel):
     """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
 
-    Extra arguments: ``token_map`` (path or :class:`tokenmap.mapfile.TokenMap`;
+    Extra arguments: ``token_map`` (path or :class:`tokenmap.maps.mapfile.TokenMap`;
     a list of them, one per task, or a map set from ``tokenmap build --balance``,
-    to infer the task while decoding with :class:`tokenmap.drafters.MapSetDrafter`;
+    to infer the task while decoding with :class:`tokenmap.decode.drafters.MapSetDrafter`;
     or None for prompt lookup and the session cache only), ``prompt_lookup``
     and ``session_cache`` (drafters after the map), ``adaptive`` (let the
     cost curve and the running acceptance decide how far to draft),
-    ``cost_model`` (a :class:`tokenmap.cost.CostModel`; default: this
+    ``cost_model`` (a :class:`tokenmap.decode.cost.CostModel`; default: this
     machine's calibration or the built-in curve), ``decoder_compute_type``
     (``"auto"``: an int8 ``compute_type`` encodes at int8 and decodes with a
     float32 copy of the model, so map decoding gives the plain transcript of
@@ -189,26 +190,25 @@ class WhisperModel(faster_whisper.WhisperModel):
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
                  session_cache: bool = True, adaptive: bool = True, cost_model=None,
                  decoder_compute_type: str = "auto", encoder: str = "auto", **kwargs):
-        from .models import resolve_model
-
         model_dir = resolve_model(model_size_or_path)
         if not kwargs.get("cpu_threads"):  # one thread count for the engine and its calibrated cost curve
-            kwargs["cpu_threads"] = _engine.default_threads()
+            kwargs["cpu_threads"] = default_threads()
         super().__init__(str(model_dir), **kwargs)
-        self.drafting = _engine.warn_drafting_off()
-        self.token_map = _load_map(token_map, self.hf_tokenizer)
+        load = {k: kwargs[k] for k in ("device", "device_index", "num_workers") if k in kwargs}
+        engine = open_engine(model_dir, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
+                             decoder_compute_type, encoder, token_map=token_map, fw_model=self, without_fork="warn",
+                             **load)
+        self.drafting = engine.drafting
+        self.token_map = engine.token_map
         if not self.drafting:
             self.session_cache = None
             return
-        self.decoder_compute_type, self.encoder_engine = _split(self, model_dir, decoder_compute_type, encoder, kwargs)
-        special = SpecialTokens.from_model_dir(str(model_dir))
+        self.decoder_compute_type, self.encoder_engine = engine.decoder_compute_type, engine.encoder_engine
+        special = engine.special
         self.session_cache = SessionCache(timestamp_begin=special.timestamp_begin) if session_cache else None
         self._prompt_lookup = prompt_lookup
-        if cost_model is None:
-            from .cost import load_cost_model
-
-            cost_model = load_cost_model(model_dir, self.decoder_compute_type, kwargs["cpu_threads"])
-        self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost_model, adaptive)
+        cost = cost_model if cost_model is not None else engine.cost
+        self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost, adaptive)
 
     def _make_drafter(self, controllers=None, seconds: float | None = None):
         return default_drafter(self.token_map, self.model.special.timestamp_begin, self._prompt_lookup,
@@ -263,28 +263,3 @@ def content_seconds(features, frame_seconds: float = 0.01) -> float:
     columns = np.flatnonzero(array.reshape(-1, array.shape[-1]).any(axis=0))
     return round(float(columns[-1] + 1) * frame_seconds, 2) if columns.size else 0.0
 
-
-def _split(fw_model, model_dir, decoder: str, encoder: str, kwargs: dict) -> tuple[str, str]:
-    """:func:`tokenmap.precision.build_engine` for this model: (decoder compute type, encoder engine)."""
-    from .precision import build_engine
-
-    load = {k: kwargs[k] for k in ("device", "device_index", "cpu_threads", "num_workers") if k in kwargs}
-    return build_engine(fw_model, str(model_dir), kwargs.get("compute_type", "default"), decoder, encoder, **load)
-
-
-def _load_map(token_map, hf_tokenizer):
-    """One map, or a list of maps (several paths, or a map set's sections) for :class:`MapSetDrafter`."""
-    if token_map is None:
-        return None
-    from .mapfile import load_maps
-    from .textok import TextTokenizer
-
-    tok = None
-    maps = []
-    for m in token_map if isinstance(token_map, (list, tuple)) else [token_map]:
-        if isinstance(m, (str, os.PathLike)):
-            tok = tok or TextTokenizer(hf_tokenizer)
-            maps.extend(load_maps(m, tok.fingerprint, vocab_size=tok.vocab_size))
-        else:
-            maps.append(m)
-    return maps[0] if len(maps) == 1 else maps

@@ -1,0 +1,69 @@
+"""What a verify pass costs: the bare engine call against the decoder's real path (logits + rules).
+
+    python research/verify_cost.py [--reps 30] [--compute-type int8]
+
+Interleaves, for each pass length, ``forward_batch`` alone and ``forward_batch`` plus the
+logits as numpy plus ``RuleSet.choose_rows`` on every row (what ``decode_window`` pays),
+on one real 30 s window of tests/data speech. Prints medians in ms and their ratio.
+"""
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tokenmap.models import resolve_model  # noqa: E402
+from tokenmap.decode.rules import RuleSet, SpecialTokens  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--compute-type", default="int8")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    import ctranslate2
+    from faster_whisper.audio import decode_audio
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    model_dir = resolve_model("base", download=False)
+    model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=args.compute_type,
+                                       intra_threads=args.threads)
+    special = SpecialTokens.from_model_dir(str(model_dir))
+    audio = decode_audio(str(ROOT / "tests/data/en-basic-pbx-ivr-main.flac"), sampling_rate=16000)
+    mel = FeatureExtractor(feature_size=80)(audio)[:, :3000]
+    mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None].astype(np.float32)
+    enc = model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(mel)))
+    prompt = [special.sot, special.sot + 1, special.sot + 101]
+    rules = RuleSet.from_generate_kwargs(special, prompt)
+    state, _ = model.prefill(enc, prompt)
+    base = state.current_step
+    text = [special.timestamp_begin, 5884, 5883, 428, 5764, 1230, 13, 1692, 3651, 11, 8359, 1045, 13, 1692, 3651]
+
+    def bare(n):
+        model.forward_batch(state, text[1:n + 1])
+        state.truncate_to_step(base)
+
+    def real(n):
+        rows = np.asarray(model.forward_batch(state, text[1:n + 1]))[0]
+        rules.choose_rows(rows, text[:1], text[2:n + 1])
+        state.truncate_to_step(base)
+
+    print(f"{'tokens':>6} {'bare ms':>8} {'real ms':>8} {'ratio':>6}")
+    for n in (1, 2, 5, 9, 13):
+        times = {bare: [], real: []}
+        for _ in range(args.reps):
+            for fn in (bare, real):
+                t0 = time.perf_counter()
+                fn(n)
+                times[fn].append((time.perf_counter() - t0) * 1000)
+        b, r = statistics.median(times[bare]), statistics.median(times[real])
+        print(f"{n:6d} {b:8.2f} {r:8.2f} {r / b:6.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Audio in: any file FFmpeg reads, or an array, as the mono float32 16 kHz samples Whisper needs.
+
+Errors a user can cause (a missing path, a file that is not audio, an array
+faster-whisper would misread) raise :class:`AudioError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import numpy as np
+from faster_whisper.audio import decode_audio
+
+logger = logging.getLogger("tokenmap")
+
+SAMPLE_RATE = 16_000  # Whisper's input rate, in samples per second
+#: integer PCM sample types and the float scale of each: ``(x - offset) / scale``
+_PCM = {np.dtype(np.int16): (0, 32768.0), np.dtype(np.int32): (0, 2147483648.0), np.dtype(np.uint8): (128, 128.0)}
+
+
+class AudioError(RuntimeError):
+    """An input file cannot be read as audio."""
+
+
+def load_audio(path: str | os.PathLike) -> np.ndarray:
+    """Decode any audio file to mono float32 at 16 kHz, shape ``[samples]``.
+
+    Resampling and down-mixing are PyAV's (through faster-whisper). Raises
+    :class:`AudioError` for a missing path, a directory or undecodable data.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise AudioError(f"{path}: no such file")
+    if path.is_dir():
+        raise AudioError(f"{path}: is a directory, not an audio file")
+    if path.stat().st_size == 0:
+        raise AudioError(f"{path}: empty file (0 bytes)")
+    try:
+        audio = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
+    except Exception as exc:  # PyAV raises FFmpegError subclasses, ValueError, IndexError…
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise AudioError(f"{path}: cannot decode audio ({reason})") from None
+    if not np.all(np.isfinite(audio)):
+        raise AudioError(f"{path}: audio contains NaN or infinite samples")
+    return audio
+
+
+def audio_input(audio, name: str = "audio"):
+    """``audio`` as faster-whisper's ``transcribe`` needs it: arrays it would misread are converted or refused.
+
+    A path or a file object is returned unchanged. An array must hold mono
+    samples at 16 kHz, shape ``[samples]``: a float array becomes float32;
+    integer PCM (int16, int32, uint8, as in WAV files) is scaled to [-1, 1]
+    (faster-whisper would read its raw values as huge samples, i.e. noise).
+    Raises :class:`AudioError` for several channels (faster-whisper would
+    take a 2-D array for a batch of spectrograms and try to allocate gigabytes),
+    other sample types, or NaN and infinite samples.
+
+    >>> audio_input(np.array([0, 16384, -32768], dtype=np.int16))
+    array([ 0. ,  0.5, -1. ], dtype=float32)
+    >>> audio_input(np.zeros((2, 8000), dtype=np.float32))
+    Traceback (most recent call last):
+    tokenmap.audio.AudioError: audio: an array of shape (2, 8000); tokenmap needs mono samples at 16 kHz, \
+shape [samples] (mix the channels down first, e.g. audio.mean(axis=0))
+    """
+    if not isinstance(audio, np.ndarray):
+        return audio
+    if audio.ndim != 1:
+        raise AudioError(f"{name}: an array of shape {audio.shape}; tokenmap needs mono samples at 16 kHz, shape "
+                         "[samples] (mix the channels down first, e.g. audio.mean(axis=0))")
+    if audio.dtype in _PCM:
+        offset, scale = _PCM[audio.dtype]
+        logger.info("%s: %s PCM samples scaled to float32 in [-1, 1]", name, audio.dtype)
+        return ((audio.astype(np.float32) - offset) / scale).astype(np.float32)
+    if audio.dtype.kind != "f":
+        raise AudioError(f"{name}: samples of type {audio.dtype}; pass float32 in [-1, 1] (or int16/int32 PCM)")
+    audio = audio.astype(np.float32, copy=False)
+    if not np.isfinite(audio).all():
+        raise AudioError(f"{name}: audio contains NaN or infinite samples")
+    return audio

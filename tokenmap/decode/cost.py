@@ -1,0 +1,258 @@
+"""What a verify pass costs, and whether a draft pays for it.
+
+The decoder verifies one draft of ``L`` tokens by feeding ``L + 1`` tokens
+(the last accepted token plus the draft) in one ``forward_batch`` call, which
+replaces the ``forward_step`` it would have run anyway.  A draft whose
+expected number of accepted tokens is ``E`` therefore saves::
+
+    saving(L) = E * step_ms - (batch_ms(L + 1) - step_ms)        # milliseconds
+
+:class:`CostModel` holds the measured curve; ``tokenmap calibrate`` measures
+it on the user's machine and :func:`load_cost_model` falls back to
+:data:`DEFAULT` (measured on the development machine: Whisper base, int8, 2 threads).
+
+Example::
+
+    >>> DEFAULT.batch(8)          # ms to verify 8 tokens
+    15.4
+    >>> round(DEFAULT.saving(expected_accepted=2.0, draft_len=7), 2)   # 2*11.8 - (15.4 - 11.8)
+    20.0
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tokenmap.decode.rules import RuleSet, SpecialTokens
+
+log = logging.getLogger("tokenmap")
+
+MAX_TOKENS = 32
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Verify-pass costs in milliseconds.
+
+    ``step_ms`` is one ``forward_step``; ``batch_ms[i]`` is one ``forward_batch``
+    of ``i + 1`` tokens (a tuple of up to :data:`MAX_TOKENS` floats);
+    ``prefill_ms`` is the window's ``prefill`` (0 when unknown), which every
+    window pays once whatever is drafted: a replay needs it to turn passes into a speed-up.
+    """
+
+    step_ms: float
+    batch_ms: tuple[float, ...]
+    source: str = "measured"
+    prefill_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.batch_ms or self.step_ms <= 0 or any(b <= 0 for b in self.batch_ms):
+            raise ValueError("cost model needs a positive step time and batch times")
+
+    def batch(self, n_tokens: int) -> float:
+        """ms to verify ``n_tokens`` in one pass (linear beyond the measured range)."""
+        n = max(1, int(n_tokens))
+        curve = self.batch_ms
+        if n <= len(curve):
+            return curve[n - 1]
+        if len(curve) == 1:
+            return curve[0] * n
+        slope = max(0.0, (curve[-1] - curve[0]) / (len(curve) - 1))
+        return curve[-1] + slope * (n - len(curve))
+
+    def saving(self, expected_accepted: float, draft_len: int) -> float:
+        """Expected ms saved by verifying a ``draft_len``-token draft (may be < 0)."""
+        return expected_accepted * self.step_ms - (self.batch(draft_len + 1) - self.step_ms)
+
+    def smoothed(self) -> "CostModel":
+        """The same model with ``batch_ms`` made non-decreasing in the number of tokens.
+
+        A curve timed on a busy machine zigzags (a longer pass measured cheaper
+        than a shorter one), and a draft cut at such a dip is too long. Adjacent
+        violators are pooled into their mean (isotonic least squares), which
+        keeps real plateaus, such as float32 passes costing the same for 1-3 tokens.
+
+        >>> CostModel(10.0, (10.0, 14.0, 12.0, 18.0, 18.0)).smoothed().batch_ms
+        (10.0, 13.0, 13.0, 18.0, 18.0)
+        """
+        blocks: list[list[float]] = []  # [mean, weight]
+        for y in self.batch_ms:
+            blocks.append([y, 1.0])
+            while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+                (m2, w2), (m1, w1) = blocks.pop(), blocks.pop()
+                blocks.append([(m1 * w1 + m2 * w2) / (w1 + w2), w1 + w2])
+        curve = tuple(round(m, 3) for m, w in blocks for _ in range(int(w)))
+        return CostModel(self.step_ms, curve, self.source, self.prefill_ms)
+
+    def to_json(self) -> dict:
+        """Plain-JSON form (see :func:`save_cost_model`)."""
+        return {"step_ms": self.step_ms, "batch_ms": list(self.batch_ms), "source": self.source,
+                "prefill_ms": self.prefill_ms}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "CostModel":
+        """Inverse of :meth:`to_json`; raises ``ValueError`` on bad content."""
+        try:
+            return cls(float(obj["step_ms"]), tuple(float(x) for x in obj["batch_ms"]),
+                       str(obj.get("source", "measured")), float(obj.get("prefill_ms", 0.0)))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"bad cost model: {exc}") from exc
+
+
+def interpolate(points: dict[int, float], up_to: int = MAX_TOKENS) -> tuple[float, ...]:
+    """Piecewise-linear curve over 1..up_to from sparse ``{tokens: ms}`` points."""
+    xs = sorted(points)
+    out = []
+    for n in range(1, up_to + 1):
+        if n <= xs[0]:
+            out.append(points[xs[0]])
+            continue
+        if n >= xs[-1]:
+            slope = (points[xs[-1]] - points[xs[-2]]) / (xs[-1] - xs[-2]) if len(xs) > 1 else 0.0
+            out.append(points[xs[-1]] + slope * (n - xs[-1]))
+            continue
+        hi = next(x for x in xs if x >= n)
+        lo = max(x for x in xs if x <= n)
+        frac = 0.0 if hi == lo else (n - lo) / (hi - lo)
+        out.append(points[lo] + frac * (points[hi] - points[lo]))
+    return tuple(round(v, 3) for v in out)
+
+
+#: measured on the development machine (Whisper base, int8, 2 threads, median of 7 runs)
+DEFAULT = CostModel(
+    step_ms=11.8,
+    batch_ms=interpolate({1: 10.7, 2: 13.1, 4: 14.6, 8: 15.4, 12: 16.8, 16: 19.1, 24: 26.0}),
+    source="default (engine-notes: base, int8, 2 threads)",
+    prefill_ms=45.0,
+)
+
+#: a float32 decoder (base, 2 threads, AMD EPYC, medians of 30): a pass of 2-3 tokens
+#: costs about one step, longer ones grow faster than at int8
+DEFAULT_FLOAT32 = CostModel(
+    step_ms=9.3,
+    batch_ms=interpolate({1: 9.3, 2: 9.3, 5: 15.7, 9: 22.7, 13: 37.6, 17: 64.8}),
+    source="default (engine-notes: base, float32, 2 threads)",
+    prefill_ms=73.0,
+)
+
+
+def default_cost(compute_type: str) -> CostModel:
+    """The built-in curve for a decoder at ``compute_type`` (float32's, else int8's)."""
+    return DEFAULT_FLOAT32 if compute_type == "float32" else DEFAULT
+
+
+def model_fingerprint(model_dir: Path) -> str:
+    """Short id of a CTranslate2 model directory (config.json bytes + model.bin size)."""
+    digest = hashlib.sha256()
+    config = model_dir / "config.json"
+    if config.is_file():
+        digest.update(config.read_bytes())
+    weights = model_dir / "model.bin"
+    digest.update(str(weights.stat().st_size if weights.exists() else 0).encode())
+    return digest.hexdigest()[:16]
+
+
+def calibration_path(model_dir: Path, compute_type: str, threads: int) -> Path:
+    """``$XDG_CACHE_HOME/tokenmap/calibration/<model>-<compute_type>-<threads>.json``."""
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    name = f"{model_fingerprint(Path(model_dir))}-{compute_type}-{threads}.json"
+    return root / "tokenmap" / "calibration" / name
+
+
+def save_cost_model(cost: CostModel, path: Path, meta: dict | None = None) -> Path:
+    """Write ``cost`` (plus ``meta``) as JSON, atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = dict(cost.to_json(), **(meta or {}))
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads: int = 2) -> CostModel:
+    """The calibrated curve (:meth:`CostModel.smoothed`) for this model/compute type/threads, else :func:`default_cost`."""
+    if model_dir is not None:
+        path = calibration_path(Path(model_dir), compute_type, threads)
+        if path.is_file():
+            try:
+                cost = CostModel.from_json(json.loads(path.read_text(encoding="utf-8")))
+                log.info("cost model: calibration %s", path)
+                return CostModel(cost.step_ms, cost.batch_ms, f"calibrated ({path.name})", cost.prefill_ms).smoothed()
+            except (ValueError, OSError) as exc:
+                log.warning("ignoring bad calibration %s: %s", path, exc)
+    fallback = default_cost(compute_type)
+    log.info("cost model: %s (run `tokenmap calibrate --compute-type %s` to measure this machine)",
+             fallback.source, compute_type)
+    return fallback
+
+
+def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max_tokens: int = MAX_TOKENS,
+              reps: int = 5, progress=None) -> CostModel:
+    """Measure a verify pass as the decoder pays for it, for 1..max_tokens tokens.
+
+    Loads the model on CPU, encodes 30 s of low noise, prefills a 4-token
+    prompt, then times the prefill of a window and each pass on the real path: ``forward_step`` or
+    ``forward_batch``, the logits as numpy and Whisper's logit rules on every
+    row (:meth:`tokenmap.decode.rules.RuleSet.choose_rows`), with ``truncate_to_step``
+    restoring the state length between calls (median of ``reps`` after a
+    warm-up; every round times each length once, so load on a shared machine
+    shifts the whole curve rather than bending it).  ``progress(1)`` is called
+    after each round.
+    """
+    import ctranslate2
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
+                                       intra_threads=threads)
+    if not hasattr(model, "forward_batch_greedy"):
+        raise RuntimeError("this CTranslate2 has no decoder-step API: "
+                           "pip install --force-reinstall --no-deps ctranslate2-crisperwhisper")
+    special = SpecialTokens.from_model_dir(str(model_dir))
+    extractor = FeatureExtractor(feature_size=model.n_mels)
+    audio = np.random.default_rng(0).normal(0, 1e-3, 16000 * 30).astype(np.float32)
+    features = extractor(audio)[:, :3000]
+    encoded = model.encode(ctranslate2.StorageView.from_array(features[None].astype(np.float32)))
+    sot = special.sot
+    prompt = [sot, sot + 1, sot + 101] if model.is_multilingual else [sot]
+    rules = RuleSet.from_generate_kwargs(special, prompt)
+    state, _ = model.prefill(encoded, prompt)
+    base = state.current_step
+    tok = 220  # " " : a plain text token
+    context = [special.timestamp_begin, tok]
+
+    def step():
+        rows = np.asarray(model.forward_step(state, tok))
+        rules.choose_rows(rows.reshape(1, -1), context, ())
+        state.truncate_to_step(base)
+
+    def batch(n):
+        rows = np.asarray(model.forward_batch(state, [tok] * n))[0]
+        rules.choose_rows(rows, context, [tok] * (n - 1))
+        state.truncate_to_step(base)
+
+    for _ in range(3):
+        step()
+        batch(8)
+    samples: dict[int, list[float]] = {n: [] for n in range(-1, max_tokens + 1)}  # 0: the step, -1: prefill
+    for _ in range(reps):  # every length once per round: a busy spell hits all lengths alike
+        for n in range(-1, max_tokens + 1):
+            t0 = time.perf_counter()
+            if n < 0:
+                model.prefill(encoded, prompt[:1])  # what the decoding loop prefills: up to <|startoftranscript|>
+            else:
+                step() if n == 0 else batch(n)
+            samples[n].append((time.perf_counter() - t0) * 1000.0)
+        if progress:
+            progress(1)
+    curve = tuple(round(statistics.median(samples[n]), 3) for n in range(1, max_tokens + 1))
+    return CostModel(round(statistics.median(samples[0]), 3), curve, "measured",
+                     round(statistics.median(samples[-1]), 3))

@@ -1,0 +1,108 @@
+"""CTranslate2's float32 reductions on the CPU, reproduced in numpy bit for bit.
+
+Whisper's greedy decisions and scores in :mod:`tokenmap.decode.rules` go through a
+log-softmax; to decide exactly as CTranslate2 does (near-ties included), the
+sums run in its order: ``LANES`` running lane sums, a tree over the lanes,
+then the tail one by one.  The ``*_rows`` forms do the same for every row of
+a verify pass at once.
+
+Example::
+
+    >>> x = np.array([[0.0, 1.0, 2.0], [3.0, 3.0, 3.0]], dtype=np.float32)
+    >>> np.array_equal(log_softmax_rows(x), np.stack([log_softmax(r) for r in x]))
+    True
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+
+def _lane_width() -> int:
+    """SIMD width (floats) of CT2's CPU reductions: AVX2 (8) unless forced otherwise."""
+    isa = os.environ.get("CT2_FORCE_CPU_ISA", "").upper()
+    return {"AVX512": 16, "GENERIC": 1, "NEON": 4}.get(isa, 8)
+
+
+LANES = _lane_width()
+
+
+def _sum_like_ct2(v: np.ndarray, head=None) -> np.float32:
+    """float32 sum in CT2's order: LANES running lane sums, a tree over lanes,
+    then the tail added one by one. The order matters: adding ~50k tiny
+    probabilities to a lane that holds ~1 drops them, so CT2's softmax sum is
+    biased low by up to ~1e-4 relative compared with an exact sum."""
+    n = v.shape[0]
+    if LANES == 1 or n <= LANES:
+        acc = np.float32(0.0)
+        for x in v:
+            acc = np.float32(acc + x)
+        return acc
+    main = n - n % LANES
+    lanes = v[:main].reshape(-1, LANES).sum(axis=0, dtype=np.float32)  # row by row
+    while lanes.shape[0] > 1:  # 128/64/32-bit shuffles: pairs (i, i + half)
+        half = lanes.shape[0] // 2
+        lanes = lanes[:half] + lanes[half:]
+        if lanes.shape[0] == 4:  # AVX2: (l0+l4)+(l2+l6) + (l1+l5)+(l3+l7)
+            lanes = np.array([lanes[0] + lanes[2], lanes[1] + lanes[3]], np.float32)
+    acc = np.float32(lanes[0])
+    for x in v[main:]:
+        acc = np.float32(acc + x)
+    return acc
+
+
+def log_softmax(x: np.ndarray) -> np.ndarray:
+    """log_softmax of a [V] float32 vector as CT2's CPU kernel computes it:
+    ``y = x + (-max - log(sum(exp(x - max))))`` in float32, CT2's summation order."""
+    x = np.asarray(x, dtype=np.float32)
+    x_max = x.max()
+    exp_sum = _sum_like_ct2(np.exp(x - x_max))
+    shift = np.float32(-x_max) - np.float32(np.log(exp_sum))
+    return x + shift
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    """softmax of a [V] float32 vector: ``exp(x - max) * (1 / sum)`` in float32."""
+    x = np.asarray(x, dtype=np.float32)
+    e = np.exp(x - x.max())
+    return e * (np.float32(1.0) / _sum_like_ct2(e))
+
+
+def logsumexp(x: np.ndarray) -> np.float32:
+    """``log(sum(exp(x - max))) + max`` in float32 (CT2 ``reduce_logsumexp``)."""
+    x_max = x.max()
+    return np.float32(np.float32(np.log(_sum_like_ct2(np.exp(x - x_max)))) + x_max)
+
+
+def _sum_rows_like_ct2(e: np.ndarray) -> np.ndarray:
+    """:func:`_sum_like_ct2` of every row of a [T, n] float32 array, in the same order (bit-identical)."""
+    t, n = e.shape
+    if LANES == 1 or n <= LANES:
+        return np.array([_sum_like_ct2(row) for row in e], dtype=np.float32)
+    main = n - n % LANES
+    lanes = e[:, :main].reshape(t, -1, LANES).sum(axis=1, dtype=np.float32)
+    while lanes.shape[1] > 1:
+        half = lanes.shape[1] // 2
+        lanes = lanes[:, :half] + lanes[:, half:]
+        if lanes.shape[1] == 4:
+            lanes = np.stack([lanes[:, 0] + lanes[:, 2], lanes[:, 1] + lanes[:, 3]], axis=1)
+    acc = lanes[:, 0].astype(np.float32)
+    for k in range(main, n):
+        acc = acc + e[:, k]
+    return acc
+
+
+def log_softmax_rows(x: np.ndarray) -> np.ndarray:
+    """:func:`log_softmax` of every row of a [T, V] float32 array (bit-identical, one pass over all rows)."""
+    x_max = x.max(axis=1, keepdims=True)
+    exp_sum = _sum_rows_like_ct2(np.exp(x - x_max))
+    shift = (-x_max[:, 0]).astype(np.float32) - np.log(exp_sum).astype(np.float32)
+    return x + shift[:, None]
+
+
+def logsumexp_rows(x: np.ndarray) -> np.ndarray:
+    """:func:`logsumexp` of every row of a [T, n] float32 array (bit-identical)."""
+    x_max = x.max(axis=1, keepdims=True)
+    return np.log(_sum_rows_like_ct2(np.exp(x - x_max))).astype(np.float32) + x_max[:, 0]

@@ -1,0 +1,329 @@
+"""Drafters: where speculative continuations come from.
+
+Every drafter has the same small shape, like prompt-lookup's
+``find_candidate_pred_tokens``: given the tokens generated so far in this
+window, return candidate next tokens, or ``[]`` for none. A drafter never
+decides anything: the model verifies every drafted token.
+
+Example::
+
+    >>> d = PromptLookupDrafter(min_match=2)
+    >>> d.reset(history=[5, 6, 7, 8, 9])
+    >>> d.draft([1, 6, 7], limit=3)      # "6 7" occurred in the history: copy what followed
+    [8, 9, 1]
+
+Token ids are Whisper vocabulary ids; ``timestamp_begin`` (the first
+timestamp id) lets drafters skip timestamps, which a text map cannot predict.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from tokenmap.decode.control import ControlledDrafter
+from tokenmap.decode.cost import DEFAULT
+from tokenmap.decode.follow import FollowDrafter
+from tokenmap.maps.suffixmap import SuffixMap
+
+logger = logging.getLogger("tokenmap")
+
+
+class Drafter(Protocol):
+    """Context in, candidate tokens (possibly none) out; told how each draft fared."""
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        """Start a new window; ``history`` is text the model saw before it (the previous-window prompt)."""
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        """At most ``limit`` candidate tokens that may follow ``tokens``."""
+
+    def update(self, drafted: int, accepted: int) -> None:
+        """The model verified this drafter's last draft: ``accepted`` of its ``drafted`` tokens were kept."""
+
+
+def lcp(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two sequences."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def text_context(tokens: Sequence[int], timestamp_begin: int | None) -> list[int] | None:
+    """The text of the current segment: tokens after the last timestamp.
+
+    Returns None right after a closing timestamp (a timestamp preceded by
+    text), where the model emits another timestamp or end-of-text, which no
+    text drafter can predict.
+    """
+    if timestamp_begin is None:
+        return list(tokens)
+    for i in range(len(tokens) - 1, -1, -1):
+        if tokens[i] >= timestamp_begin:
+            if i == len(tokens) - 1 and i > 0 and tokens[i - 1] < timestamp_begin:
+                return None
+            return list(tokens[i + 1:])
+    return list(tokens)
+
+
+class TokenMapDrafter:
+    """Drafts from a :class:`tokenmap.maps.mapfile.TokenMap` (longest-suffix back-off).
+
+    The map's keys start with ``TokenMap.BOS`` at the start of a segment.
+    """
+
+    def __init__(self, token_map, timestamp_begin: int | None = None, max_order: int | None = None):
+        self.map = token_map
+        self.timestamp_begin = timestamp_begin
+        self.order = max_order or int(getattr(token_map, "order", 3))
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        pass
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        text = text_context(tokens, self.timestamp_begin)
+        if text is None or limit <= 0:
+            return []
+        context = text[-self.order:] if len(text) >= self.order else [self.map.BOS, *text]
+        return list(self.map.draft(context))[:limit]
+
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
+
+
+class MapSetDrafter:
+    """Drafts from one of several token maps (one per task), inferring the task while decoding.
+
+    After every decoder pass the model's tokens are known, so each map's
+    proposal at the previous position is scored against them at no extra pass:
+    ``score <- decay * score + saving``, where ``saving`` is what verifying that
+    proposal would have saved (:meth:`tokenmap.decode.cost.CostModel.saving` of its
+    tokens that agree with the emitted ones). The draft comes from the best-scoring map,
+    and only while its score is positive. Scores start at zero in each window.
+    ``tokenmap.WhisperModel(token_map=[a, b, ...])`` uses it. Example (two toy maps
+    that count in ones and in twos; the text counts in twos)::
+
+        >>> class Count:
+        ...     order, BOS = 1, -1
+        ...     def __init__(self, step): self.step = step
+        ...     def draft(self, ctx): return () if ctx[-1] < 0 else (ctx[-1] + self.step,)
+        >>> d = MapSetDrafter([Count(1), Count(2)])
+        >>> d.draft([2], 4), d.draft([2, 4], 4), d.draft([2, 4, 6], 4)   # no score yet, then map 2 leads
+        ([], [6], [8])
+    """
+
+    def __init__(self, token_maps: Sequence, timestamp_begin: int | None = None, cost=None, decay: float = 0.97,
+                 eot: int | None = None):
+        self.members = [map_drafter(tm, timestamp_begin, eot, cost) for tm in token_maps]
+        self.cost, self.decay = cost or DEFAULT, decay
+        self.reset()
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        for m in self.members:
+            m.reset(history)
+        self.scores = [0.0] * len(self.members)
+        self.drafts = [0] * len(self.members)  # drafts each member gave in this window (diagnostics)
+        self._pending: tuple[int, list] | None = None  # (position, every member's proposal there)
+
+    def _score(self, tokens: Sequence[int]) -> None:
+        if self._pending is None:
+            return
+        position, proposals = self._pending
+        emitted = tokens[position:]
+        for i, proposal in enumerate(proposals):
+            saving = self.cost.saving(lcp(proposal, emitted), len(proposal)) if proposal else 0.0
+            self.scores[i] = self.decay * self.scores[i] + saving
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        self._score(tokens)
+        proposals = [m.draft(tokens, limit) for m in self.members]
+        self._pending = (len(tokens), proposals)
+        best = max(range(len(self.members)), key=self.scores.__getitem__, default=None)
+        if best is None or self.scores[best] <= 0 or not proposals[best]:
+            return []
+        self.drafts[best] += 1
+        return proposals[best]
+
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
+
+
+class PromptLookupDrafter:
+    """Prompt lookup: find the last ``n`` tokens earlier in the text and copy what followed.
+
+    The searched text is ``history`` (the previous-window prompt) followed by
+    the tokens generated in this window. Longer matches are tried first.
+    """
+
+    def __init__(self, min_match: int = 2, max_match: int = 4, timestamp_begin: int | None = None):
+        self.min_match = min_match
+        self.max_match = max_match
+        self.timestamp_begin = timestamp_begin
+        self.history: list[int] = []
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        self.history = [t for t in history if self.timestamp_begin is None or t < self.timestamp_begin]
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        if limit <= 0:
+            return []
+        seq = self.history + [t for t in tokens if self.timestamp_begin is None or t < self.timestamp_begin]
+        return find_continuation(seq, self.min_match, self.max_match, limit)
+
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
+
+
+def find_continuation(seq: Sequence[int], min_match: int, max_match: int, limit: int) -> list[int]:
+    """Continuation of the latest earlier occurrence of ``seq``'s last n tokens (n from max to min)."""
+    n_total = len(seq)
+    if n_total <= min_match:
+        return []
+    arr = np.asarray(seq, dtype=np.int64)
+    for n in range(min(max_match, n_total - 1), min_match - 1, -1):
+        tail = arr[n_total - n:]
+        windows = np.lib.stride_tricks.sliding_window_view(arr[: n_total - 1], n)
+        hits = np.flatnonzero((windows == tail).all(axis=1))
+        hits = hits[hits + n < n_total]  # something must follow the match
+        if hits.size:
+            start = int(hits[-1]) + n
+            return arr[start: start + limit].tolist()
+    return []
+
+
+class SessionCache:
+    """Text accepted earlier in this process, searched like a prompt.
+
+    Thread-safe; bounded to ``max_tokens`` (oldest dropped first).
+    """
+
+    def __init__(self, max_tokens: int = 20_000, min_match: int = 3, timestamp_begin: int | None = None):
+        self.max_tokens = max_tokens
+        self.min_match = min_match
+        self.timestamp_begin = timestamp_begin
+        self._tokens: list[int] = []
+        self._lock = threading.Lock()
+
+    def add(self, tokens: Sequence[int]) -> None:
+        text = [t for t in tokens if self.timestamp_begin is None or t < self.timestamp_begin]
+        with self._lock:
+            self._tokens.extend(text)
+            del self._tokens[: max(0, len(self._tokens) - self.max_tokens)]
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        pass
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        text = text_context(tokens, self.timestamp_begin)
+        if not text or len(text) < self.min_match or limit <= 0:
+            return []
+        with self._lock:
+            corpus = list(self._tokens)
+        if not corpus:
+            return []
+        n = self.min_match
+        return find_continuation(corpus + text[-n:], n, max(n, 4), limit)
+
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
+
+
+@dataclass
+class ChainDrafter:
+    """Ask drafters in order and return the first non-empty draft.
+
+    :meth:`update` reports the verified draft to the drafter that proposed it
+    (a source with its own acceptance control is a
+    :class:`tokenmap.decode.control.ControlledDrafter`).
+    """
+
+    drafters: tuple
+    _last: object = None
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        for d in self.drafters:
+            d.reset(history)
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        self._last = None
+        for d in self.drafters:
+            candidate = d.draft(tokens, limit)
+            if candidate:
+                self._last = d
+                return candidate
+        return []
+
+    def update(self, drafted: int, accepted: int) -> None:
+        if self._last is not None:
+            self._last.update(drafted, accepted)
+
+
+class FixedDrafter:
+    """Drafts a fixed token sequence (the oracle, or adversarial tests).
+
+    ``draft`` proposes the part of ``sequence`` that follows ``tokens`` when
+    ``tokens`` is a prefix of it, else nothing.
+    """
+
+    def __init__(self, sequence: Sequence[int]):
+        self.sequence = list(sequence)
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        pass
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        n = len(tokens)
+        if self.sequence[:n] != list(tokens):
+            return []
+        return self.sequence[n: n + limit]
+
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
+
+
+def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=None, calibration=None,
+                seconds: float | None = None):
+    """The drafter of one map: :class:`tokenmap.decode.follow.FollowDrafter` for a suffix map
+    (format 3), :class:`TokenMapDrafter` for a section of an n-gram map set.
+    ``seconds``: audio in the window, when known (a suffix map's drafter guesses the closing timestamp)."""
+    if isinstance(token_map, SuffixMap):
+        if eot is None:
+            raise ValueError("a suffix map's drafter needs the model's <|endoftext|> id")
+        return FollowDrafter(token_map, timestamp_begin, eot, cost, calibration=calibration, seconds=seconds)
+    return TokenMapDrafter(token_map, timestamp_begin=timestamp_begin)
+
+
+def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_lookup: bool = True,
+                    session_cache: SessionCache | None = None, controllers=None, eot: int | None = None,
+                    cost=None, seconds: float | None = None) -> ChainDrafter:
+    """The drafter tokenmap uses: the token map, then prompt lookup, then the session cache.
+
+    ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
+    ``controllers``: a ``ControllerSet`` giving each source its own draft length
+    (each source is wrapped in a :class:`tokenmap.decode.control.ControlledDrafter`
+    with its controller, except a suffix map's drafter, which sets its own length
+    from ``cost`` and keeps its running calibration in ``controllers.calibration``,
+    which lives as long as the thread's controllers).
+    ``seconds``: the audio in this window, when known (see :func:`map_drafter`).
+    """
+    drafters = []
+    calibration = getattr(controllers, "calibration", None)
+    cost = cost or getattr(controllers, "cost", None)
+    if isinstance(token_map, (list, tuple)):  # one map per task: infer which one fits
+        drafters.append(MapSetDrafter(token_map, timestamp_begin=timestamp_begin, eot=eot))
+    elif token_map is not None:
+        drafters.append(map_drafter(token_map, timestamp_begin, eot, cost, calibration, seconds))
+    if prompt_lookup:
+        drafters.append(PromptLookupDrafter(timestamp_begin=timestamp_begin))
+    if session_cache is not None:
+        drafters.append(session_cache)
+    if controllers is not None:
+        drafters = [d if isinstance(d, FollowDrafter) else ControlledDrafter(d, controllers.member(i))
+                    for i, d in enumerate(drafters)]
+    return ChainDrafter(tuple(drafters))

@@ -1,0 +1,385 @@
+"""Whisper greedy-decoding logit rules, reproducing CTranslate2 ``Whisper.generate``.
+
+This mirrors what CTranslate2 4.7.1 (``src/models/whisper.cc``, ``src/decoding.cc``,
+``src/decoding_utils.cc``) does for ``beam_size=1`` so that a step-wise or speculative
+decoder can take exactly the decisions that ``generate`` takes.
+
+Conventions
+-----------
+* ``logits``: ``np.ndarray`` of shape ``[V]`` (one position), dtype float32, raw
+  decoder output (natural-log units, unnormalised). Rules modify it in place.
+* ``tokens``: the ids generated so far in this window, *excluding* the prompt;
+  ``len(tokens)`` is the 0-based decoding step of the position being decided.
+* Disabled tokens get ``-FLT_MAX`` (``np.finfo(np.float32).min``), as CT2 does on CPU
+  (not ``-inf``), so log-sum-exp over an all-disabled range stays finite.
+* Scores are natural-log probabilities (float32).
+
+Order per step (as in CT2): SuppressTokens, SuppressBlank (first step only),
+TimestampRules (only when the last task token of the prompt is not
+``<|notimestamps|>``), then log_softmax (float32) and argmax (first index on ties).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from tokenmap.decode.ct2math import log_softmax, log_softmax_rows, logsumexp, logsumexp_rows, softmax
+
+logger = logging.getLogger("tokenmap")
+
+DISABLED = np.float32(np.finfo(np.float32).min)
+
+
+@dataclass(frozen=True)
+class SpecialTokens:
+    """Special token ids of a Whisper model, as CTranslate2 derives them."""
+
+    sot: int
+    eot: int
+    no_timestamps: int
+    no_speech: int
+    vocab_size: int
+    suppress_ids: tuple = ()  # config.json "suppress_ids" (what -1 expands to)
+    suppress_ids_begin: tuple = ()  # config.json "suppress_ids_begin" (suppress_blank)
+
+    @property
+    def timestamp_begin(self) -> int:
+        return self.no_timestamps + 1
+
+    @property
+    def timestamp_end(self) -> int:
+        return self.vocab_size - 1
+
+    @classmethod
+    def from_vocabulary(cls, vocab: Sequence[str], config: dict) -> "SpecialTokens":
+        index = {tok: i for i, tok in enumerate(vocab)}
+        no_speech = index.get("<|nospeech|>", index.get("<|nocaptions|>"))
+        return cls(
+            sot=index["<|startoftranscript|>"],
+            eot=index["<|endoftext|>"],
+            no_timestamps=index["<|notimestamps|>"],
+            no_speech=no_speech,
+            vocab_size=len(vocab),
+            suppress_ids=tuple(config.get("suppress_ids", ())),
+            suppress_ids_begin=tuple(config.get("suppress_ids_begin", ())),
+        )
+
+    @classmethod
+    def from_model_dir(cls, model_dir: str) -> "SpecialTokens":
+        """Read ``vocabulary.txt`` (or ``.json``) and ``config.json`` of a CT2 model."""
+        txt = os.path.join(model_dir, "vocabulary.txt")
+        if os.path.exists(txt):
+            with open(txt, encoding="utf-8") as f:
+                vocab = [line.rstrip("\n") for line in f]
+        else:
+            with open(os.path.join(model_dir, "vocabulary.json"), encoding="utf-8") as f:
+                vocab = json.load(f)
+        config_path = os.path.join(model_dir, "config.json")
+        config = {}
+        if os.path.exists(config_path):
+            with open(config_path, encoding="utf-8") as f:
+                config = json.load(f)
+        return cls.from_vocabulary(vocab, config)
+
+    def sot_index(self, prompt: Sequence[int]) -> int:
+        try:
+            return list(prompt).index(self.sot)
+        except ValueError:
+            raise ValueError("<|startoftranscript|> token was not found in the prompt")
+
+    def prompt_length(self, prompt: Sequence[int]) -> int:
+        """Length up to the end of the task tokens (ids in [sot, no_timestamps])
+        after SOT; tokens beyond it are a decoding *prefix*."""
+        i = self.sot_index(prompt)
+        while i < len(prompt) and self.sot <= prompt[i] <= self.no_timestamps:
+            i += 1
+        return i
+
+
+@functools.lru_cache(maxsize=64)
+def _index_array(ids: tuple) -> np.ndarray:
+    return np.asarray(ids, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class SuppressTokens:
+    """Disable fixed ids at every step (``suppress_tokens``, -1 already expanded)."""
+
+    ids: tuple
+
+    def apply(self, logits: np.ndarray, tokens: Sequence[int]) -> None:
+        if self.ids:
+            logits[self._index] = DISABLED
+
+    @property
+    def _index(self) -> np.ndarray:
+        return _index_array(self.ids)
+
+
+@dataclass(frozen=True)
+class SuppressBlank:
+    """Disable ``suppress_ids_begin`` (blank " " and EOT) at the first generated step."""
+
+    ids: tuple
+
+    def apply(self, logits: np.ndarray, tokens: Sequence[int]) -> None:
+        if len(tokens) == 0 and self.ids:
+            logits[list(self.ids)] = DISABLED
+
+
+@dataclass(frozen=True)
+class TimestampRules:
+    """CT2 ``ApplyTimestampRules``; ids are absolute, ranges inclusive."""
+
+    eot: int
+    no_timestamps: int
+    timestamp_begin: int
+    timestamp_end: int
+    max_initial_timestamp_id: int
+
+    def apply(self, logits: np.ndarray, tokens: Sequence[int]):
+        if self.mask(logits, tokens):
+            return self._force_timestamp_if_likely(logits)
+        return None
+
+    def mask(self, logits: np.ndarray, tokens: Sequence[int]) -> bool:
+        """Disable what the timestamp rules forbid after ``tokens``; True when the
+        "force a timestamp if likely" check applies next (it needs the log-probs)."""
+        ts0 = self.timestamp_begin
+        logits[self.no_timestamps] = DISABLED
+        if len(tokens) == 0:
+            logits[:ts0] = DISABLED  # the first token must be a timestamp
+            logits[self.max_initial_timestamp_id + 1 : self.timestamp_end + 1] = DISABLED
+            return False
+        last = tokens[-1]
+        if last >= ts0:
+            penultimate = tokens[-2] if len(tokens) >= 2 else last
+            if penultimate >= ts0:  # a closed pair: next must be text (or EOT)
+                logits[ts0 : self.timestamp_end + 1] = DISABLED
+                return False
+            logits[: self.eot] = DISABLED  # after an opening timestamp: no text
+            logits[ts0:last] = DISABLED  # ... and not an earlier timestamp
+        else:
+            for token in reversed(tokens):  # timestamps strictly increase
+                if token >= ts0:
+                    logits[ts0 : token + 1] = DISABLED
+                    break
+        return True
+
+    def _force_timestamp_if_likely(self, logits: np.ndarray):
+        """Force a timestamp if likely; return the log-probs of ``logits`` if left unchanged."""
+        ts0 = self.timestamp_begin
+        logprobs = log_softmax(logits)
+        max_text = logprobs[:ts0].max()
+        ts_mass = logsumexp(logprobs[ts0 : self.timestamp_end + 1])
+        if ts_mass > max_text:
+            logits[:ts0] = DISABLED
+            return None
+        return logprobs
+
+
+_UNSUPPORTED_DEFAULTS = {
+    "num_hypotheses": 1,
+    "repetition_penalty": 1,
+    "no_repeat_ngram_size": 0,
+    "return_logits_vocab": False,
+    "asynchronous": False,
+}
+
+
+def supports_fast_path(
+    prompt: Optional[Sequence[int]] = None,
+    special: Optional[SpecialTokens] = None,
+    **generate_kwargs,
+) -> bool:
+    """True if ``Whisper.generate(**generate_kwargs)`` is plain greedy search that
+    :class:`RuleSet` reproduces; otherwise the caller must fall back to ``generate``.
+
+    Not supported: beam_size != 1 (note: generate's default is 5), sampling
+    (sampling_topk != 1 with sampling_temperature != 0), num_hypotheses > 1,
+    repetition_penalty != 1, no_repeat_ngram_size > 0, return_logits_vocab,
+    asynchronous, and prompts with a decoding prefix (tokens after the task tokens).
+    """
+    reasons = []
+    if generate_kwargs.get("beam_size", 5) != 1:
+        reasons.append("beam_size != 1")
+    topk = generate_kwargs.get("sampling_topk", 1)
+    if topk != 1 and generate_kwargs.get("sampling_temperature", 1) != 0:
+        reasons.append("sampling")
+    for key, default in _UNSUPPORTED_DEFAULTS.items():
+        if generate_kwargs.get(key, default) != default:
+            reasons.append(key)
+    if prompt is not None and special is not None:
+        if special.prompt_length(prompt) != len(prompt):
+            reasons.append("decoding prefix after the task tokens")
+    if reasons:
+        logger.debug("fast path unsupported: %s", ", ".join(reasons))
+    return not reasons
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """All per-step decisions of ``generate(beam_size=1)`` for one prompt.
+
+    ``max_steps`` is the number of decoding steps CT2 runs (tokens incl. EOT);
+    ``start_step`` = ``prompt_length - 1`` (tokens CT2 forwards as a batch).
+    ``no_speech_at_sot`` is True when the prompt continues after SOT (then
+    no_speech_prob comes from the raw logits at the SOT position of the prompt
+    forward); otherwise it comes from the raw logits of the first decoding step.
+    """
+
+    special: SpecialTokens
+    rules: tuple
+    max_steps: int
+    start_step: int
+    sot_index: int
+    length_penalty: float = 1.0
+    with_timestamps: bool = True
+    no_speech_at_sot: bool = True
+
+    @classmethod
+    def from_generate_kwargs(
+        cls,
+        special: SpecialTokens,
+        prompt: Sequence[int],
+        *,
+        max_length: int = 448,
+        length_penalty: float = 1.0,
+        suppress_blank: bool = True,
+        suppress_tokens: Optional[Sequence[int]] = (-1,),
+        max_initial_timestamp_index: int = 50,
+        **other,
+    ) -> "RuleSet":
+        """Build from the keyword arguments given to ``Whisper.generate``.
+
+        Options that do not change greedy decisions (return_scores,
+        return_no_speech_prob, beam_size=1, patience...) are accepted and ignored;
+        check :func:`supports_fast_path` first.
+        """
+        prompt = list(prompt)
+        sot_index = special.sot_index(prompt)
+        prompt_length = special.prompt_length(prompt)
+        if prompt_length != len(prompt):
+            raise ValueError("prompts with a decoding prefix are not supported")
+        start_step = prompt_length - 1
+        max_steps = min(max_length // 2, max_length - start_step)
+        if max_steps <= 0:
+            raise ValueError("The maximum decoding length must be > 0")
+        rules = []
+        disable = []
+        for token in suppress_tokens or ():
+            if token >= 0:
+                disable.append(int(token))
+            elif token == -1:
+                disable.extend(special.suppress_ids)
+        if disable:
+            rules.append(SuppressTokens(tuple(disable)))
+        if suppress_blank and special.suppress_ids_begin:
+            rules.append(SuppressBlank(tuple(special.suppress_ids_begin)))
+        with_timestamps = prompt[prompt_length - 1] != special.no_timestamps
+        if with_timestamps:
+            ts0 = special.timestamp_begin
+            rules.append(
+                TimestampRules(
+                    eot=special.eot,
+                    no_timestamps=special.no_timestamps,
+                    timestamp_begin=ts0,
+                    timestamp_end=special.timestamp_end,
+                    max_initial_timestamp_id=ts0 + int(max_initial_timestamp_index),
+                )
+            )
+        return cls(
+            special=special,
+            rules=tuple(rules),
+            max_steps=max_steps,
+            start_step=start_step,
+            sot_index=sot_index,
+            length_penalty=float(length_penalty),
+            with_timestamps=with_timestamps,
+            no_speech_at_sot=sot_index != prompt_length - 1,
+        )
+
+    def apply(self, logits: np.ndarray, tokens: Sequence[int]):
+        """Apply every rule, in CT2's order, to the [V] float32 logits in place.
+
+        Returns the log-probs of the final logits when the last rule computed
+        them on its way (the timestamp rule does), else None.
+        """
+        cached = None
+        for rule in self.rules:
+            cached = rule.apply(logits, tokens)
+        return cached
+
+    def choose(self, logits: np.ndarray, tokens: Sequence[int]) -> tuple[int, np.float32]:
+        """Apply the rules (in place) and pick the greedy token.
+
+        Returns ``(token_id, logprob)`` where logprob is the float32
+        log_softmax of the *filtered* logits at the chosen id, which is what
+        CT2 adds to the score (the EOT step included).
+        """
+        logprobs = self.apply(logits, tokens)
+        if logprobs is None:
+            logprobs = log_softmax(logits)
+        token = int(np.argmax(logprobs))
+        return token, logprobs[token]
+
+    def choose_rows(self, rows: np.ndarray, tokens: Sequence[int], draft: Sequence[int]):
+        """:meth:`choose` for every row of one verify pass at once.
+
+        Row ``j`` is decided as if ``tokens + draft[:j]`` had been generated
+        (the rows after a rejected draft token are decided too, and ignored).
+        ``rows`` ([T, V] float32) is modified in place. The masks are set row
+        by row (slices), the log-softmax runs once over all rows, so the
+        result is bit-identical to calling :meth:`choose` row by row.
+        Returns ``(token ids [T], their log-probs [T])``.
+        """
+        context = list(tokens) + list(draft)
+        n0 = len(tokens)
+        check = []
+        for rule in self.rules:
+            if isinstance(rule, SuppressTokens):
+                rows[:, rule._index] = DISABLED  # the same ids on every row
+            elif isinstance(rule, SuppressBlank):
+                if n0 == 0:
+                    rule.apply(rows[0], ())
+            else:
+                check = [j for j in range(rows.shape[0]) if rule.mask(rows[j], context[: n0 + j])]
+        logprobs = log_softmax_rows(rows)
+        if check:
+            ts = self._timestamp_rule
+            lp = logprobs[check]
+            forced = logsumexp_rows(lp[:, ts.timestamp_begin: ts.timestamp_end + 1]) > lp[:, :ts.timestamp_begin].max(axis=1)
+            if forced.any():
+                idx = np.asarray(check)[forced]
+                rows[idx, :ts.timestamp_begin] = DISABLED
+                logprobs[idx] = log_softmax_rows(rows[idx])
+        chosen = logprobs.argmax(axis=1)
+        return chosen, logprobs[np.arange(len(chosen)), chosen]
+
+    @property
+    def _timestamp_rule(self) -> "TimestampRules":
+        return next(r for r in self.rules if isinstance(r, TimestampRules))
+
+    def is_last_step(self, step: int) -> bool:
+        """True if 0-based ``step`` is the last one CT2 runs (max_length reached)."""
+        return step + 1 >= self.max_steps
+
+    def final_score(self, sum_logprob: float, num_tokens: int) -> float:
+        """``sum_logprob / num_tokens ** length_penalty`` (EOT not counted in the
+        length but counted in the sum), float32 as in CT2."""
+        length = np.float32(num_tokens)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            denom = np.power(length, np.float32(self.length_penalty), dtype=np.float32)
+            return float(np.float32(sum_logprob) / denom)
+
+    def no_speech_prob(self, raw_logits: np.ndarray) -> float:
+        """softmax(raw logits)[no_speech], raw = before any rule. Which position's
+        logits to pass: see ``no_speech_at_sot``."""
+        return float(softmax(raw_logits)[self.special.no_speech])

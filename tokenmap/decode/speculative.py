@@ -1,0 +1,232 @@
+"""Speculative greedy decoding of one Whisper window on the fork's step API.
+
+The loop (token-map paper, section III; the draft is verified in one pass)::
+
+    prefill the prompt up to <|startoftranscript|>      (no_speech_prob comes from here)
+    feed = rest of the prompt
+    repeat:
+        draft  = drafter(tokens so far), cut to what the controller allows
+        logits = forward_batch(state, feed + draft)        # [1, T, V]
+        decide each drafted position with the logit rules; keep the longest
+        agreeing prefix plus the model's own next token; truncate the decoder
+        state at the first mismatch; feed = [that next token]
+    until <|endoftext|> or max_length
+
+Every decision goes through :class:`tokenmap.decode.rules.RuleSet`, the same rules
+``generate(beam_size=1)`` applies, so a draft can change the speed but not
+the output (exactly at float32; at int8 batched logits differ slightly from
+step logits, see docs/BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from tokenmap.decode.ct2math import log_softmax
+from tokenmap.decode.rules import RuleSet, SpecialTokens
+
+logger = logging.getLogger("tokenmap")
+
+
+@dataclass
+class DecodeStats:
+    """Counters with the token-map paper's definitions (eqs. 4-5).
+
+    ``drafted``: draft tokens proposed; ``accepted``: draft tokens kept;
+    ``drafts``: verify passes that carried a draft; ``passes``: decoder
+    passes of any kind; ``tokens``: tokens decided (EOT included);
+    ``plain_windows``: windows the controller sent to plain ``generate``;
+    ``decoder_seconds``: wall time inside the decoding loop.
+    """
+
+    drafted: int = 0
+    accepted: int = 0
+    drafts: int = 0
+    passes: int = 0
+    tokens: int = 0
+    windows: int = 0
+    fallbacks: int = 0
+    plain_windows: int = 0
+    rechecks: int = 0
+    decoder_seconds: float = 0.0
+
+    def add(self, other: "DecodeStats") -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict:
+        d = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        d["acceptance_rate"] = self.accepted / self.drafted if self.drafted else 0.0
+        d["acceptance_length"] = self.accepted / self.drafts if self.drafts else 0.0
+        d["verify_passes"] = self.passes
+        d["tokens_per_second"] = self.tokens / self.decoder_seconds if self.decoder_seconds else 0.0
+        return d
+
+
+@dataclass
+class WindowResult:
+    """One window: ``tokens`` without prompt and EOT (as ``sequences_ids[0]``)."""
+
+    tokens: list[int]
+    score: float
+    no_speech_prob: float | None
+    finished: bool
+    stats: DecodeStats = field(default_factory=DecodeStats)
+
+
+def _rows(logits) -> np.ndarray:
+    """[T, V] float32 view of a [1, V] or [1, T, V] logits StorageView."""
+    array = np.asarray(logits)
+    return array if array.ndim == 2 else array[0]
+
+
+def decode_window(model, encoder_output, prompt: Sequence[int], special: SpecialTokens, drafter,
+                  history: Sequence[int] = (),
+                  recheck_margin: float = 0.0, accept=None, **generate_kwargs) -> WindowResult:
+    """Greedy decoding of one window with drafts; same output as ``generate(beam_size=1)``.
+
+    ``encoder_output``: StorageView [1, 1500, d_model]; ``prompt``: the
+    window's prompt ids as faster-whisper builds it; ``history``: earlier
+    text (the previous-window prompt) for prompt-lookup drafters.
+    ``recheck_margin``: when the top-2 gap (in logits) of a position verified
+    in a batch is below it, that position is decided again from a single
+    ``forward_step`` (int8 batched logits differ from step logits; 0 = never).
+    ``accept(row, tokens, draft_token, chosen) -> bool`` (optional, biased
+    verification): at a drafted position where the greedy ``chosen`` differs,
+    True keeps ``draft_token`` instead; ``row`` holds the rule-filtered logits.
+    None (the default) keeps exact greedy decoding.
+    """
+    started = time.perf_counter()
+    win = _Window(model, RuleSet.from_generate_kwargs(special, prompt, **generate_kwargs), special,
+                  recheck_margin, accept)
+    drafter.reset(history)
+    sot = win.rules.sot_index
+    state, sot_logits = model.prefill(encoder_output, list(prompt[: sot + 1]))
+    win.stats.passes += 1
+    sot_row = _rows(sot_logits)[0]
+    no_speech = None
+    if generate_kwargs.get("return_no_speech_prob", False):
+        no_speech = win.rules.no_speech_prob(sot_row)
+    feed = list(prompt[sot + 1:])
+    if not feed:  # the prompt ends at SOT: its logits decide the first token
+        feed = [win.decide(sot_row)]
+    while not win.done():
+        remaining = win.rules.max_steps - len(win.tokens) - 1
+        draft = _draft(drafter, win, remaining)
+        feed, kept = win.verify(state, feed, draft)
+        if draft:
+            win.stats.drafts += 1
+            win.stats.drafted += len(draft)
+            win.stats.accepted += kept
+            drafter.update(len(draft), kept)
+    score = win.rules.final_score(win.total, len(win.tokens))
+    win.stats.decoder_seconds = time.perf_counter() - started
+    return WindowResult(win.tokens, score, no_speech, win.finished, win.stats)
+
+
+def _draft(drafter, win: "_Window", limit: int) -> list[int]:
+    return window_draft(drafter, win.tokens, win.rules.with_timestamps, win.special.timestamp_begin, limit)
+
+
+def window_draft(drafter, tokens: Sequence[int], with_timestamps: bool, timestamp_begin: int,
+                 limit: int) -> list[int]:
+    """The drafter's proposal after ``tokens``; a timestamped window always starts
+    with Whisper's usual first token ``<|0.00|>``, followed by the drafter's
+    proposal after it (the model must emit a timestamp first, never text)."""
+    if limit <= 0:
+        return []
+    if with_timestamps and not tokens:
+        return [timestamp_begin] + drafter.draft([timestamp_begin], limit - 1)
+    return drafter.draft(tokens, limit)
+
+
+class _Window:
+    """Decisions of one window: tokens so far, summed logprob, end state."""
+
+    def __init__(self, model, rules: RuleSet, special: SpecialTokens, recheck_margin: float, accept=None):
+        self.model, self.rules, self.special, self.accept = model, rules, special, accept
+        self.recheck_margin = recheck_margin
+        self.tokens: list[int] = []
+        self.total = np.float32(0.0)
+        self.finished = False
+        self.stats = DecodeStats(windows=1)
+
+    def done(self) -> bool:
+        return self.finished or len(self.tokens) >= self.rules.max_steps
+
+    def decide(self, row: np.ndarray, draft: int | None = None) -> int:
+        """Apply the rules to one [V] row (in place), record and return the greedy token
+        (or ``draft`` when the ``accept`` predicate keeps it)."""
+        token, logprob = self.rules.choose(row, self.tokens)
+        if draft is not None and token != draft and self.accept and self.accept(row, self.tokens, draft, token):
+            token, logprob = draft, log_softmax(row)[draft]
+        return self.record(token, logprob)
+
+    def record(self, token: int, logprob) -> int:
+        """Append one decided token (EOT ends the window) and add its log-prob to the score."""
+        self.stats.tokens += 1
+        self.total = np.float32(self.total + logprob)
+        if token == self.special.eot:
+            self.finished = True
+        else:
+            self.tokens.append(token)
+        return token
+
+    def verify(self, state, feed: list[int], draft: list[int]) -> tuple[list[int], int]:
+        """Feed ``feed + draft`` in one pass and decide; return (next feed, draft tokens kept)."""
+        base = state.current_step
+        tokens_in = feed + draft
+        if len(tokens_in) == 1:
+            logits = self.model.forward_step(state, tokens_in[0])
+        else:
+            logits = self.model.forward_batch(state, tokens_in)
+        self.stats.passes += 1
+        rows = _rows(logits)[len(feed) - 1:]
+        if self.recheck_margin <= 0 and self.accept is None:
+            return self._keep(state, base + len(feed) - 1, draft, *self.rules.choose_rows(rows, self.tokens, draft))
+        for j, row in enumerate(rows):
+            position = base + len(feed) - 1 + j  # cache length before the token that produced `row`
+            if len(tokens_in) > 1 and self.recheck_margin > 0 and _near_tie(row, self.rules, self.tokens,
+                                                                           self.recheck_margin):
+                state.truncate_to_step(position)
+                row = _rows(self.model.forward_step(state, tokens_in[position - base]))[0]
+                self.stats.passes += 1
+                self.stats.rechecks += 1
+                token = self.decide(row, draft[j] if j < len(draft) else None)
+                return [token], j + (j < len(draft) and token == draft[j])
+            token = self.decide(row, draft[j] if j < len(draft) else None)
+            hit = j < len(draft) and token == draft[j]
+            if hit and not self.done():
+                continue
+            if j < len(draft):
+                state.truncate_to_step(position + 1)
+            return [token], j + hit
+        raise AssertionError("unreachable: the last row always ends the pass")
+
+
+    def _keep(self, state, position: int, draft: list[int], chosen, logprobs) -> tuple[list[int], int]:
+        """Record the decisions of a pass up to the first rejected draft token; truncate the state there."""
+        for j in range(len(chosen)):
+            token = self.record(int(chosen[j]), logprobs[j])
+            hit = j < len(draft) and token == draft[j]
+            if hit and not self.done():
+                continue
+            if j < len(draft):
+                state.truncate_to_step(position + j + 1)
+            return [token], j + hit
+        raise AssertionError("unreachable: the last row always ends the pass")
+
+
+def _near_tie(row: np.ndarray, rules: RuleSet, tokens, margin: float) -> bool:
+    """True if the top-2 gap of the rule-filtered ``row`` is below ``margin`` (row left untouched)."""
+    filtered = row.copy()
+    rules.apply(filtered, tokens)
+    best = int(np.argmax(filtered))
+    top = filtered[best]
+    filtered[best] = -np.inf
+    return bool(top - filtered.max() < margin)

@@ -1,0 +1,223 @@
+"""Reading a token-map file: its prefix, header and array table, and every check a lookup relies on.
+
+:func:`open_map` maps a file and checks its prefix, header and checksum;
+:func:`load_single`, :func:`load_sections` and :func:`load_suffix` check the arrays of a
+one-map file, of a map set and of a suffix map (format 3) against their layouts
+(:mod:`tokenmap.maps.schema`) and return the loaded maps.  Any failure is a
+:class:`~tokenmap.maps.schema.MapFormatError` with a one-line message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tokenmap.maps.schema import (ALIGN, CHECKSUM, LAYOUT, LEGACY_VERSION, MAGIC, MAX_HEADER, NGRAM_VERSION, PREFIX,
+                                  SCHEMA, SET_VERSION, SUFFIX_LAYOUT, SUFFIX_VERSION, MapFormatError, base_name,
+                                  check_arrays, schema_of, stream_markers)
+from tokenmap.maps.suffixmap import SuffixMap
+
+
+def fail(path: Path, what: str) -> MapFormatError:
+    return MapFormatError(f"{path}: {what}")
+
+
+def read_header(buf, path: Path) -> dict:
+    """Parse and validate the prefix and JSON header of a mapped file."""
+    size = len(buf)
+    if size < PREFIX.size:
+        if MAGIC.startswith(bytes(buf[:8])[: size]) and size:
+            raise fail(path, "token map is truncated")
+        raise fail(path, "not a token map (bad magic)")
+    magic, version, hlen = PREFIX.unpack_from(buf, 0)
+    if magic != MAGIC:
+        raise fail(path, "not a token map (bad magic)")
+    if version == LEGACY_VERSION:
+        raise fail(path, "a token map of format 1 (3-token contexts), which this tokenmap no longer reads: "
+                          "rebuild it with `tokenmap build`")
+    if version not in (SET_VERSION, SUFFIX_VERSION, NGRAM_VERSION):
+        raise fail(path, f"unsupported token map format version {version} "
+                          f"(this tokenmap reads {SET_VERSION}, {SUFFIX_VERSION} and {NGRAM_VERSION})")
+    if hlen > MAX_HEADER:
+        raise fail(path, "corrupt token map (header too large)")
+    if PREFIX.size + hlen + CHECKSUM > size:
+        raise fail(path, "token map is truncated")
+    try:
+        header = json.loads(bytes(buf[PREFIX.size:PREFIX.size + hlen]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise fail(path, "corrupt token map (bad header)") from None
+    if not isinstance(header, dict):
+        raise fail(path, "corrupt token map (bad header)")
+    header["format_version"] = version
+    sections = header.get("sections")
+    if (version == SET_VERSION) != isinstance(sections, list) or (
+            sections is not None and (not sections or not all(isinstance(h, dict) for h in sections))):
+        raise fail(path, "corrupt token map (bad section table)")
+    return header
+
+
+def array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
+    """Validated zero-copy views of the arrays listed in the header (a set's names keep their prefix)."""
+    size = len(buf) - CHECKSUM
+    start = header.get("data_start")
+    specs = header.get("arrays")
+    if not isinstance(start, int) or not isinstance(specs, list) or not 0 < start <= size or start % ALIGN:
+        raise fail(path, "corrupt token map (bad array table)")
+    schema = schema_of(header.get("format_version"))
+    views, extents = {}, []
+    for spec in specs:
+        try:
+            name, dtype, shape, off = spec["name"], spec["dtype"], spec["shape"], spec["offset"]
+        except (KeyError, TypeError):
+            raise fail(path, "corrupt token map (bad array table)") from None
+        base = base_name(name) if isinstance(name, str) else ""
+        if not _known_name(name, header, schema) or schema[base][0] != dtype or name in views \
+                or not isinstance(shape, list) or len(shape) != schema[base][1] \
+                or not all(type(s) is int and 0 <= s < 1 << 40 for s in shape) \
+                or type(off) is not int or off < 0 or off % ALIGN:
+            raise fail(path, f"corrupt token map (bad entry for array {name!r})")
+        count = 1
+        for s in shape:
+            count *= s
+        nbytes = count * np.dtype(dtype).itemsize
+        if start + off + nbytes > size:
+            raise fail(path, "token map is truncated")
+        extents.append((off, off + nbytes, name))
+        views[name] = np.frombuffer(buf, dtype=dtype, count=count, offset=start + off).reshape(shape)
+    extents.sort()
+    for (_, end, first), (begin, _, second) in zip(extents, extents[1:]):
+        if begin < end:
+            raise fail(path, f"corrupt token map (arrays {first!r} and {second!r} overlap)")
+    prefixes = [f"{i}." for i in range(len(header["sections"]))] if "sections" in header else [""]
+    missing = {p + n for p in prefixes for n in schema} - set(views)
+    if missing:
+        raise fail(path, f"corrupt token map (missing arrays: {', '.join(sorted(missing))})")
+    return views
+
+
+def _known_name(name, header: dict, schema: dict) -> bool:
+    """An array name of this file's layout: ``key_hash``, or ``<i>.key_hash`` in a set of more than i sections."""
+    if not isinstance(name, str):
+        return False
+    prefix, _, base = name.rpartition(".")
+    if base not in schema:
+        return False
+    if "sections" not in header:
+        return prefix == "" and "." not in name
+    return prefix.isdigit() and str(int(prefix)) == prefix and int(prefix) < len(header["sections"])
+
+
+def check_structure(a: dict[str, np.ndarray], header: dict, vocab_size: int, path: Path,
+                     label: str = "") -> None:
+    """Every array by its role in :data:`LAYOUT`, so that lookups can never index out of range
+    nor draft an id outside the vocabulary."""
+    problem = check_arrays(a, LAYOUT, {"order": header["order"]}, vocab_size)
+    if problem:
+        raise fail(path, f"corrupt token map ({label}{problem})")
+
+
+def vocab_size_of(header: dict, vocab_size: int | None, path: Path) -> int:
+    """The vocabulary size ids are checked against: the header's, which must match the tokenizer's."""
+    recorded = header.get("vocab_size")
+    if type(recorded) is not int or not 0 < recorded < 1 << 31:
+        raise fail(path, "corrupt token map (bad header field vocab_size)")
+    if vocab_size is not None and recorded != vocab_size:
+        raise fail(path, f"made for a vocabulary of {recorded} tokens, the tokenizer has {vocab_size}: "
+                          "rebuild it with `tokenmap build`")
+    return recorded
+
+
+def open_map(path: Path, verify: bool):
+    """``(buffer, header)`` of a memory-mapped file, checksum checked when ``verify``."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    except OSError as exc:
+        raise MapFormatError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    header = read_header(buf, path)
+    if verify and hashlib.sha256(buf[:len(buf) - CHECKSUM]).digest() != bytes(buf[len(buf) - CHECKSUM:]):
+        raise fail(path, "checksum mismatch (the file is corrupt or truncated)")
+    if not isinstance(header.get("fingerprint"), str):
+        raise fail(path, "corrupt token map (bad header fields)")
+    return buf, header
+
+
+def check_order(header: dict, path: Path) -> None:
+    order = header.get("order")
+    if not isinstance(order, int) or not 1 <= order <= 64:
+        raise fail(path, "corrupt token map (bad header fields)")
+
+
+def check_fingerprint(header: dict, fingerprint: str | None, model_hint: str, path: Path) -> None:
+    if fingerprint is not None and header["fingerprint"] != fingerprint:
+        model = model_hint or header.get("model") or "MODEL"
+        raise fail(path, f"made for another tokenizer (fingerprint {header['fingerprint'][:12]}… ≠ "
+                          f"{fingerprint[:12]}…): rebuild it with `tokenmap build --model {model} …`")
+
+
+def load_single(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
+            vocab_size: int | None):
+    """The map of a one-map file."""
+    arrays = array_views(buf, header, path)
+    check_order(header, path)
+    check_fingerprint(header, fingerprint, model_hint, path)
+    check_structure(arrays, header, vocab_size_of(header, vocab_size, path), path)
+    return cls(header, arrays, path, buf)
+
+
+def load_sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
+              vocab_size: int | None) -> list:
+    """Every section of a map set as a map; each header is the file's plus the section's."""
+    check_fingerprint(header, fingerprint, model_hint, path)
+    views = array_views(buf, header, path)
+    top = {k: v for k, v in header.items() if k not in ("sections", "arrays")}
+    maps, tasks = [], set()
+    for i, sec in enumerate(header["sections"]):
+        merged = {**top, **sec}
+        check_order(merged, path)
+        if not isinstance(sec.get("task"), str) or sec["task"] in tasks:
+            raise fail(path, "corrupt token map (bad section table)")
+        tasks.add(sec["task"])
+        arrays = {name: views[f"{i}.{name}"] for name in SCHEMA}
+        check_structure(arrays, merged, vocab_size_of(merged, vocab_size, path), path, f"section {i}: ")
+        maps.append(cls(merged, arrays, path, buf))
+    return maps
+
+
+def load_suffix(buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
+            vocab_size: int | None) -> SuffixMap:
+    """The map of a format-3 file, its arrays checked so that no walk can leave them and no draft
+    can leave the vocabulary (the trie's own BOS and SEP are ``vocab`` and ``vocab + 1``)."""
+    arrays = array_views(buf, header, path)
+    check_fingerprint(header, fingerprint, model_hint, path)
+    vocab = vocab_size_of(header, vocab_size, path)
+    bos, sep = stream_markers(vocab)
+    depth = header.get("depth")
+    if type(depth) is not int or not 1 <= depth <= 255 or header.get("bos") != bos or header.get("sep") != sep:
+        raise fail(path, "corrupt token map (bad header fields)")
+    problem = check_arrays(arrays, SUFFIX_LAYOUT, {}, vocab + 2)
+    tokens = arrays["edge_key"] & np.uint64(0xFFFFFFFF)
+    if problem is None and tokens.size and int(tokens.max()) > sep:
+        problem = (f"array 'edge_key': token id {int(tokens.max())} outside the vocabulary of {vocab} tokens")
+    n = arrays["node_count"].shape[0]
+    keys, best = arrays["edge_key"], arrays["node_best"].astype(np.int64)
+    ok = (problem is None and n >= 1 and keys.shape[0] == n - 1
+          and bool(np.all(keys[1:] > keys[:-1])) and bool(np.all((keys >> np.uint64(32)) < np.arange(1, n)))
+          and bool(np.all((keys & np.uint64(0xFFFFFFFF)) <= sep))
+          and bool(np.all(arrays["node_link"] < np.maximum(np.arange(n), 1)))
+          and bool(np.all((best == -1) | ((best > 0) & (best < n))))
+          and bool(np.all(arrays["node_depth"][1:] >= 1)) and int(arrays["node_depth"].max(initial=0)) <= depth)
+    if ok:  # every count positive and no larger than its parent's; a best child is a child
+        count, parent = arrays["node_count"], (keys >> np.uint64(32)).astype(np.int64)
+        has = best > 0
+        ok = (bool(np.all(count >= 1)) and bool(np.all(count[1:] <= count[parent]))
+              and bool(np.all(parent[best[has] - 1] == np.flatnonzero(has))))
+    if not ok:
+        raise fail(path, f"corrupt token map ({problem or 'inconsistent arrays'})")
+    return SuffixMap(header, arrays, path, buf)

@@ -1,0 +1,315 @@
+"""Live transcription of a growing audio buffer with self-speculative (biased) decoding.
+
+Every update re-decodes the whole buffer (at most 30 s). The previous update's
+hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding
+paper): it is verified in one decoder pass, realigned to the output after
+each mismatch (:mod:`tokenmap.stream.draft`), so mostly only the new tail is
+decoded step by step; beyond the previous hypothesis the token map (or
+prompt lookup) drafts, throttled by its own acceptance controller.
+
+Commit policy (LocalAgreement-2 over whole segments, segment-end trimming):
+Whisper splits the buffer into timestamped segments. A leading segment is
+committed when it is closed by a timestamp and its text is identical in the
+last ``agreement`` hypotheses. The buffer is then cut at that segment's end
+timestamp; the committed text can go into the prompt as faster-whisper
+does (``<|startofprev|>`` + last 223 committed tokens), so the next update
+neither re-transcribes nor forgets it (only with ``condition_on_previous``: off by
+default, because base then looped on dictation, repeating committed text until
+max_length). Committed text never changes. When
+the buffer would exceed 30 s, every closed segment is committed (or, with
+none, the whole hypothesis). A hypothesis whose no-speech probability is high
+and average log-probability low counts as silence: the buffer is then cut to
+its last second, so long pauses never grow it.
+
+Biased verification (paper eq. 5): at a position where the previous
+hypothesis drafts ``d`` and greedy chooses ``c``, ``d`` is kept when
+``(1-beta) P(d) + beta >= (1-beta) P(c)`` on the softmax of the rule-filtered
+logits, only while the output still follows the previous hypothesis. beta = 0
+(default) is exact greedy decoding.
+
+Example::
+
+    >>> eng = StreamEngine.load("base", compute_type="int8")                    # doctest: +SKIP
+    >>> st = StreamTranscriber(eng, StreamOptions(update_seconds=1.0))        # doctest: +SKIP
+    >>> for update in st.run(FileSource(audio).chunks(1.0)):                  # doctest: +SKIP
+    ...     print(update.committed_text, "|", update.tentative_text)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+from faster_whisper.feature_extractor import FeatureExtractor
+
+from tokenmap.audio import SAMPLE_RATE
+from tokenmap.decode.reference import GREEDY_KW, greedy_decode
+from tokenmap.engine import open_engine
+from tokenmap.decode.drafters import default_drafter
+from tokenmap.decode.ct2math import softmax
+from tokenmap.decode.rules import DISABLED, SpecialTokens
+from tokenmap.decode.control import AcceptanceController
+from tokenmap.decode.speculative import decode_window
+from tokenmap.stream.draft import PreviousHypothesisDrafter
+from tokenmap.decode.drafters import lcp
+from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
+from tokenmap.stream.segments import TS_SECONDS, TokenSegment, agreed_segments, parse_segments, shift_timestamps
+
+logger = logging.getLogger("tokenmap")
+
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """``update_seconds``: audio per update; ``beta``: verification bias (0 = exact greedy);
+    ``mask_k``: display-only mask of the last k tentative tokens; ``agreement``: hypotheses that must
+    agree before a segment commits; ``scratch``: also decode every update from scratch
+    (``"generate"`` or ``"reference"``, step-wise greedy) to time and check it;
+    ``recheck_margin``: see :func:`tokenmap.decode.speculative.decode_window` (int8 near-ties)."""
+
+    update_seconds: float = 1.0
+    beta: float = 0.0
+    mask_k: int = 0
+    language: str | None = "en"
+    task: str = "transcribe"
+    max_buffer_seconds: float = 30.0
+    agreement: int = 2
+    condition_on_previous: bool = False
+    no_speech_threshold: float = 0.6
+    logprob_threshold: float = -1.0
+    scratch: str | None = None
+    recheck_margin: float = 0.0
+
+
+@dataclass(frozen=True)
+class StreamUpdate:
+    """What the display needs after one update (times in seconds of audio)."""
+
+    index: int
+    audio_end: float
+    committed_text: str
+    new_committed_text: str
+    tentative_text: str
+    final: bool
+    record: UpdateRecord
+
+
+class StreamEngine:
+    """The fork's Whisper model with what streaming needs: features, tokenizer, special ids, map."""
+
+    def __init__(self, model, special: SpecialTokens, tokenizer, token_map=None, cost=None):
+        self.model, self.special, self.tokenizer, self.token_map = model, special, tokenizer, token_map
+        self.cost = cost  # verify-pass cost curve: throttles the fallback drafter (None: no throttle)
+        self.features = FeatureExtractor(feature_size=model.n_mels)
+
+    @classmethod
+    def load(cls, model: str = "base", compute_type: str = "int8", threads: int | None = None,
+             token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto") -> "StreamEngine":
+        """Load ``model``; ``decoder_compute_type`` and ``encoder`` as in :func:`tokenmap.engine.open_engine`."""
+        engine = open_engine(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
+                             device="cpu")
+        return cls(engine.model, engine.special, engine.tokenizer, engine.token_map, engine.cost)
+
+    def token_id(self, token: str) -> int:
+        found = self.tokenizer.token_to_id(token)
+        if found is None:
+            raise ValueError(f"the model has no token {token}")
+        return found
+
+    def encode(self, audio: np.ndarray):
+        """Encoder output of ``audio`` (<= 30 s), features zero-padded to 3000 frames as faster-whisper does."""
+        import ctranslate2
+
+        feats = self.features(audio)[:, :3000]
+        feats = np.pad(feats, ((0, 0), (0, 3000 - feats.shape[1])))[None]
+        return self.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats, np.float32)))
+
+    def text(self, tokens: Sequence[int]) -> str:
+        return self.tokenizer.decode([t for t in tokens if t < self.special.eot])
+
+
+def biased_accept(beta: float, drafter: PreviousHypothesisDrafter):
+    """The ``accept`` predicate of :func:`decode_window` for paper eq. 5 (None when beta = 0).
+
+    Keeps the previous hypothesis' token ``d`` over greedy ``c`` when
+    ``(1 - beta) P(d) + beta >= (1 - beta) P(c)``; a token the rules disabled is never kept.
+    """
+    if beta <= 0:
+        return None
+
+    def accept(row: np.ndarray, tokens, draft: int, chosen: int) -> bool:
+        if row[draft] <= DISABLED or not drafter.on_previous(tokens, draft):
+            return False
+        p = softmax(row)
+        return bool((1 - beta) * p[draft] + beta >= (1 - beta) * p[chosen])
+
+    return accept
+
+
+@dataclass
+class Decoded:
+    tokens: list
+    seconds: float
+    no_speech: float
+    score: float
+    drafted: int = 0
+    accepted: int = 0
+
+
+class StreamTranscriber:
+    """Transcribes audio pushed in chunks; one :meth:`update` per chunk (see the module doc)."""
+
+    def __init__(self, engine: StreamEngine, options: StreamOptions = StreamOptions()):
+        self.engine, self.options = engine, options
+        sp = engine.special
+        self.ts0, self.ts_end = sp.timestamp_begin, sp.timestamp_end
+        self.language = options.language
+        self.buffer = np.zeros(0, np.float32)
+        self.offset = 0.0  # absolute time of the buffer's first sample
+        self.committed: list[int] = []
+        self.committed_segments: list[tuple[float, float, str]] = []
+        self.previous: list[int] = []  # last hypothesis, relative to the buffer
+        self.history: list[list[TokenSegment]] = []  # earlier hypotheses' segments, same buffer start
+        self.metrics = StreamMetrics()
+        self.finished = False
+        cost = getattr(engine, "cost", None)
+        self._controller = AcceptanceController(cost) if cost is not None else None  # the fallback's
+
+    @property
+    def audio_end(self) -> float:
+        return self.offset + len(self.buffer) / SAMPLE_RATE
+
+    @property
+    def committed_text(self) -> str:
+        return self.engine.text(self.committed).strip()
+
+    def push(self, samples: np.ndarray) -> None:
+        self.buffer = np.concatenate([self.buffer, np.asarray(samples, np.float32).reshape(-1)])
+
+    def run(self, chunks: Iterable[np.ndarray]) -> Iterator[StreamUpdate]:
+        """Push every chunk and update after each; a last update commits everything."""
+        for chunk in chunks:
+            self.push(chunk)
+            yield self.update()
+        yield self.update(final=True)
+
+    def prompt(self) -> list[int]:
+        e, sp = self.engine, self.engine.special
+        head = []
+        if self.options.condition_on_previous and self.committed:
+            head = [e.token_id("<|startofprev|>")] + self.committed[-(448 // 2 - 1):]
+        task = e.token_id(f"<|{self.options.task}|>")
+        return head + [sp.sot, e.token_id(f"<|{self.language}|>"), task]
+
+    def update(self, final: bool = False) -> StreamUpdate:
+        """Decode the buffer, commit what agreed, trim; ``final`` commits everything."""
+        started = time.perf_counter()
+        audio_end, buffer_seconds = self.audio_end, len(self.buffer) / SAMPLE_RATE
+        tokens, enc_s, dec, scratch = [], 0.0, Decoded([], 0.0, 1.0, 0.0), (None, None)
+        draft = self.next_draft()
+        if len(self.buffer) >= SAMPLE_RATE // 10:  # less than 0.1 s: nothing to hear yet
+            t = time.perf_counter()
+            enc = self.engine.encode(self.buffer)
+            enc_s = time.perf_counter() - t
+            if self.language is None:
+                self.language = self._detect(enc)
+            prompt = self.prompt()
+            dec = self.decode(enc, prompt, draft)
+            if self.options.scratch:
+                scratch = self._scratch(enc, prompt, dec.tokens)
+            silent = dec.no_speech > self.options.no_speech_threshold and dec.score < self.options.logprob_threshold
+            tokens = [] if silent else dec.tokens
+        segments = parse_segments(tokens, self.ts0)
+        commit = len(segments) if final else self._commit_count(segments, buffer_seconds)
+        elapsed = time.perf_counter() - started
+        new_text, latencies = self._commit(segments[:commit], audio_end + elapsed)
+        self._trim(tokens, segments, commit, final)
+        tentative = [t for s in segments[commit:] for t in s.text]
+        record = UpdateRecord(
+            index=len(self.metrics.updates), audio_end=audio_end, buffer_seconds=buffer_seconds,
+            encode_seconds=enc_s, decode_seconds=dec.seconds, draft=len(draft),
+            accepted=lcp(draft, dec.tokens) if draft else 0, output=len(dec.tokens),
+            committed=tuple(self.committed), tentative=tuple(tentative), engine_drafted=dec.drafted,
+            engine_accepted=dec.accepted, scratch_decode=scratch[0], scratch_same=scratch[1],
+            commit_latencies=tuple(latencies))
+        self.metrics.add(record)
+        self.finished = final
+        shown = mask_display([], tentative, 0 if final else self.options.mask_k)
+        return StreamUpdate(record.index, audio_end, self.committed_text, new_text,
+                            self.engine.text(shown).strip(), final, record)
+
+    def _detect(self, enc) -> str:
+        result = self.engine.model.detect_language(enc)[0]
+        language = result[0][0].strip("<|>")
+        logger.info("detected language %s (p=%.2f)", language, result[0][1])
+        return language
+
+    def next_draft(self) -> list[int]:
+        """The draft of the next update: the previous update's hypothesis."""
+        return self.previous[:]
+
+    def decode(self, enc, prompt: list[int], draft: list[int]) -> Decoded:
+        """One update's decoding of the buffer: ``draft`` verified, the rest drafted by the map (or prompt lookup)."""
+        e = self.engine
+        t = time.perf_counter()
+        fallback = default_drafter(e.token_map, self.ts0, eot=e.special.eot)
+        drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback, controller=self._controller)
+        history = prompt[1: e.special.sot_index(prompt)]
+        r = decode_window(e.model, enc, prompt, e.special, drafter, history=history,
+                          accept=biased_accept(self.options.beta, drafter),
+                          recheck_margin=self.options.recheck_margin, **GREEDY_KW)
+        return Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
+                        r.stats.drafted, r.stats.accepted)
+
+    def _scratch(self, enc, prompt: list[int], tokens: list[int]) -> tuple[float, bool]:
+        t = time.perf_counter()
+        if self.options.scratch == "reference":
+            out = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **GREEDY_KW).tokens
+        else:
+            out = self.engine.model.generate(enc, [prompt], **GREEDY_KW)[0].sequences_ids[0]
+        return time.perf_counter() - t, list(out) == list(tokens)
+
+    def _commit_count(self, segments: list[TokenSegment], buffer_seconds: float) -> int:
+        need = self.options.agreement - 1
+        count = agreed_segments(segments, self.history[-need:]) if len(self.history) >= need else 0
+        closed = sum(1 for s in segments if s.stop is not None)
+        cut = segments[count - 1].stop if count else 0.0
+        if buffer_seconds - cut + self.options.update_seconds > self.options.max_buffer_seconds:
+            count = closed if closed > count else len(segments)  # forced: keep the buffer under the cap
+        return count
+
+    def _commit(self, segments: list[TokenSegment], now: float) -> tuple[str, list[float]]:
+        text_tokens = [t for s in segments for t in s.text]
+        self.committed.extend(text_tokens)
+        latencies = []
+        for s in segments:
+            stop = self.offset + (s.stop if s.stop is not None else len(self.buffer) / SAMPLE_RATE)
+            self.committed_segments.append((self.offset + s.start, stop, self.engine.text(s.text).strip()))
+            latencies.append(max(0.0, now - stop))
+        return self.engine.text(text_tokens).strip(), latencies
+
+    def _trim(self, tokens: list[int], segments: list[TokenSegment], commit: int, final: bool) -> None:
+        """Cut the buffer after the committed segments and rebase the draft and the agreement history."""
+        buffer_seconds = len(self.buffer) / SAMPLE_RATE
+        if final or (commit and segments[commit - 1].stop is None):
+            cut = buffer_seconds  # everything committed
+        elif commit:
+            cut = min(segments[commit - 1].stop, buffer_seconds)
+        elif not segments and not self.previous and buffer_seconds > 1.0:
+            cut = buffer_seconds - 1.0  # silence twice: keep the last second, speech may be starting
+        else:
+            cut = 0.0
+        rest = tokens[segments[commit - 1].end:] if commit else list(tokens)
+        if cut > 0:
+            samples = int(round(cut * SAMPLE_RATE))
+            self.buffer = self.buffer[samples:]
+            self.offset += samples / SAMPLE_RATE
+            steps = int(round(cut / TS_SECONDS))
+            rest = shift_timestamps(rest, self.ts0, self.ts_end, steps)
+        self.previous = rest if len(self.buffer) else []
+        current = parse_segments(rest, self.ts0)
+        self.history = [h[commit:] for h in self.history] + [current]
+        self.history = self.history[-max(1, self.options.agreement - 1):]

@@ -1,0 +1,134 @@
+"""Streaming metrics: flicker (normalized erasure), draft acceptance and commit latency.
+
+Metrics follow the definitions of the self-speculative biased decoding paper.
+
+Everything here is pure Python on token id lists, so it is cheap to test.
+
+Normalized erasure (paper eqs. 3-4) measures flicker: how many tokens the
+display takes back, summed over updates, per token of the final text::
+
+    E(i) = |Y^{i-1}| - |LCP(Y^{i-1}, Y^i)|            NE = sum_i E(i) / |Y^N|
+
+Worked example (display after each of three updates, letters are tokens)::
+
+    Y^1 = a b c        Y^2 = a b d e        Y^3 = a b d e f
+    E(2) = 3 - 2 = 1 (c erased)   E(3) = 4 - 4 = 0   NE = 1 / 5 = 0.2
+
+    >>> normalized_erasure([[1, 2, 3], [1, 2, 4, 5], [1, 2, 4, 5, 6]])
+    0.2
+
+Draft acceptance (paper Table 2): the previous hypothesis is the draft; its
+first ``k`` tokens survive verification (``k`` = LCP of the draft and the new
+output). A/D = sum k / sum |draft|, A/O = sum k / sum |output|::
+
+    draft a b c d, new output a b c x y  ->  k = 3, A/D = 3/4, A/O = 3/5
+
+Latency: for each committed segment, the time from the end of its speech
+(absolute audio time of its closing timestamp) to the moment the commit is
+known: the end of the audio the update saw plus the update's compute time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from tokenmap.decode.drafters import lcp
+
+def erasures(displays: Sequence[Sequence[int]]) -> list[int]:
+    """E(i) for i = 1..N-1 (eq. 3): tokens of display i-1 that display i takes back."""
+    return [len(prev) - lcp(prev, cur) for prev, cur in zip(displays, displays[1:])]
+
+
+def normalized_erasure(displays: Sequence[Sequence[int]]) -> float:
+    """NE (eq. 4): total erasure over the length of the last display (0 for an empty one)."""
+    if not displays or not displays[-1]:
+        return 0.0
+    return sum(erasures(displays)) / len(displays[-1])
+
+
+def mask_display(committed: Sequence[int], tentative: Sequence[int], k: int) -> list[int]:
+    """Display-only mask-k: committed text plus the tentative tail without its last ``k`` tokens."""
+    shown = list(tentative[: max(0, len(tentative) - k)]) if k > 0 else list(tentative)
+    return list(committed) + shown
+
+
+@dataclass(frozen=True)
+class UpdateRecord:
+    """What one update did; times in seconds.
+
+    ``audio_end``: absolute audio time the buffer reached; ``buffer_seconds``:
+    its length; ``draft``/``accepted``: previous-hypothesis draft length and its
+    accepted prefix (paper's m and k); ``output``: tokens decoded (timestamps
+    included, EOT excluded); ``committed``/``tentative``: text token ids after
+    the update; ``scratch_decode``: the from-scratch decode time on the same
+    buffer (None when not measured); ``scratch_same``: it produced the same tokens.
+    """
+
+    index: int
+    audio_end: float
+    buffer_seconds: float
+    encode_seconds: float
+    decode_seconds: float
+    draft: int
+    accepted: int
+    output: int
+    committed: tuple
+    tentative: tuple
+    engine_drafted: int = 0
+    engine_accepted: int = 0
+    scratch_decode: float | None = None
+    scratch_same: bool | None = None
+    commit_latencies: tuple = ()
+
+
+@dataclass
+class StreamMetrics:
+    """Per-stream aggregates; :meth:`summary` gives the numbers the CLI and the benchmark print."""
+
+    updates: list = field(default_factory=list)
+
+    def add(self, record: UpdateRecord) -> None:
+        self.updates.append(record)
+
+    def displays(self, mask_k: int = 0) -> list[list[int]]:
+        """The displayed token sequence after every update (the last one unmasked: the stream ended)."""
+        out = [mask_display(u.committed, u.tentative, mask_k) for u in self.updates]
+        if self.updates:
+            last = self.updates[-1]
+            out[-1] = list(last.committed) + list(last.tentative)
+        return out
+
+    def ne(self, mask_k: int = 0) -> float:
+        return normalized_erasure(self.displays(mask_k))
+
+    def summary(self, mask_k: int = 0) -> dict:
+        u = self.updates
+        n = len(u)
+        drafted, accepted, output = (sum(getattr(r, a) for r in u) for a in ("draft", "accepted", "output"))
+        decode = sum(r.decode_seconds for r in u)
+        encode = sum(r.encode_seconds for r in u)
+        timed = [r for r in u if r.scratch_decode is not None]
+        scratch = sum(r.scratch_decode for r in timed)
+        spec_timed = sum(r.decode_seconds for r in timed)
+        lat = [x for r in u for x in r.commit_latencies]
+        e_drafted = sum(r.engine_drafted for r in u)
+        return {
+            "updates": n,
+            "decode_ms_per_update": 1000 * decode / n if n else 0.0,
+            "encode_ms_per_update": 1000 * encode / n if n else 0.0,
+            "scratch_ms_per_update": 1000 * scratch / len(timed) if timed else None,
+            "decode_cost_vs_scratch": spec_timed / scratch if scratch else None,
+            "speedup_vs_scratch": scratch / spec_timed if spec_timed else None,
+            "end_to_end_cost_vs_scratch": ((encode + spec_timed) / (encode + scratch)) if scratch else None,
+            "scratch_identical": (sum(bool(r.scratch_same) for r in timed) / len(timed)) if timed else None,
+            "ne": self.ne(0),
+            "ne_masked": self.ne(mask_k),
+            "mask_k": mask_k,
+            "a_d": accepted / drafted if drafted else 0.0,
+            "a_o": accepted / output if output else 0.0,
+            "engine_acceptance": (sum(r.engine_accepted for r in u) / e_drafted) if e_drafted else 0.0,
+            "latency_mean": sum(lat) / len(lat) if lat else None,
+            "latency_max": max(lat) if lat else None,
+            "max_buffer_seconds": max((r.buffer_seconds for r in u), default=0.0),
+        }

@@ -1,0 +1,144 @@
+"""Per-utterance rows -> aggregates (per system, per group, fairness, acceptance curve).
+
+Baselines: decoder systems against ``greedy`` on the fork (``distil-spec``
+against greedy without timestamps, its own mode); end-to-end systems against
+``fw-e2e`` (faster-whisper on the fork) and also against ``stock-e2e``
+(stock faster-whisper on stock CTranslate2: the user's real alternative).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from tokenmap_bench import metrics as M
+from tokenmap_bench.data import MAP_MODES
+
+DECODER_BASELINE = "greedy"
+E2E_BASELINE = "fw-e2e"
+GROUPS = ("task", "domain", "lang", "voice", "set", "regime")
+#: a task whose plain greedy WER is above this measures the voice (TTS the model cannot hear), not drafting
+VOICE_BOUND_WER = 0.5
+
+
+def baseline_of(system: str, systems: set) -> str | None:
+    if system.endswith("-e2e"):
+        return E2E_BASELINE
+    if system in ("distil-spec", "greedy-nots"):
+        return "greedy-nots" if "greedy-nots" in systems else DECODER_BASELINE
+    return DECODER_BASELINE
+
+
+def _times(rows, system: str) -> dict:
+    return {r["id"]: r["decoder_s"] for r in rows if r["system"] == system}
+
+
+def summarize_systems(rows: list[dict]) -> dict:
+    """``{system: summary}`` (see :func:`tokenmap_bench.metrics.summarize`) with ``S`` vs its baseline."""
+    by_system = M.group_rows(rows, lambda r: r["system"])
+    names = set(by_system)
+    out = {}
+    for name, group in by_system.items():
+        out[name] = M.summarize(group, _times(rows, baseline_of(name, names)))
+        if name.endswith("-e2e") and "stock-e2e" in names:
+            stock = _times(rows, "stock-e2e")
+            both = [r for r in group if r["id"] in stock]
+            out[name]["S_vs_stock"] = M.speedup(sum(stock[r["id"]] for r in both),
+                                                sum(r["decoder_s"] for r in both))
+        if name == "tokenmap" and "stock" in names:
+            stock = _times(rows, "stock")
+            both = [r for r in group if r["id"] in stock]
+            out[name]["S_vs_stock"] = M.speedup(sum(stock[r["id"]] for r in both),
+                                                sum(r["decoder_s"] for r in both))
+    return out
+
+
+def by_group(rows: list[dict], field: str) -> dict:
+    """``{group value: {system: summary}}``."""
+    return {key: summarize_systems(group) for key, group in sorted(M.group_rows(rows, lambda r: r[field]).items())}
+
+
+def oracle_fractions(table: dict) -> dict:
+    """``{group: F}`` with F = (T_greedy - T_map) / (T_greedy - T_oracle) from a :func:`by_group` table."""
+    out = {}
+    for key, systems in table.items():
+        if {"greedy", "tokenmap", "oracle"} <= set(systems):
+            ids_t = systems["greedy"]["decoder_s"], systems["tokenmap"]["decoder_s"], systems["oracle"]["decoder_s"]
+            out[key] = M.oracle_fraction(*ids_t)
+    return out
+
+
+def fairness(task_table: dict, system: str = "tokenmap") -> dict:
+    """Definition 1 over tasks T = domain/lang with ``D_T = 1 - A_r(T)``, and the spread of S."""
+    d = {t: M.misfit(s[system]["A_r"]) for t, s in task_table.items() if system in s}
+    speed = {t: s[system].get("S", math.nan) for t, s in task_table.items() if system in s}
+    return {"system": system, "D_T": d, "U": M.unfairness(d), "S_spread": M.spread(speed),
+            "D_T_definition": "1 - A_r(T) (expected total variation of point-mass draft vs greedy token)"}
+
+
+def map_modes(rows: list[dict], task_table: dict) -> dict:
+    """``{system: fairness}`` for the per-task map (``tokenmap``) and every shared-map
+    system (``tokenmap-multi``, ``tokenmap-balanced``, ``tokenmap-inferred``) run on the same audio."""
+    wanted = {"tokenmap"} | {f"tokenmap-{mode}" for mode in MAP_MODES[1:]}
+    names = sorted({r["system"] for r in rows if r["system"] in wanted})
+    return {name: fairness(task_table, name) for name in names}
+
+
+def identical_rows(rows: list[dict], systems) -> list[dict]:
+    """The decoder rows of ``greedy`` and ``systems`` on the utterances where every one of ``systems``
+    decoded exactly greedy's tokens: their times differ by drafting alone, not by a different
+    output (at int8 a batched pass can change a token, and a changed output can loop or stop early)."""
+    systems = set(systems)
+    bad = {r["id"] for r in rows if r["system"] in systems and not r.get("identical")}
+    seen: dict = defaultdict(set)
+    decoder = [r for r in rows if r.get("kind", "decoder") == "decoder"]
+    for r in decoder:
+        if r["system"] in systems:
+            seen[r["id"]].add(r["system"])
+    keep = {u for u, s in seen.items() if s == systems} - bad
+    return [r for r in decoder if r["id"] in keep and r["system"] in systems | {"greedy"}]
+
+
+def map_modes_identical(rows: list[dict], modes: dict) -> dict:
+    """``{"utterances": n, "task": task table, "modes": {system: fairness}}`` of the map-mode systems
+    on the utterances all of them decoded as greedy did (:func:`identical_rows`); {} with under two modes."""
+    if len(modes) < 2:
+        return {}
+    same = identical_rows(rows, modes)
+    table = by_group(same, "task")
+    return {"utterances": len({r["id"] for r in same}), "task": table,
+            "modes": {name: fairness(table, name) for name in modes}}
+
+
+def acceptance_by_length(rows: list[dict], system: str = "tokenmap") -> dict:
+    """``{draft length: {"drafts", "A_r", "A_l"}}`` from the per-draft logs of ``system``."""
+    acc: dict = defaultdict(lambda: [0, 0])
+    for r in rows:
+        if r["system"] == system:
+            for drafted, accepted in r.get("drafts_log", []):
+                acc[drafted][0] += 1
+                acc[drafted][1] += accepted
+    return {n: {"drafts": c, "A_r": a / (c * n), "A_l": a / c} for n, (c, a) in sorted(acc.items())}
+
+
+def regimes(rows: list[dict], task_table: dict) -> dict:
+    """Per regime (scripted, structured, open), without the voice-bound tasks (greedy WER above
+    :data:`VOICE_BOUND_WER`), which are listed apart: ``{"table", "oracle_fraction", "voice_bound"}``."""
+    bound = {t: s["greedy"]["wer"] for t, s in task_table.items()
+             if "greedy" in s and s["greedy"]["wer"] > VOICE_BOUND_WER}
+    kept = [r for r in rows if r["task"] not in bound and "regime" in r]
+    table = by_group(kept, "regime")
+    return {"table": table, "oracle_fraction": oracle_fractions(table), "voice_bound": bound,
+            "all": summarize_systems(kept) if kept else {}}
+
+
+def aggregate(rows: list[dict]) -> dict:
+    """Everything the report shows, JSON-ready."""
+    groups = {field: by_group(rows, field) for field in GROUPS if all(field in r for r in rows)}
+    modes = map_modes(rows, groups["task"])
+    return {"systems": summarize_systems(rows), "groups": groups,
+            "oracle_fraction": {"all": oracle_fractions({"all": summarize_systems(rows)}).get("all"),
+                                "task": oracle_fractions(groups["task"])},
+            "fairness": fairness(groups["task"]), "fairness_oracle": fairness(groups["task"], "oracle"),
+            "map_modes": modes, "map_modes_identical": map_modes_identical(rows, modes),
+            "acceptance_by_length": acceptance_by_length(rows), "regimes": regimes(rows, groups["task"])}

@@ -1,0 +1,90 @@
+"""Launch :mod:`tokenmap_bench.stock_runner` in the stock virtual environment.
+
+The stock environment (``.venv-stock``: faster-whisper 1.2.1 on stock
+CTranslate2 4.8.5) is created by ``make bench-stock``. When it is missing
+the ``stock`` system is skipped with a warning naming that command. The
+runner is a long-lived process (``--serve``) so that ``stock`` is timed in
+the same interleaved rotation as the other systems.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+from tokenmap.decode.reference import GREEDY_KW
+
+log = logging.getLogger("tokenmap")
+
+RUNNER = Path(__file__).with_name("stock_runner.py")
+STOCK_HINT = ("no stock environment at {path}: run `make bench-stock` (python3 -m venv .venv-stock && "
+              ".venv-stock/bin/pip install faster-whisper==1.2.1 ctranslate2==4.8.5)")
+
+
+def stock_python(path: str) -> Path | None:
+    exe = Path(path)
+    return exe if exe.is_file() else None
+
+
+class StockServer:
+    """The stock runner in ``--serve`` mode: ``stock`` and ``stock-e2e`` timed in the
+    main harness's rotation, on the same utterance as the other systems.
+
+    Each run is timed inside the stock process (:meth:`run` returns those
+    seconds); the main process waits meanwhile, so the 2 cores are not shared.
+    """
+
+    def __init__(self, exe: Path, options, model_dir: str):
+        self.proc = subprocess.Popen([str(exe), str(RUNNER), "--serve"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.call({"op": "load", "model_dir": model_dir, "compute_type": options.compute_type,
+                   "threads": options.threads, "timestamps": options.timestamps, "generate_kw": GREEDY_KW})
+
+    def call(self, request: dict) -> dict:
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"stock runner exited (code {self.proc.poll()}) on {request['op']}")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"stock runner: {answer['error']}")
+        return answer
+
+    def prepare(self, utt, prompt) -> float:
+        """Encode ``utt`` in the stock process (and warm up); returns its encode seconds."""
+        request = {"op": "prepare", "utt": {"id": utt.id, "audio": utt.audio, "lang": utt.lang, "prompt": prompt}}
+        return self.call(request)["encode_s"]
+
+    def run(self, system: str) -> dict:
+        """One timed ``stock`` (``seconds``, ``token_ids``) or ``stock-e2e`` (``seconds``, ``text``) run."""
+        return self.call({"op": system})
+
+    def close(self) -> dict:
+        """Stop the process; returns its ``peak_rss_mb`` and library ``versions``."""
+        try:
+            info = self.call({"op": "done"})
+        finally:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        return info
+
+
+def start_server(options, model_dir: str):
+    """A :class:`StockServer`, or ``(None, reason)`` when the stock environment is missing or fails."""
+    exe = stock_python(options.stock_python)
+    if exe is None:
+        log.warning(STOCK_HINT.format(path=options.stock_python))
+        return None, STOCK_HINT.format(path=options.stock_python)
+    try:
+        return StockServer(exe, options, model_dir), None
+    except (OSError, RuntimeError, ValueError) as exc:
+        log.warning("stock runner failed: %s", exc)
+        return None, f"stock runner failed: {exc}"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("run through `tokenmap bench --systems stock`")

@@ -1,0 +1,174 @@
+"""The decoding systems compared by ``tokenmap bench``, on one encoded window each.
+
+Every system is a callable ``run() -> Output`` built for one utterance; the
+harness times the call. All share the same encoder output (encoded once by
+the main model) and the generate options :data:`GREEDY_KW`, the ones
+faster-whisper passes for greedy decoding:
+
+* ``greedy``       ``engine.generate(beam_size=1)`` on the fork (the paper's baseline)
+* ``tokenmap``     :func:`tokenmap.decode.speculative.decode_window` with the task's map
+  (``default_drafter``: map, then prompt lookup) and the calibrated controller
+* ``tokenmap-mismatch``  the same with the maintenance map (open-domain audio only)
+* ``oracle``       ``decode_window`` drafting the greedy output itself (the ceiling)
+* ``greedy-nots``  greedy without timestamps: the baseline of ``distil-spec``
+* ``distil-spec``  the fork's ``generate_speculative``, tiny.en drafting for the main
+  model (English only; no timestamp rules, so always ``<|notimestamps|>``);
+  its draft encoder (``tiny.encode``) is inside the timed call
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tokenmap.decode.drafters import FixedDrafter, default_drafter
+from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.control import AcceptanceController, ControllerSet
+from tokenmap.decode.speculative import DecodeStats, decode_window
+from tokenmap.engine import open_engine
+
+log = logging.getLogger("tokenmap")
+
+
+
+class RecordingController(AcceptanceController):
+    """An acceptance controller that also keeps ``(drafted, accepted)`` of every verified draft in ``log``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.log: list[tuple[int, int]] = []
+
+    def update(self, drafted: int, accepted: int) -> None:
+        if drafted:
+            self.log.append((drafted, accepted))
+        super().update(drafted, accepted)
+
+
+class RecordingControllerSet(ControllerSet):
+    """Per-source controllers that record their drafts (:class:`RecordingController`)."""
+
+    controller = RecordingController
+
+
+@dataclass
+class Output:
+    """What one system run produced: tokens (no prompt, no EOT) and draft counters."""
+
+    tokens: list
+    stats: dict = field(default_factory=dict)
+    drafts_log: list = field(default_factory=list)  # (drafted, accepted) per verified draft
+
+
+def vocabulary(model_dir: Path) -> list[str]:
+    return (Path(model_dir) / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+
+
+def vocab_maps(main_vocab: list[str], draft_vocab: list[str]) -> tuple[list[int], list[int]]:
+    """``(d2m, m2d)`` id tables matched by token string, -1 where a token has no twin."""
+    main_ids = {tok: i for i, tok in enumerate(main_vocab)}
+    draft_ids = {tok: i for i, tok in enumerate(draft_vocab)}
+    return [main_ids.get(t, -1) for t in draft_vocab], [draft_ids.get(t, -1) for t in main_vocab]
+
+
+@dataclass
+class Engines:
+    """Loaded models and what the systems need besides the audio."""
+
+    main: object
+    special: SpecialTokens
+    vocab: list
+    cost: object
+    draft: object = None
+    d2m: list = field(default_factory=list)
+    m2d: list = field(default_factory=list)
+    spec_tokens: int = 4
+    controllers: dict = field(default_factory=dict)  # session (task) -> its ControllerSet
+
+    def prompt(self, lang: str, timestamps: bool) -> list[int]:
+        ids = {t: i for i, t in enumerate(self.vocab[self.special.eot:], self.special.eot)}
+        prompt = [self.special.sot]
+        if f"<|{lang}|>" in ids and self.main.is_multilingual:
+            prompt += [ids[f"<|{lang}|>"], ids["<|transcribe|>"]]
+        return prompt + ([] if timestamps else [self.special.no_timestamps])
+
+
+def load_engines(model_dir: Path, compute_type: str, threads: int, draft_dir: Path | None,
+                 spec_tokens: int = 4) -> Engines:
+    import ctranslate2
+
+    # the main model decodes at its own precision and encodes in process, as every system is timed on it
+    opened = open_engine(model_dir, compute_type, threads, decoder_compute_type="same", encoder="fork")
+    vocab = vocabulary(model_dir)
+    eng = Engines(opened.model, opened.special, vocab, opened.cost, spec_tokens=spec_tokens)
+    if draft_dir is not None:
+        eng.draft = ctranslate2.models.Whisper(str(draft_dir), device="cpu", compute_type=compute_type,
+                                               intra_threads=threads)
+        eng.d2m, eng.m2d = vocab_maps(vocab, vocabulary(draft_dir))
+        log.info("distil-spec: %d of %d draft tokens map to the main vocabulary",
+                 sum(i >= 0 for i in eng.d2m), len(eng.d2m))
+    return eng
+
+
+def greedy(eng: Engines, enc, prompt):
+    def run() -> Output:
+        result = eng.main.generate(enc, [prompt], **GREEDY_KW)[0]
+        return Output(list(result.sequences_ids[0]))
+    return run
+
+
+def speculative(eng: Engines, enc, prompt, token_map, session: str = "", seconds: float | None = None):
+    """The product's path: one set of per-source controllers per ``session`` (a
+    task, as one user's ``tokenmap.WhisperModel`` keeps it across windows), which
+    may send a whole window to plain ``generate`` while drafting does not pay.
+    ``seconds``: the audio in the window (what ``tokenmap.WhisperModel`` reads off its features)."""
+    controllers = eng.controllers.setdefault(session, RecordingControllerSet(eng.cost))
+
+    def run() -> Output:
+        start = [len(m.log) for m in controllers.members]
+        if not controllers.use_speculation():
+            result = eng.main.generate(enc, [prompt], **GREEDY_KW)[0]
+            return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
+        drafter = default_drafter(token_map, eng.special.timestamp_begin, controllers=controllers,
+                                   eot=eng.special.eot, cost=eng.cost, seconds=seconds)
+        own = [d for d in drafter.drafters if hasattr(d, "log")]  # drafters that set their own length
+        for d in own:
+            d.log = []
+        result = decode_window(eng.main, enc, prompt, eng.special, drafter, **GREEDY_KW)
+        log = [entry for m, n in zip(controllers.members, start + [0] * len(controllers.members))
+               for entry in m.log[n:]] + [entry for d in own for entry in d.log]
+        return Output(result.tokens, result.stats.as_dict(), log)
+    return run
+
+
+def oracle(eng: Engines, enc, prompt, greedy_tokens):
+    sequence = list(greedy_tokens) + [eng.special.eot]
+
+    def run() -> Output:
+        result = decode_window(eng.main, enc, prompt, eng.special, FixedDrafter(sequence), **GREEDY_KW)
+        return Output(result.tokens, result.stats.as_dict())
+    return run
+
+
+def distil_spec(eng: Engines, features, enc, prompt):
+    """tiny.en drafting: ``features`` (mel StorageView) are encoded by the draft inside the call.
+
+    The fork's loop may run up to K tokens past ``max_length`` and then fails
+    ("no position encodings ... >= 448") on a window that decodes to the
+    limit (a repetition loop), so its ``max_length`` leaves room for one draft.
+    """
+    suppress = list(eng.special.suppress_ids)
+    max_length = GREEDY_KW["max_length"] - len(prompt) - eng.spec_tokens - 1
+
+    def run() -> Output:
+        draft_enc = eng.draft.encode(features)
+        tokens = eng.main.generate_speculative(
+            eng.draft, enc, draft_enc, prompt=list(prompt), num_speculative_tokens=eng.spec_tokens,
+            max_length=max_length, eot_id=eng.special.eot, suppress_tokens=suppress,
+            d2m=eng.d2m, m2d=eng.m2d)
+        tokens = list(tokens)
+        if tokens and tokens[-1] == eng.special.eot:
+            tokens.pop()
+        return Output(tokens)
+    return run
