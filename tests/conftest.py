@@ -3,12 +3,16 @@
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENMAP_TEST", "1")
+# Cost curves calibrated on this machine change drafting decisions (and so the budgets of
+# `--balance`): tests see none, and use the built-in curves.
+os.environ["TOKENMAP_CALIBRATION_DIR"] = tempfile.mkdtemp(prefix="tokenmap-test-calibration-")
 
 DATA = Path(__file__).parent / "data"
 

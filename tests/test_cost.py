@@ -28,6 +28,7 @@ def test_interpolate_and_validation():
 
 def test_save_load_round_trip(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("TOKENMAP_CALIBRATION_DIR")
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
@@ -40,3 +41,11 @@ def test_save_load_round_trip(tmp_path, monkeypatch):
     assert loaded.step_ms == 5.0 and loaded.batch_ms == (4.0, 5.0, 6.0) and "calibrated" in loaded.source
     path.write_text(json.dumps({"step_ms": "x"}))
     assert load_cost_model(model, "int8", 2) is DEFAULT
+
+
+def test_calibration_dir_setting(tmp_path, monkeypatch):
+    monkeypatch.setenv("TOKENMAP_CALIBRATION_DIR", str(tmp_path / "curves"))
+    model = tmp_path / "model"
+    model.mkdir()
+    path = calibration_path(model, "float32", 4)
+    assert path.parent == tmp_path / "curves" and path.name.endswith("-float32-4.json")

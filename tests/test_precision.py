@@ -144,6 +144,7 @@ def test_calibrate_measures_the_decoders_precision(monkeypatch, tmp_path):
 
     monkeypatch.setattr(cost, "calibrate", fake)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("TOKENMAP_CALIBRATION_DIR")
     runner = CliRunner()
     assert runner.invoke(cli, ["calibrate", "--max-tokens", "2"]).exit_code == 0
     assert runner.invoke(cli, ["calibrate", "--max-tokens", "2", "--decoder-compute-type", "same"]).exit_code == 0

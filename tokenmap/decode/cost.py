@@ -162,9 +162,14 @@ def model_fingerprint(model_dir: Path) -> str:
 
 
 def calibration_path(model_dir: Path, compute_type: str, threads: int) -> Path:
-    """``$XDG_CACHE_HOME/tokenmap/calibration/<model>-<compute_type>-<threads>.json``."""
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    """``$XDG_CACHE_HOME/tokenmap/calibration/<model>-<compute_type>-<threads>.json``, or the
+    same file name in ``$TOKENMAP_CALIBRATION_DIR`` when that is set (the test suite sets it, so
+    that no test depends on the curve measured on its machine)."""
     name = f"{model_fingerprint(Path(model_dir))}-{compute_type}-{threads}.json"
+    folder = os.environ.get("TOKENMAP_CALIBRATION_DIR")
+    if folder:
+        return Path(folder) / name
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return root / "tokenmap" / "calibration" / name
 
 
