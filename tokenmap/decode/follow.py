@@ -59,13 +59,12 @@ class FollowOptions:
     """How boldly to draft.
 
     ``confidence`` multiplies every share (a prior that corpus text is not
-    exactly what the model writes); ``first_timestamp`` is the chance that a
-    timestamped window starts with ``<|0.00|>``; ``max_len`` caps a draft;
-    ``decay`` weighs earlier drafts in the running calibration.
+    exactly what the model writes); ``max_len`` caps a draft; ``decay`` weighs
+    earlier drafts in the running calibration; a draft must save more than
+    ``min_saving_ms``.
     """
 
     confidence: float = 0.8
-    first_timestamp: float = 0.9
     max_len: int = 24
     decay: float = 0.95
     min_saving_ms: float = 0.0
@@ -151,6 +150,7 @@ class FollowDrafter:
         self._fed = 0
         self._node = self.map.bos_node if self.map.bos_node > 0 else 0
         self._tokens: list[int] = []
+        self._last_stamp = -1  # the last timestamp fed (-1: none yet)
 
     def _is_ts(self, t: int) -> bool:
         return t >= self.timestamp_begin
@@ -169,6 +169,7 @@ class FollowDrafter:
         prev = self._tokens[-1] if self._tokens else None
         self._tokens.append(token)
         if self._is_ts(token):
+            self._last_stamp = token
             if prev is not None and not self._is_ts(prev):
                 return  # closing timestamp: the segment's context stays until the next one opens
             self._node = self._segment_start(self._node)
@@ -235,9 +236,12 @@ class FollowDrafter:
             room -= 1
 
     def _draft_closing(self, draft: list[int], probs: list[float], p: float) -> None:
-        """Append the guessed closing timestamp where the timestamp rules allow it."""
-        stamps = [t for t in (*self._tokens, *draft) if self._is_ts(t)]
-        if self._closing is None or not stamps or self._closing <= stamps[-1]:
+        """Append the guessed closing timestamp where the timestamp rules allow it
+        (after an opening timestamp, never going back in time)."""
+        if self._closing is None:
+            return
+        last = draft[0] if draft and self._is_ts(draft[0]) else self._last_stamp  # a draft opens with it, or none
+        if last < 0 or self._closing <= last:
             return
         self._stamp_at = len(draft)
         draft.append(self._closing)
