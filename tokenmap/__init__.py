@@ -14,10 +14,16 @@ The package is laid out by what each part does:
 
 The heavy pieces (CTranslate2, faster-whisper) are imported lazily, so that
 ``import tokenmap`` stays cheap and the map builder works without the engine.
+Importing the package first sets the engine threads' wait policy
+(:mod:`tokenmap.threads`), which must happen before CTranslate2 loads.
 """
 
 import importlib
 import logging
+
+from tokenmap import threads as _threads
+
+_threads.install()
 
 __version__ = "0.1.0"
 

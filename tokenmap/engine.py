@@ -35,6 +35,7 @@ from types import SimpleNamespace
 
 from tokenizers import Tokenizer
 
+from tokenmap import threads
 from tokenmap.decode.cost import CostModel, load_cost_model
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.maps.mapfile import load_maps
@@ -206,6 +207,7 @@ def engine_info(model_dir=None) -> dict:
     info["drafting"] = "on" if reason is None else f"off: {reason.partition(': ')[2]}"
     info["compute types (cpu)"] = ", ".join(sorted(ct2.get_supported_compute_types("cpu")))
     info["threads"] = _thread_report()
+    info["thread wait"] = threads.describe()
     if reason is None:
         info.update(_precision_report())
     else:

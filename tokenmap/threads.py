@@ -1,0 +1,102 @@
+"""How the engine's OpenMP threads wait between operations.
+
+A Whisper decoder pass is a few hundred small operations (about 230 GEMMs for
+base), each one an OpenMP parallel region. Between two regions the engine's
+worker threads wait. CTranslate2's wheels bundle GNU libgomp, which, with the
+default policy and no more threads than cores, spins only briefly before it
+sleeps on a futex; waking a sleeping thread costs far more than the work of a
+small region, and on the virtual machines measured a decoder step spent
+about a third of its time in those wake-ups (docs/BENCHMARKS.md, "Thread
+wait policy").
+
+:func:`apply_wait_policy` sets ``OMP_WAIT_POLICY=ACTIVE`` with a finite
+``GOMP_SPINCOUNT``: the threads spin across the short gaps of a decoder pass
+and still go to sleep about a millisecond after the last region, so an idle
+process (or one waiting for the encoder worker) takes no CPU. The arithmetic
+is unchanged, so is every transcript. libgomp reads these variables once,
+when it is loaded, so this has to run before ``ctranslate2`` is imported:
+``tokenmap/__init__.py`` calls it on import.
+
+It leaves the environment alone when the user set either variable, or set
+``TOKENMAP_THREAD_WAIT=default``. Child processes inherit the setting; pass
+:func:`without_policy` as their environment to run them with the defaults.
+
+Example::
+
+    >>> env = {}
+    >>> apply_wait_policy(env, modules={})
+    'applied'
+    >>> env["OMP_WAIT_POLICY"], env["GOMP_SPINCOUNT"]
+    ('ACTIVE', '100000')
+    >>> apply_wait_policy({"OMP_WAIT_POLICY": "PASSIVE"}, modules={})
+    'user'
+    >>> without_policy(env, status="applied")
+    {}
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import MutableMapping
+
+#: the variables set, with their values (spin about a millisecond, then sleep)
+POLICY = {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "100000"}
+OPT_OUT = "TOKENMAP_THREAD_WAIT"
+
+#: what :func:`apply_wait_policy` did in this process (None until it ran)
+status: str | None = None
+
+_MEANING = {
+    "applied": "OMP_WAIT_POLICY=ACTIVE, GOMP_SPINCOUNT=100000 (set by tokenmap: threads spin across "
+               "the gaps of a decoder pass, then sleep; {opt} to leave the defaults)",
+    "user": "OMP_WAIT_POLICY={policy}, GOMP_SPINCOUNT={spin} (set by you; tokenmap left them alone)",
+    "off": "OpenMP defaults ({opt} is set)",
+    "late": "OpenMP defaults: ctranslate2 was imported before tokenmap, so its thread library had "
+            "already read the environment; import tokenmap first for faster decoder passes",
+}
+
+
+def apply_wait_policy(environ: MutableMapping[str, str] | None = None, modules=None) -> str:
+    """Set :data:`POLICY` in ``environ`` unless the user decided; return what happened.
+
+    ``'applied'``, ``'user'`` (either variable already set), ``'off'``
+    (``TOKENMAP_THREAD_WAIT=default``) or ``'late'`` (``ctranslate2`` is
+    already in ``modules``, so its libgomp has read the environment).
+    """
+    environ = os.environ if environ is None else environ
+    modules = sys.modules if modules is None else modules
+    if environ.get(OPT_OUT, "").lower() in ("default", "0", "off", "no"):
+        return "off"
+    if any(name in environ for name in POLICY):
+        return "user"
+    if "ctranslate2" in modules:
+        return "late"
+    environ.update(POLICY)
+    return "applied"
+
+
+def without_policy(environ: MutableMapping[str, str] | None = None, status: str | None = None) -> dict:
+    """A copy of ``environ`` without the variables tokenmap set (those a user set stay)."""
+    environ = os.environ if environ is None else environ
+    status = globals()["status"] if status is None else status
+    env = dict(environ)
+    if status == "applied":
+        for name in POLICY:
+            env.pop(name, None)
+    return env
+
+
+def describe() -> str:
+    """One line for ``tokenmap doctor``."""
+    return _MEANING.get(status or "late", "unknown").format(
+        opt=f"{OPT_OUT}=default", policy=os.environ.get("OMP_WAIT_POLICY", "unset"),
+        spin=os.environ.get("GOMP_SPINCOUNT", "unset"))
+
+
+def install() -> str:
+    """Apply the policy to this process once; the result is kept in :data:`status`."""
+    global status
+    if status is None:
+        status = apply_wait_policy()
+    return status
