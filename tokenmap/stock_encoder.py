@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenmap.threads import without_policy
+
 logger = logging.getLogger("tokenmap")
 
 CHILD = Path(__file__).with_name("stock_encoder_child.py")
@@ -65,7 +67,9 @@ class StockEncoder:
         directory = Path(directory or stock_dir())
         if not stock_installed(directory):
             raise StockEncoderError(f"no stock CTranslate2 in {directory}; run `make stock-encoder`")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")]))
+        # the encoder's long parallel regions gain nothing from spinning threads: OpenMP defaults there
+        env = dict(without_policy(),
+                   PYTHONPATH=os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")]))
         self._proc = subprocess.Popen(
             [sys.executable, str(CHILD), str(model_dir), compute_type, str(threads)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True, bufsize=1,

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tokenmap import threads
+from tokenmap.threads import without_policy
 from tokenmap.decode.reference import GREEDY_KW
 
 log = logging.getLogger("tokenmap")
@@ -38,13 +38,13 @@ class StockServer:
     seconds); the main process waits meanwhile, so the 2 cores are not shared.
     The runner gets the user's environment without the thread wait policy
     tokenmap sets for itself (:mod:`tokenmap.threads`): stock faster-whisper
-    as users run it.
+    as users run it (``env`` replaces that environment).
     """
 
-    def __init__(self, exe: Path, options, model_dir: str):
+    def __init__(self, exe: Path, options, model_dir: str, env: dict | None = None):
         self.proc = subprocess.Popen([str(exe), str(RUNNER), "--serve"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                     env=threads.without_policy())
+                                     env=without_policy() if env is None else env)
         self.call({"op": "load", "model_dir": model_dir, "compute_type": options.compute_type,
                    "threads": options.threads, "timestamps": options.timestamps, "generate_kw": GREEDY_KW})
 
