@@ -159,9 +159,13 @@ class PromptLookupDrafter:
 
     The searched text is ``history`` (the previous-window prompt) followed by
     the tokens generated in this window. Longer matches are tried first.
+    A match must be at least 4 tokens long by default: in long dictation
+    windows, 2- and 3-token matches ("the", numbers, units) were wrong often
+    enough that drafting from them cost more than it saved (replay of a
+    ``tokenmap bench`` run, docs/BENCHMARKS.md).
     """
 
-    def __init__(self, min_match: int = 2, max_match: int = 4, timestamp_begin: int | None = None):
+    def __init__(self, min_match: int = 4, max_match: int = 8, timestamp_begin: int | None = None):
         self.min_match = min_match
         self.max_match = max_match
         self.timestamp_begin = timestamp_begin
