@@ -38,7 +38,7 @@ def main():
     model_dir = str(resolve_model("base", download=False))
     exe = ROOT / ".venv-stock/bin/python"
     tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
-    default_env = threads.without_policy(status="applied")
+    default_env = threads.without_policy(state="applied")
     servers = {"default": StockServer(exe, options, model_dir, env=default_env),
                "policy": StockServer(exe, options, model_dir, env=dict(default_env, **threads.POLICY))}
     sums = collections.defaultdict(lambda: collections.defaultdict(float))

@@ -32,8 +32,8 @@ def test_opt_out_and_too_late():
 
 def test_children_can_get_the_defaults_back():
     env = {"PATH": "/bin", **POLICY}
-    assert without_policy(env, status="applied") == {"PATH": "/bin"}
-    assert without_policy(env, status="user") == env  # the user's own setting travels on
+    assert without_policy(env, state="applied") == {"PATH": "/bin"}
+    assert without_policy(env, state="user") == env  # the user's own setting travels on
 
 
 def _child_env(script: str, extra: dict) -> dict:

@@ -5,13 +5,13 @@ base), each one an OpenMP parallel region. Between two regions the engine's
 worker threads wait. CTranslate2's wheels bundle GNU libgomp, which, with the
 default policy and no more threads than cores, spins only briefly before it
 sleeps on a futex; waking a sleeping thread costs far more than the work of a
-small region, and on the virtual machines measured a decoder step spent
-about a third of its time in those wake-ups (docs/BENCHMARKS.md, "Thread
+small region: on the virtual machine measured, an int8 decoder step took
+twice as long as with the threads kept awake (docs/BENCHMARKS.md, "Thread
 wait policy").
 
 :func:`apply_wait_policy` sets ``OMP_WAIT_POLICY=ACTIVE`` with a finite
 ``GOMP_SPINCOUNT``: the threads spin across the short gaps of a decoder pass
-and still go to sleep about a millisecond after the last region, so an idle
+and still go to sleep a millisecond or two after the last region, so an idle
 process (or one waiting for the encoder worker) takes no CPU. The arithmetic
 is unchanged, so is every transcript. libgomp reads these variables once,
 when it is loaded, so this has to run before ``ctranslate2`` is imported:
@@ -30,7 +30,7 @@ Example::
     ('ACTIVE', '100000')
     >>> apply_wait_policy({"OMP_WAIT_POLICY": "PASSIVE"}, modules={})
     'user'
-    >>> without_policy(env, status="applied")
+    >>> without_policy(env, state="applied")
     {}
 """
 
@@ -76,12 +76,15 @@ def apply_wait_policy(environ: MutableMapping[str, str] | None = None, modules=N
     return "applied"
 
 
-def without_policy(environ: MutableMapping[str, str] | None = None, status: str | None = None) -> dict:
-    """A copy of ``environ`` without the variables tokenmap set (those a user set stay)."""
+def without_policy(environ: MutableMapping[str, str] | None = None, state: str | None = None) -> dict:
+    """A copy of ``environ`` without the variables tokenmap set (those a user set stay).
+
+    ``state``: what :func:`apply_wait_policy` returned (default: this process's :data:`status`).
+    """
     environ = os.environ if environ is None else environ
-    status = globals()["status"] if status is None else status
+    state = status if state is None else state
     env = dict(environ)
-    if status == "applied":
+    if state == "applied":
         for name in POLICY:
             env.pop(name, None)
     return env
