@@ -123,7 +123,8 @@ def load_state(options: BenchOptions, maps: BenchMaps) -> RunState:
 
         kw = dict(device="cpu", compute_type=options.compute_type, cpu_threads=options.threads)
         state.fw = faster_whisper.WhisperModel(str(model_dir), **kw)
-        state.tm = WhisperModel(str(model_dir), token_map=None, session_cache=False, cost_model=eng.cost, **kw)
+        # no cost_model: the model drafts on the curve of its own decoder precision, as users get it
+        state.tm = WhisperModel(str(model_dir), token_map=None, session_cache=False, **kw)
     if "stock" in options.systems:
         state.stock, state.stock_skipped = start_server(options, str(model_dir))
     return state
