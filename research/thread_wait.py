@@ -1,6 +1,6 @@
 """What the OpenMP wait policy does to a decoder pass: the fork's calls timed in child processes.
 
-    python research/thread_wait.py [--rounds 3] [--reps 15]
+    python research/thread_wait.py [--rounds 3] [--reps 15] [--variant LABEL=KEY=VALUE,KEY=VALUE ...]
 
 Each round starts, in alternating order, one child process per (policy, compute type):
 ``default`` (libgomp's defaults: ``TOKENMAP_THREAD_WAIT=default``) and ``spin`` (what
@@ -9,7 +9,9 @@ window (tests/data/en-basic-pbx-ivr-main.flac) and times, ``--reps`` times each,
 prefill, one ``forward_step`` and ``forward_batch`` of 2, 3, 5, 9 and 17 tokens (logits to
 numpy, state truncated back), and reports medians in ms plus the largest logit difference
 between a batch of 9 and 9 steps (the arithmetic must not change with the policy).
-Prints the median over rounds for each cell and the default/spin ratio.
+``--variant`` adds a policy of its own: the defaults plus the given variables (e.g.
+``spincount=GOMP_SPINCOUNT=3000000`` or ``mkl=CT2_USE_MKL=1``).
+Prints the median over rounds for each cell and each policy's ratio to ``default``.
 """
 import argparse
 import json
@@ -20,24 +22,23 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tokenmap import threads  # noqa: E402
 
 CHILD = r"""
 import json, statistics, sys, time
 import numpy as np
+from types import SimpleNamespace
 import tokenmap
 import ctranslate2
-from faster_whisper.audio import decode_audio
-from faster_whisper.feature_extractor import FeatureExtractor
 from tokenmap.models import resolve_model
 from tokenmap.decode.rules import SpecialTokens
+from tokenmap_bench.harness import features
 compute_type, reps, audio_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 model_dir = str(resolve_model("base", download=False))
 model = ctranslate2.models.Whisper(model_dir, device="cpu", compute_type=compute_type, intra_threads=2)
 special = SpecialTokens.from_model_dir(model_dir)
-audio = decode_audio(audio_path, sampling_rate=16000)
-mel = FeatureExtractor(feature_size=80)(audio)[:, :3000]
-mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None].astype(np.float32)
-enc = model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(mel)))
+enc = model.encode(features(SimpleNamespace(audio=audio_path))[0])
 prompt = [special.sot, special.sot + 1, special.sot + 101]
 text = [special.timestamp_begin, 5884, 5883, 428, 5764, 1230, 13, 1692, 3651, 11, 8359, 1045, 13, 1692, 3651, 13, 11]
 state, _ = model.prefill(enc, prompt)
@@ -69,11 +70,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--compute-type", action="append", default=[])
+    ap.add_argument("--variant", action="append", default=[], help="LABEL=KEY=VALUE[,KEY=VALUE...]")
     args = ap.parse_args()
     types = args.compute_type or ["int8", "float32"]
-    base_env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    policies = {"default": dict(base_env, TOKENMAP_THREAD_WAIT="default"),
-                "spin": {k: v for k, v in base_env.items() if k != "TOKENMAP_THREAD_WAIT"}}
+    clean = {k: v for k, v in os.environ.items() if k not in threads.POLICY and k != threads.OPT_OUT}
+    default = dict(clean, **{threads.OPT_OUT: "default"})
+    policies = {"default": default, "spin": clean}
+    for spec in args.variant:
+        label, _, assignments = spec.partition("=")
+        policies[label] = dict(default, **dict(a.split("=", 1) for a in assignments.split(",")))
     results: dict = {}
     audio = str(ROOT / "tests/data/en-basic-pbx-ivr-main.flac")
     for r in range(args.rounds):
@@ -85,13 +90,13 @@ def main():
             print(f"round {r}: {policy} {ctype} step {results[(policy, ctype)][-1]['step']:.2f} ms", flush=True)
     keys = list(results[("default", types[0])][0])
     for ctype in types:
-        print(f"\n{ctype}: medians over {args.rounds} rounds (ms)")
-        print(f"{'call':<20} {'default':>9} {'spin':>9} {'default/spin':>12}")
+        print(f"\n{ctype}: medians over {args.rounds} rounds (ms); in brackets default / policy")
+        print(f"{'call':<20}" + "".join(f"{name:>20}" for name in policies))
         for key in keys:
-            d = statistics.median(x[key] for x in results[("default", ctype)])
-            s = statistics.median(x[key] for x in results[("spin", ctype)])
-            ratio = f"{d / s:12.2f}" if s and not key.startswith("max") else ""
-            print(f"{key:<20} {d:>9.4g} {s:>9.4g} {ratio}")
+            cells = {name: statistics.median(x[key] for x in results[(name, ctype)]) for name in policies}
+            row = [f"{v:.4g}" + ("" if key.startswith("max") or name == "default" or not v
+                                 else f" ({cells['default'] / v:.2f})") for name, v in cells.items()]
+            print(f"{key:<20}" + "".join(f"{c:>20}" for c in row))
 
 
 if __name__ == "__main__":

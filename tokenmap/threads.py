@@ -2,10 +2,10 @@
 
 A Whisper decoder pass is a few hundred small operations (about 230 GEMMs for
 base), each one an OpenMP parallel region. Between two regions the engine's
-worker threads wait. CTranslate2's wheels bundle GNU libgomp, which, with the
-default policy and no more threads than cores, spins only briefly before it
-sleeps on a futex; waking a sleeping thread costs far more than the work of a
-small region: on the virtual machine measured, an int8 decoder step took
+worker threads wait. CTranslate2's wheels bundle GNU libgomp, which, with its
+default policy, spun only briefly before sleeping on a futex on the machines
+measured; waking a sleeping thread costs far more than the work of a small
+region: on the virtual machine measured, an int8 decoder step took
 twice as long as with the threads kept awake (docs/BENCHMARKS.md, "Thread
 wait policy").
 
