@@ -69,7 +69,7 @@ def main():
                     if not wav.exists():
                         continue
                     audio = decode_audio(str(wav), sampling_rate=16000)
-                    mel = extractor(audio)[:, :3000]
+                    mel = extractor(audio)[:, :-1][:, :3000]  # the window transcribe() decodes
                     mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None].astype(np.float32)
                     enc = model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(mel)))
                     prompt = [special.sot, vocab.index(f"<|{lang}|>"), vocab.index("<|transcribe|>")]

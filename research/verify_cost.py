@@ -3,8 +3,10 @@
     python research/verify_cost.py [--reps 30] [--compute-type int8]
 
 Interleaves, for each pass length, ``forward_batch`` alone and ``forward_batch`` plus the
-logits as numpy plus ``RuleSet.choose_rows`` on every row (what ``decode_window`` pays),
-on one real 30 s window of tests/data speech. Prints medians in ms and their ratio.
+logits as numpy plus ``RuleSet.choose_rows`` on every row (a pass whose whole draft is
+accepted) or on the first row only (a draft rejected at its first token: ``choose_rows``
+stops deciding there), on one real 30 s window of tests/data speech. Prints medians in
+ms and their ratios to the bare call.
 """
 import argparse
 import statistics
@@ -48,21 +50,29 @@ def main():
         model.forward_batch(state, text[1:n + 1])
         state.truncate_to_step(base)
 
-    def real(n):
+    def real(n, every_row=True):
         rows = np.asarray(model.forward_batch(state, text[1:n + 1]))[0]
-        rules.choose_rows(rows, text[:1], text[2:n + 1])
+        rules.choose_rows(rows, text[:1], text[2:n + 1], every_row=every_row)
         state.truncate_to_step(base)
 
-    print(f"{'tokens':>6} {'bare ms':>8} {'real ms':>8} {'ratio':>6}")
+    def rejected(n):  # the draft rejected at its first token: the rules decide one row
+        real(n, every_row=False) if n == 1 else _rejected(n)
+
+    def _rejected(n):
+        rows = np.asarray(model.forward_batch(state, text[1:n + 1]))[0]
+        rules.choose_rows(rows, text[:1], [special.eot - 1] * (n - 1))
+        state.truncate_to_step(base)
+
+    print(f"{'tokens':>6} {'bare ms':>8} {'all rows':>8} {'ratio':>6} {'1 row':>8} {'ratio':>6}")
     for n in (1, 2, 5, 9, 13):
-        times = {bare: [], real: []}
+        times = {bare: [], real: [], rejected: []}
         for _ in range(args.reps):
-            for fn in (bare, real):
+            for fn in (bare, real, rejected):
                 t0 = time.perf_counter()
                 fn(n)
                 times[fn].append((time.perf_counter() - t0) * 1000)
-        b, r = statistics.median(times[bare]), statistics.median(times[real])
-        print(f"{n:6d} {b:8.2f} {r:8.2f} {r / b:6.2f}")
+        b, r, j = (statistics.median(times[f]) for f in (bare, real, rejected))
+        print(f"{n:6d} {b:8.2f} {r:8.2f} {r / b:6.2f} {j:8.2f} {j / b:6.2f}")
 
 
 if __name__ == "__main__":

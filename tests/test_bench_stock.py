@@ -40,3 +40,35 @@ def test_serve_answers_each_request_on_its_own_line(base_model_dir):
     assert e2e["seconds"] > 0 and e2e["text"].strip()
     assert "unknown op" in bad["error"]
     assert done["peak_rss_mb"] > 0 and set(done["versions"]) == {"ctranslate2", "faster_whisper"}
+
+
+@pytest.mark.model
+def test_bench_features_are_the_window_transcribe_encodes(fw_model):
+    """The bench decodes what a user's ``transcribe()`` decodes: the same first window, frame for frame."""
+    import numpy as np
+    from types import SimpleNamespace
+
+    from tokenmap_bench.harness import features
+
+    audio = DATA / "en-agent-pass.flac"
+    seen = []
+    engine = fw_model.model
+
+    class Spy:
+        def encode(self, mel, *args, **kwargs):
+            seen.append(np.asarray(mel).copy())
+            return engine.encode(mel, *args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(engine, name)
+
+    fw_model.model = Spy()
+    try:
+        segments, _ = fw_model.transcribe(str(audio), language="en", beam_size=1, vad_filter=False)
+        list(segments)
+    finally:
+        fw_model.model = engine
+    bench = np.asarray(features(SimpleNamespace(audio=str(audio)))[0])
+    assert np.array_equal(bench, seen[0].reshape(bench.shape))
+    ours = stock_runner._features(str(audio), 80)
+    assert np.array_equal(np.asarray(ours), bench)

@@ -11,7 +11,8 @@ from tokenmap.decode.cost import CostModel
 from tokenmap.decode.follow import FollowDrafter
 from tokenmap.decode.replay import replay_window
 from tokenmap.decode.ct2math import log_softmax, log_softmax_rows, logsumexp, logsumexp_rows
-from tokenmap.decode.rules import RuleSet, SpecialTokens
+from tokenmap.decode.drafters import find_continuation
+from tokenmap.decode.rules import RuleSet, SpecialTokens, argmax_of_log_softmax
 from tokenmap.maps.suffixmap import SuffixMap, build_arrays
 
 BOS, SEP = 20, 21
@@ -149,22 +150,59 @@ def test_rowwise_rules_are_bit_identical():
         assert np.array_equal(logsumexp_rows(x.copy()), np.array([logsumexp(r) for r in x]))
 
 
-@pytest.mark.parametrize("tokens, draft", [([], [50364, 400, 401]), ([50364, 400], [401, 50400, 50400, 402]),
-                                           ([50364, 400, 50380], [50380, 500, 501])])
-def test_choose_rows_equals_choose_row_by_row(tokens, draft):
+def _rules_and_rows(n_rows: int, seed: int):
     vocab = 51865
     special = SpecialTokens(sot=50258, eot=50257, no_timestamps=50363, no_speech=50362, vocab_size=vocab,
                             suppress_ids=(1, 2, 7), suppress_ids_begin=(220, 50257))
     rules = RuleSet.from_generate_kwargs(special, [50258, 50259, 50359])
-    rng = np.random.default_rng(len(tokens))
-    rows = rng.normal(0, 4, (len(draft) + 1, vocab)).astype(np.float32)
+    rows = np.random.default_rng(seed).normal(0, 4, (n_rows, vocab)).astype(np.float32)
     rows[:, 50364:] += 6.0  # timestamps likely: the "force a timestamp" branch runs too
-    chosen, logprobs = rules.choose_rows(rows.copy(), tokens, draft)
-    context = list(tokens)
+    return rules, rows
+
+
+def _row_by_row(rules, rows, tokens, draft):
+    """:meth:`RuleSet.choose` on each row, as the step-wise decoder decides."""
+    context, out = list(tokens), []
     for j, row in enumerate(rows.copy()):
-        token, logprob = rules.choose(row, context)
-        assert (token, logprob) == (chosen[j], logprobs[j])
-        context.append(draft[j] if j < len(draft) else token)
+        out.append(rules.choose(row, context))
+        context.append(draft[j] if j < len(draft) else out[-1][0])
+    return out
+
+
+@pytest.mark.parametrize("tokens, draft", [([], [50364, 400, 401]), ([50364, 400], [401, 50400, 50400, 402]),
+                                           ([50364, 400, 50380], [50380, 500, 501])])
+def test_choose_rows_equals_choose_row_by_row(tokens, draft):
+    rules, rows = _rules_and_rows(len(draft) + 1, len(tokens))
+    chosen, logprobs = rules.choose_rows(rows.copy(), tokens, draft, every_row=True)
+    assert [(int(c), lp) for c, lp in zip(chosen, logprobs)] == _row_by_row(rules, rows, tokens, draft)
+    lazy, lazy_lp = rules.choose_rows(rows.copy(), tokens, draft)  # stops at the first rejected draft token
+    j = len(lazy) - 1
+    assert list(lazy) == list(chosen[: j + 1]) and list(lazy_lp) == list(logprobs[: j + 1])
+    assert list(lazy[:j]) == list(draft[:j]) and (j == len(draft) or lazy[j] != draft[j])
+
+
+def test_choose_rows_follows_an_accepted_draft():
+    rules, rows = _rules_and_rows(9, 5)
+    tokens, draft = [50364, 400], []
+    for j in range(8):  # the row-by-row decisions, each fed back as the next draft token
+        draft.append(_row_by_row(rules, rows[: j + 1], tokens, draft)[j][0])
+    chosen, logprobs = rules.choose_rows(rows.copy(), tokens, draft)
+    assert len(chosen) == 9
+    assert [(int(c), lp) for c, lp in zip(chosen, logprobs)] == _row_by_row(rules, rows, tokens, draft)
+
+
+def test_argmax_decides_rounding_ties_as_the_log_softmax_does():
+    """Two logits one float32 step apart can round to one log-prob: the lower id wins, as in CT2."""
+    rng = np.random.default_rng(3)
+    changed = 0
+    for _ in range(50):
+        row = rng.normal(0, 0.5, 51865).astype(np.float32)  # flat: log-probs near -10, coarser than the logits
+        best = int(np.argmax(row))
+        row[int(rng.integers(0, best))] = np.nextafter(row[best], np.float32(-np.inf))
+        expected = int(np.argmax(log_softmax(row)))
+        assert argmax_of_log_softmax(row) == expected
+        changed += expected != best
+    assert changed > 10  # the naive argmax would have been wrong on these
 
 
 @settings(max_examples=40, deadline=None)
@@ -174,3 +212,19 @@ def test_chunked_sort_builds_the_same_arrays(utterances, chunk):
     whole = build_arrays(stream, SEP, 5, 1)
     parts = build_arrays(stream, SEP, 5, 1, chunk_positions=chunk)
     assert all(np.array_equal(whole[k], parts[k]) for k in whole)
+
+
+def _continuation_by_windows(seq, min_match, max_match, limit):
+    """Reference: try every window of each length n, longest first, and take the latest hit."""
+    for n in range(min(max_match, len(seq) - 1), min_match - 1, -1):
+        hits = [s for s in range(len(seq) - n) if seq[s: s + n] == seq[len(seq) - n:]]
+        if hits:
+            return list(seq[hits[-1] + n: hits[-1] + n + limit])
+    return []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=40), st.integers(1, 4), st.integers(0, 4), st.integers(1, 9))
+def test_prompt_lookup_finds_the_longest_latest_match(seq, min_match, extra, limit):
+    expected = _continuation_by_windows(seq, min_match, min_match + extra, limit)
+    assert find_continuation(seq, min_match, min_match + extra, limit) == expected

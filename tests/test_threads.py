@@ -50,3 +50,15 @@ def test_importing_tokenmap_sets_it_before_ctranslate2_loads():
     late = "import ctranslate2, os, tokenmap.threads as t; print('status=' + t.status)"
     assert _child_env(late, {}) == {"status": "late"}
     assert _child_env(script, {threads.OPT_OUT: "default"}) == {"status": "off", "policy": "-"}
+
+
+def test_a_late_policy_is_warned_about_once(monkeypatch, caplog):
+    monkeypatch.setattr(threads, "status", "late")
+    monkeypatch.setattr(threads, "_warned", False)
+    with caplog.at_level("WARNING", logger="tokenmap"):
+        assert threads.warn_if_late() is True
+        assert threads.warn_if_late() is False
+    assert len(caplog.records) == 1 and "import tokenmap first" in caplog.records[0].getMessage()
+    monkeypatch.setattr(threads, "status", "applied")
+    monkeypatch.setattr(threads, "_warned", False)
+    assert threads.warn_if_late() is False

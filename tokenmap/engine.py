@@ -36,6 +36,7 @@ from types import SimpleNamespace
 from tokenizers import Tokenizer
 
 from tokenmap import threads
+from tokenmap.threads import warn_if_late
 from tokenmap.decode.cost import CostModel, load_cost_model
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.maps.mapfile import load_maps
@@ -294,6 +295,7 @@ def open_engine(model: str | os.PathLike = "base", compute_type: str = "int8", t
     model_dir = resolve_model(model)
     threads = threads or default_threads()
     drafting = warn_drafting_off() if without_fork == "warn" else drafting_off_reason() is None
+    warn_if_late()
     if fw_model is None:
         ct2 = _import_ctranslate2()
         fw_model = SimpleNamespace(model=ct2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,

@@ -142,13 +142,18 @@ def stock_runner(state: RunState, system: str):
 
 
 def features(utt: Recording):
-    """(mel StorageView [1, n_mels, 3000] of the first 30 s, audio seconds)."""
+    """(mel StorageView [1, n_mels, 3000] of the first 30 s, audio seconds).
+
+    The window faster-whisper's ``transcribe()`` decodes first: its features
+    without their last frame, zero-padded to 3,000 frames (one frame more or
+    less can change the greedy output of a dense window).
+    """
     import ctranslate2
     from faster_whisper.audio import decode_audio
     from faster_whisper.feature_extractor import FeatureExtractor
 
     audio = decode_audio(utt.audio, sampling_rate=SR)
-    mel = FeatureExtractor(feature_size=80)(audio)[:, :3000]
+    mel = FeatureExtractor(feature_size=80)(audio)[:, :-1][:, :3000]
     mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None]
     return ctranslate2.StorageView.from_array(np.ascontiguousarray(mel, dtype=np.float32)), len(audio) / SR
 

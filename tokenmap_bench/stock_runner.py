@@ -39,7 +39,7 @@ def _features(audio_path, n_mels):
     from faster_whisper.feature_extractor import FeatureExtractor
 
     audio = decode_audio(audio_path, sampling_rate=16000)
-    mel = FeatureExtractor(feature_size=n_mels)(audio)[:, :3000]
+    mel = FeatureExtractor(feature_size=n_mels)(audio)[:, :-1][:, :3000]  # as transcribe(): last frame dropped
     mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None]
     return ctranslate2.StorageView.from_array(np.ascontiguousarray(mel, dtype=np.float32))
 

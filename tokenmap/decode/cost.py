@@ -207,7 +207,9 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
     Loads the model on CPU, encodes 30 s of low noise, prefills a 4-token
     prompt, then times the prefill of a window and each pass on the real path: ``forward_step`` or
     ``forward_batch``, the logits as numpy and Whisper's logit rules on every
-    row (:meth:`tokenmap.decode.rules.RuleSet.choose_rows`), with ``truncate_to_step``
+    row (:meth:`tokenmap.decode.rules.RuleSet.choose_rows`; the decoding loop
+    decides only the rows up to the first rejected draft token, so this is the
+    cost of a pass whose whole draft is accepted), with ``truncate_to_step``
     restoring the state length between calls (median of ``reps`` after a
     warm-up; every round times each length once, so load on a shared machine
     shifts the whole curve rather than bending it).  ``progress(1)`` is called
@@ -241,7 +243,7 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
 
     def batch(n):
         rows = np.asarray(model.forward_batch(state, [tok] * n))[0]
-        rules.choose_rows(rows, context, [tok] * (n - 1))
+        rules.choose_rows(rows, context, [tok] * (n - 1), every_row=True)
         state.truncate_to_step(base)
 
     for _ in range(3):

@@ -77,12 +77,19 @@ def logsumexp(x: np.ndarray) -> np.float32:
 
 
 def _sum_rows_like_ct2(e: np.ndarray) -> np.ndarray:
-    """:func:`_sum_like_ct2` of every row of a [T, n] float32 array, in the same order (bit-identical)."""
+    """:func:`_sum_like_ct2` of every row of a [T, n] float32 array, in the same order (bit-identical).
+
+    The lane sums run over the outer axis of a [n / LANES, T, LANES] copy, so
+    numpy adds one whole [T, LANES] block at a time, in order, as
+    :func:`_sum_like_ct2` does for one row (and about twice as fast as
+    reducing the middle axis of [T, n / LANES, LANES]).
+    """
     t, n = e.shape
     if LANES == 1 or n <= LANES:
         return np.array([_sum_like_ct2(row) for row in e], dtype=np.float32)
     main = n - n % LANES
-    lanes = e[:, :main].reshape(t, -1, LANES).sum(axis=1, dtype=np.float32)
+    blocks = np.ascontiguousarray(e[:, :main].reshape(t, -1, LANES).transpose(1, 0, 2))
+    lanes = blocks.sum(axis=0, dtype=np.float32)
     while lanes.shape[1] > 1:
         half = lanes.shape[1] // 2
         lanes = lanes[:, :half] + lanes[:, half:]
@@ -94,12 +101,16 @@ def _sum_rows_like_ct2(e: np.ndarray) -> np.ndarray:
     return acc
 
 
-def log_softmax_rows(x: np.ndarray) -> np.ndarray:
-    """:func:`log_softmax` of every row of a [T, V] float32 array (bit-identical, one pass over all rows)."""
+def log_softmax_shift_rows(x: np.ndarray) -> np.ndarray:
+    """The float32 shift of every row's log-softmax: ``log_softmax_rows(x) == x + shift[:, None]``."""
     x_max = x.max(axis=1, keepdims=True)
     exp_sum = _sum_rows_like_ct2(np.exp(x - x_max))
-    shift = (-x_max[:, 0]).astype(np.float32) - np.log(exp_sum).astype(np.float32)
-    return x + shift[:, None]
+    return (-x_max[:, 0]).astype(np.float32) - np.log(exp_sum).astype(np.float32)
+
+
+def log_softmax_rows(x: np.ndarray) -> np.ndarray:
+    """:func:`log_softmax` of every row of a [T, V] float32 array (bit-identical, one pass over all rows)."""
+    return x + log_softmax_shift_rows(x)[:, None]
 
 
 def logsumexp_rows(x: np.ndarray) -> np.ndarray:

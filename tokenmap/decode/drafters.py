@@ -185,20 +185,31 @@ class PromptLookupDrafter:
 
 
 def find_continuation(seq: Sequence[int], min_match: int, max_match: int, limit: int) -> list[int]:
-    """Continuation of the latest earlier occurrence of ``seq``'s last n tokens (n from max to min)."""
+    """Continuation of the latest earlier occurrence of ``seq``'s last n tokens (n from max to min).
+
+    The longest match wins (up to ``max_match``), the latest among equally long ones;
+    only earlier positions that hold ``seq``'s last token are examined.
+
+    >>> find_continuation([1, 2, 3, 9, 2, 3, 8, 1, 2, 3], 2, 4, 3)   # [1, 2, 3] matched at the start
+    [9, 2, 3]
+    """
     n_total = len(seq)
     if n_total <= min_match:
         return []
     arr = np.asarray(seq, dtype=np.int64)
-    for n in range(min(max_match, n_total - 1), min_match - 1, -1):
-        tail = arr[n_total - n:]
-        windows = np.lib.stride_tricks.sliding_window_view(arr[: n_total - 1], n)
-        hits = np.flatnonzero((windows == tail).all(axis=1))
-        hits = hits[hits + n < n_total]  # something must follow the match
-        if hits.size:
-            start = int(hits[-1]) + n
-            return arr[start: start + limit].tolist()
-    return []
+    cap = min(max_match, n_total - 1)
+    best_len, best_end = 0, -1
+    for end in np.flatnonzero(arr[: n_total - 1] == arr[-1])[::-1].tolist():  # latest first
+        length = 1
+        while length < cap and length <= end and arr[end - length] == arr[n_total - 1 - length]:
+            length += 1
+        if length > best_len:
+            best_len, best_end = length, end
+            if length == cap:
+                break
+    if best_len < min_match:
+        return []
+    return arr[best_end + 1: best_end + 1 + limit].tolist()
 
 
 class SessionCache:

@@ -30,11 +30,14 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tokenmap.decode.ct2math import log_softmax, log_softmax_rows, logsumexp, logsumexp_rows, softmax
+from tokenmap.decode.ct2math import log_softmax, log_softmax_shift_rows, logsumexp, softmax
 
 logger = logging.getLogger("tokenmap")
 
 DISABLED = np.float32(np.finfo(np.float32).min)
+#: logit gaps below this (relative to the values' size) are decided on exact float32
+#: log-probs; above it float32 rounding (about 1e-7 relative) cannot change a decision
+TIE_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,24 @@ class TimestampRules:
                     logits[ts0 : token + 1] = DISABLED
                     break
         return True
+
+    def likely(self, logits: np.ndarray) -> bool:
+        """True if the timestamps' total probability beats the best text token's (the
+        comparison :meth:`_force_timestamp_if_likely` makes on float32 log-probs).
+
+        Both sides carry the same log-softmax shift, so the comparison is made on
+        the logits; only when it is within rounding distance (:data:`TIE_TOLERANCE`,
+        relative) are the float32 log-probs computed, to decide exactly as CT2 does.
+        """
+        ts0 = self.timestamp_begin
+        text = float(logits[:ts0].max())
+        stamps = logits[ts0: self.timestamp_end + 1].astype(np.float64)
+        top = stamps.max()
+        mass = top + np.log(np.exp(stamps - top).sum())
+        if abs(mass - text) > TIE_TOLERANCE * (1.0 + abs(mass) + abs(text)):
+            return bool(mass > text)
+        logprobs = log_softmax(logits)
+        return bool(logsumexp(logprobs[ts0: self.timestamp_end + 1]) > logprobs[:ts0].max())
 
     def _force_timestamp_if_likely(self, logits: np.ndarray):
         """Force a timestamp if likely; return the log-probs of ``logits`` if left unchanged."""
@@ -330,38 +351,46 @@ class RuleSet:
         token = int(np.argmax(logprobs))
         return token, logprobs[token]
 
-    def choose_rows(self, rows: np.ndarray, tokens: Sequence[int], draft: Sequence[int]):
-        """:meth:`choose` for every row of one verify pass at once.
+    def choose_rows(self, rows: np.ndarray, tokens: Sequence[int], draft: Sequence[int], every_row: bool = False):
+        """:meth:`choose` for the rows of one verify pass, up to the first rejected draft token.
 
-        Row ``j`` is decided as if ``tokens + draft[:j]`` had been generated
-        (the rows after a rejected draft token are decided too, and ignored).
-        ``rows`` ([T, V] float32) is modified in place. The masks are set row
-        by row (slices), the log-softmax runs once over all rows, so the
-        result is bit-identical to calling :meth:`choose` row by row.
-        Returns ``(token ids [T], their log-probs [T])``.
+        Row ``j`` is decided as if ``tokens + draft[:j]`` had been generated.
+        Rows are decided in order, and deciding stops at the first row whose
+        choice differs from ``draft[j]`` (or at the last row): the rows after
+        it belong to a rejected draft. The choice of a row comes from its
+        filtered logits (the log-softmax shift is the same for the whole row,
+        and float32 rounding is monotonic, so the argmax is the same; a near-tie
+        within :data:`TIE_TOLERANCE` is decided from the log-probs themselves);
+        the full log-softmax, the costly part, runs only for the rows decided.
+        The result is bit-identical to calling :meth:`choose` row by row.
+        ``rows`` ([T, V] float32) is modified in place; ``every_row`` decides all
+        rows (what :func:`tokenmap.decode.cost.calibrate` times: a pass whose draft is accepted).
+        Returns ``(token ids [J + 1], their log-probs [J + 1])``, ``J`` the last row decided.
         """
-        context = list(tokens) + list(draft)
         n0 = len(tokens)
-        check = []
+        context = list(tokens) + list(draft)
+        timestamps = None
         for rule in self.rules:
             if isinstance(rule, SuppressTokens):
-                rows[:, rule._index] = DISABLED  # the same ids on every row
+                if rule.ids:
+                    rows[:, rule._index] = DISABLED  # the same ids on every row
             elif isinstance(rule, SuppressBlank):
                 if n0 == 0:
                     rule.apply(rows[0], ())
             else:
-                check = [j for j in range(rows.shape[0]) if rule.mask(rows[j], context[: n0 + j])]
-        logprobs = log_softmax_rows(rows)
-        if check:
-            ts = self._timestamp_rule
-            lp = logprobs[check]
-            forced = logsumexp_rows(lp[:, ts.timestamp_begin: ts.timestamp_end + 1]) > lp[:, :ts.timestamp_begin].max(axis=1)
-            if forced.any():
-                idx = np.asarray(check)[forced]
-                rows[idx, :ts.timestamp_begin] = DISABLED
-                logprobs[idx] = log_softmax_rows(rows[idx])
-        chosen = logprobs.argmax(axis=1)
-        return chosen, logprobs[np.arange(len(chosen)), chosen]
+                timestamps = rule
+        chosen = []
+        for j in range(rows.shape[0]):
+            row = rows[j]
+            if timestamps is not None and timestamps.mask(row, context[: n0 + j]):
+                if timestamps.likely(row):
+                    row[: timestamps.timestamp_begin] = DISABLED
+            chosen.append(argmax_of_log_softmax(row))
+            if not every_row and (j >= len(draft) or chosen[-1] != draft[j]):
+                break
+        decided = rows[: len(chosen)]
+        ids = np.asarray(chosen, dtype=np.int64)
+        return ids, decided[np.arange(len(ids)), ids] + log_softmax_shift_rows(decided)
 
     @property
     def _timestamp_rule(self) -> "TimestampRules":
@@ -383,3 +412,21 @@ class RuleSet:
         """softmax(raw logits)[no_speech], raw = before any rule. Which position's
         logits to pass: see ``no_speech_at_sot``."""
         return float(softmax(raw_logits)[self.special.no_speech])
+
+
+def argmax_of_log_softmax(row: np.ndarray) -> int:
+    """``argmax(log_softmax(row))``, first index on ties, mostly without the log-softmax.
+
+    Adding the row's shift and rounding to float32 keeps the order of values but
+    can merge two that are less than a rounding step apart; only then (a lower
+    index within :data:`TIE_TOLERANCE` of the maximum) are the log-probs computed.
+
+    >>> row = np.array([1.0, np.nextafter(np.float32(1.5), np.float32(0)), 1.5], dtype=np.float32)
+    >>> int(np.argmax(row)), argmax_of_log_softmax(row) == int(np.argmax(log_softmax(row)))
+    (2, True)
+    """
+    best = int(np.argmax(row))
+    top = float(row[best])
+    if best and bool((row[:best] >= top - TIE_TOLERANCE * (1.0 + abs(top))).any()):
+        return int(np.argmax(log_softmax(row)))
+    return best
