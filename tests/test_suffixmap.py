@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from tokenmap.decode.cost import CostModel
 from tokenmap.decode.follow import FollowDrafter
 from tokenmap.decode.replay import replay_window
-from tokenmap.decode.ct2math import log_softmax, log_softmax_rows, logsumexp, logsumexp_rows
+from tokenmap.decode.ct2math import argmax_of_log_softmax, log_softmax, log_softmax_rows, logsumexp, logsumexp_rows
 from tokenmap.decode.drafters import find_continuation
-from tokenmap.decode.rules import RuleSet, SpecialTokens, argmax_of_log_softmax
+from tokenmap.decode.rules import RuleSet, SpecialTokens
 from tokenmap.maps.suffixmap import SuffixMap, build_arrays
 
 BOS, SEP = 20, 21

@@ -27,6 +27,9 @@ def _lane_width() -> int:
 
 
 LANES = _lane_width()
+#: logit gaps below this (relative to the values' size) are decided on exact float32
+#: log-probs; above it float32 rounding (about 1e-7 relative) cannot change a decision
+TIE_TOLERANCE = 1e-4
 
 
 def _sum_like_ct2(v: np.ndarray, head=None) -> np.float32:
@@ -117,3 +120,21 @@ def logsumexp_rows(x: np.ndarray) -> np.ndarray:
     """:func:`logsumexp` of every row of a [T, n] float32 array (bit-identical)."""
     x_max = x.max(axis=1, keepdims=True)
     return np.log(_sum_rows_like_ct2(np.exp(x - x_max))).astype(np.float32) + x_max[:, 0]
+
+
+def argmax_of_log_softmax(row: np.ndarray) -> int:
+    """``argmax(log_softmax(row))``, first index on ties, mostly without the log-softmax.
+
+    Adding the row's shift and rounding to float32 keeps the order of values but
+    can merge two that are less than a rounding step apart; only then (a lower
+    index within :data:`TIE_TOLERANCE` of the maximum) are the log-probs computed.
+
+    >>> row = np.array([1.0, np.nextafter(np.float32(1.5), np.float32(0)), 1.5], dtype=np.float32)
+    >>> int(np.argmax(row)), argmax_of_log_softmax(row) == int(np.argmax(log_softmax(row)))
+    (2, True)
+    """
+    best = int(np.argmax(row))
+    top = float(row[best])
+    if best and bool((row[:best] >= top - TIE_TOLERANCE * (1.0 + abs(top))).any()):
+        return int(np.argmax(log_softmax(row)))
+    return best

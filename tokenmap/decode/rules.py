@@ -30,14 +30,12 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tokenmap.decode.ct2math import log_softmax, log_softmax_shift_rows, logsumexp, softmax
+from tokenmap.decode.ct2math import (TIE_TOLERANCE, argmax_of_log_softmax, log_softmax, log_softmax_shift_rows,
+                                     logsumexp, softmax)
 
 logger = logging.getLogger("tokenmap")
 
 DISABLED = np.float32(np.finfo(np.float32).min)
-#: logit gaps below this (relative to the values' size) are decided on exact float32
-#: log-probs; above it float32 rounding (about 1e-7 relative) cannot change a decision
-TIE_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -413,20 +411,3 @@ class RuleSet:
         logits to pass: see ``no_speech_at_sot``."""
         return float(softmax(raw_logits)[self.special.no_speech])
 
-
-def argmax_of_log_softmax(row: np.ndarray) -> int:
-    """``argmax(log_softmax(row))``, first index on ties, mostly without the log-softmax.
-
-    Adding the row's shift and rounding to float32 keeps the order of values but
-    can merge two that are less than a rounding step apart; only then (a lower
-    index within :data:`TIE_TOLERANCE` of the maximum) are the log-probs computed.
-
-    >>> row = np.array([1.0, np.nextafter(np.float32(1.5), np.float32(0)), 1.5], dtype=np.float32)
-    >>> int(np.argmax(row)), argmax_of_log_softmax(row) == int(np.argmax(log_softmax(row)))
-    (2, True)
-    """
-    best = int(np.argmax(row))
-    top = float(row[best])
-    if best and bool((row[:best] >= top - TIE_TOLERANCE * (1.0 + abs(top))).any()):
-        return int(np.argmax(log_softmax(row)))
-    return best
