@@ -189,17 +189,18 @@ class TimestampRules:
         mass = top + np.log(np.exp(stamps - top).sum())
         if abs(mass - text) > TIE_TOLERANCE * (1.0 + abs(mass) + abs(text)):
             return bool(mass > text)
-        logprobs = log_softmax(logits)
+        return self._likely_on(log_softmax(logits))
+
+    def _likely_on(self, logprobs: np.ndarray) -> bool:
+        """CT2's comparison on float32 log-probs: the timestamps' log-sum-exp against the best text token."""
+        ts0 = self.timestamp_begin
         return bool(logsumexp(logprobs[ts0: self.timestamp_end + 1]) > logprobs[:ts0].max())
 
     def _force_timestamp_if_likely(self, logits: np.ndarray):
         """Force a timestamp if likely; return the log-probs of ``logits`` if left unchanged."""
-        ts0 = self.timestamp_begin
         logprobs = log_softmax(logits)
-        max_text = logprobs[:ts0].max()
-        ts_mass = logsumexp(logprobs[ts0 : self.timestamp_end + 1])
-        if ts_mass > max_text:
-            logits[:ts0] = DISABLED
+        if self._likely_on(logprobs):
+            logits[: self.timestamp_begin] = DISABLED
             return None
         return logprobs
 
@@ -390,10 +391,6 @@ class RuleSet:
         ids = np.asarray(chosen, dtype=np.int64)
         return ids, decided[np.arange(len(ids)), ids] + log_softmax_shift_rows(decided)
 
-    @property
-    def _timestamp_rule(self) -> "TimestampRules":
-        return next(r for r in self.rules if isinstance(r, TimestampRules))
-
     def is_last_step(self, step: int) -> bool:
         """True if 0-based ``step`` is the last one CT2 runs (max_length reached)."""
         return step + 1 >= self.max_steps
@@ -410,4 +407,3 @@ class RuleSet:
         """softmax(raw logits)[no_speech], raw = before any rule. Which position's
         logits to pass: see ``no_speech_at_sot``."""
         return float(softmax(raw_logits)[self.special.no_speech])
-
