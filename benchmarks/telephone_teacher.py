@@ -14,14 +14,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
-import numpy as np
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
 from tokenmap.decode.rules import SpecialTokens  # noqa: E402
+from tokenmap_bench.harness import features  # noqa: E402
 
 SOUNDS = Path("/usr/share/asterisk/sounds")
 VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
@@ -49,8 +49,6 @@ def main():
     ap.add_argument("--lang", action="append", default=[])
     args = ap.parse_args()
     import ctranslate2
-    from faster_whisper.audio import decode_audio
-    from faster_whisper.feature_extractor import FeatureExtractor
     from tokenmap.textok import TextTokenizer
 
     model_dir = resolve_model("base", download=False)
@@ -58,7 +56,6 @@ def main():
     special = SpecialTokens.from_model_dir(str(model_dir))
     tok = TextTokenizer.from_file(model_dir / "tokenizer.json")
     vocab = (model_dir / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
-    extractor = FeatureExtractor(feature_size=80)
     n = 0
     with open(args.out, "w", encoding="utf-8") as out:
         for lang in args.lang or list(VOICES):
@@ -68,10 +65,7 @@ def main():
                     wav = SOUNDS / VOICES[lang] / f"{name}.wav"
                     if not wav.exists():
                         continue
-                    audio = decode_audio(str(wav), sampling_rate=16000)
-                    mel = extractor(audio)[:, :-1][:, :3000]  # the window transcribe() decodes
-                    mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None].astype(np.float32)
-                    enc = model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(mel)))
+                    enc = model.encode(features(SimpleNamespace(audio=str(wav)))[0])  # the window transcribe() decodes
                     prompt = [special.sot, vocab.index(f"<|{lang}|>"), vocab.index("<|transcribe|>")]
                     res = model.generate(enc, [prompt], **GREEDY_KW)[0]
                     for seg in segments(res.sequences_ids[0], special.timestamp_begin):

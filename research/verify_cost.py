@@ -13,6 +13,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -20,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tokenmap.models import resolve_model  # noqa: E402
 from tokenmap.decode.rules import RuleSet, SpecialTokens  # noqa: E402
+from tokenmap_bench.harness import features  # noqa: E402
 
 
 def main():
@@ -29,17 +31,12 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     import ctranslate2
-    from faster_whisper.audio import decode_audio
-    from faster_whisper.feature_extractor import FeatureExtractor
 
     model_dir = resolve_model("base", download=False)
     model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=args.compute_type,
                                        intra_threads=args.threads)
     special = SpecialTokens.from_model_dir(str(model_dir))
-    audio = decode_audio(str(ROOT / "tests/data/en-basic-pbx-ivr-main.flac"), sampling_rate=16000)
-    mel = FeatureExtractor(feature_size=80)(audio)[:, :3000]
-    mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None].astype(np.float32)
-    enc = model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(mel)))
+    enc = model.encode(features(SimpleNamespace(audio=str(ROOT / "tests/data/en-basic-pbx-ivr-main.flac")))[0])
     prompt = [special.sot, special.sot + 1, special.sot + 101]
     rules = RuleSet.from_generate_kwargs(special, prompt)
     state, _ = model.prefill(enc, prompt)

@@ -49,6 +49,7 @@ OPT_OUT = "TOKENMAP_THREAD_WAIT"
 
 #: what :func:`apply_wait_policy` did in this process (None until it ran)
 status: str | None = None
+_warned = False  # :func:`warn_if_late` has spoken
 
 _MEANING = {
     "applied": "OMP_WAIT_POLICY=ACTIVE, GOMP_SPINCOUNT=100000 (set by tokenmap: threads spin across "
@@ -114,9 +115,6 @@ def warn_if_late() -> bool:
                    "operations of a decoder pass (about 2x slower decoding where measured); import tokenmap "
                    "first, or set OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT=100000 before starting Python")
     return True
-
-
-_warned = False
 
 
 def install() -> str:
