@@ -7,6 +7,8 @@ Sets (see benchmarks/README.md, "Benchmark data"):
   telephony   corpora/telephony/<lang>/test.tsv prompts, real speech (asterisk G.722)
   opendomain  the LibriVox clips of pocketsphinx-testdata (real speech)
   dictation   ~20-30 s windows of consecutive maintenance/incar en test sentences (TTS)
+  calls       ~25 s windows of telephony test prompts played back to back (real speech,
+              asterisk G.722): the scripted regime's dense windows, as call recordings hold them
 
 Usage::
 
@@ -37,7 +39,7 @@ log = logging.getLogger("tokenmap")
 
 ROOT = Path(__file__).resolve().parent.parent
 SR = 16000
-SETS = ("synthetic", "telephony", "opendomain", "dictation")
+SETS = ("synthetic", "telephony", "opendomain", "dictation", "calls")
 FIELDS = ("id", "audio", "text", "domain", "lang", "voice", "source", "set", "duration")
 ASTERISK = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
 ASTERISK_DIR = Path("/usr/share/asterisk/sounds")
@@ -45,9 +47,12 @@ LIBRIVOX_DIR = Path("/usr/share/pocketsphinx/test/data/librivox")
 NOISE_SHARE = 0.2                      # share of synthetic utterances with white noise
 SNR_DB = (8.0, 20.0)                   # noise level range
 DICTATION_MAX_S = 24.0                 # estimated length cap of a dictation window (real: 20-30 s)
-QUICK_QUOTA = {"synthetic": 1, "telephony": 6, "opendomain": 5, "dictation": 1}
+CALLS_MAX_S = 26.0                     # length cap of a calls window, pauses included
+CALLS_PAUSE_S = 0.7                    # silence between two prompts of a calls window
+G722_BYTES_PER_S = 8000                # G.722 at 64 kbit/s: a prompt's length from its file size
+QUICK_QUOTA = {"synthetic": 1, "telephony": 6, "opendomain": 5, "dictation": 1, "calls": 0}
 #: the full run's subset (full.jsonl, under an hour on 2 cores): per (set, domain, lang, voice) group
-FULL_QUOTA = {"synthetic": 3, "telephony": 40, "opendomain": 5, "dictation": 4}
+FULL_QUOTA = {"synthetic": 3, "telephony": 40, "opendomain": 5, "dictation": 4, "calls": 2}
 
 # name -> (engine, engine voice, lang); espeak "+f3" etc. are its voice variants
 VOICES = {f"flite-{v}": ("flite", v, "en") for v in ("kal16", "awb", "rms", "slt")}
@@ -70,8 +75,8 @@ class Job:
     lang: str
     voice: str
     source: str
-    kind: str                      # "tts", "g722" or "wav"
-    src: str = ""                  # input file for g722/wav
+    kind: str                      # "tts", "g722", "g722-calls" or "wav"
+    src: str = ""                  # input file for g722/wav; the prompts of a calls window, "|"-joined
     rate: float = 1.0              # speed factor (>1 faster)
     pitch: int = 50                # espeak pitch
     snr_db: float | None = None    # white noise at this SNR, None = clean
@@ -147,6 +152,25 @@ def dictation_windows(sentences: list[str], max_seconds: float = DICTATION_MAX_S
     if start < len(sentences) and (cur >= max_seconds / 2 or not out):
         out.append((start, len(sentences), " ".join(sentences[start:])))
     return out
+
+
+def calls_windows(prompts: list[tuple[str, str, float]], max_seconds: float = CALLS_MAX_S,
+                  pause: float = CALLS_PAUSE_S) -> list[list[tuple[str, str, float]]]:
+    """Greedily group (name, text, seconds) prompts, in order, into windows whose length with a
+    ``pause`` after each prompt stays within ``max_seconds`` (a longer prompt forms a window alone).
+
+    >>> [[n for n, _, _ in w] for w in calls_windows([("a", "A.", 10.0), ("b", "B.", 12.0), ("c", "C.", 5.0)], 25)]
+    [['a', 'b'], ['c']]
+    """
+    out: list[list[tuple[str, str, float]]] = []
+    cur, length = [], 0.0
+    for prompt in prompts:
+        if cur and length + prompt[2] + pause > max_seconds:
+            out.append(cur)
+            cur, length = [], 0.0
+        cur.append(prompt)
+        length += prompt[2] + pause
+    return out + ([cur] if cur else [])
 
 
 def manifest_record(job: Job, duration: float) -> dict:
@@ -263,8 +287,28 @@ def plan_real(corpora: Path) -> list[Job]:
     return jobs
 
 
+def plan_calls(corpora: Path, seed) -> list[Job]:
+    """calls jobs: each language's telephony test prompts that have audio, in a seeded order,
+    grouped by :func:`calls_windows` (lengths from the G.722 file sizes)."""
+    jobs = []
+    for lang, vdir in ASTERISK.items():
+        folder, prompts = ASTERISK_DIR / vdir, []
+        for name, text in read_tsv(corpora / "telephony" / lang / "test.tsv"):
+            src = folder / f"{name}.g722"
+            if src.exists():
+                prompts.append((str(src), text, src.stat().st_size / G722_BYTES_PER_S))
+        prompts.sort(key=lambda p: stable_hash(seed, "calls", p[0]))
+        voice = "asterisk-" + vdir.rsplit("_", 1)[-1].lower()
+        for i, window in enumerate(calls_windows(prompts)):
+            text = " ".join(t for _, t, _ in window)
+            jobs.append(Job(make_id("calls", "telephony", lang, voice, i, text), text, "calls", "telephony", lang,
+                            voice, f"asterisk-core-sounds-{lang}-g722", "g722-calls", "|".join(p for p, _, _ in window)))
+    return jobs
+
+
 def plan_all(corpora: Path, seed, per_item: int) -> list[Job]:
     jobs = plan_synthetic(corpora, seed, per_item) + plan_real(corpora) + plan_dictation(corpora, seed, per_item)
+    jobs += plan_calls(corpora, seed)
     ids = [j.id for j in jobs]
     assert len(ids) == len(set(ids)), "duplicate utterance ids"
     return sorted(jobs, key=lambda j: j.id)
@@ -353,6 +397,10 @@ def build_one(args: tuple[Job, str, int]) -> tuple[str, float | None, str]:
     try:
         if job.kind == "g722":
             x = decode_g722(job.src)
+        elif job.kind == "g722-calls":
+            import numpy as np
+            pause = np.zeros(int(CALLS_PAUSE_S * SR), dtype=np.float32)
+            x = np.concatenate([part for src in job.src.split("|") for part in (decode_g722(src), pause)])
         elif job.kind == "wav":
             x = to_pcm16k(job.src, norm=False)
         else:

@@ -227,16 +227,19 @@ def test_bench_maps_name_the_map_each_system_drafts_from(tmp_path):
 def test_end_to_end_per_regime_against_stock():
     from tokenmap_bench.report import regime_e2e_text
 
-    def row(uid, system, t, regime, audio_s):
+    def row(uid, system, t, regime, audio_s, set_="s"):
         return dict(id=uid, system=system, decoder_s=t, audio_s=audio_s, domain="d", lang="en", task=f"{regime}/en",
-                    voice="v", set="s", regime=regime, ref="a b", text="a b", identical=True)
+                    voice="v", set=set_, regime=regime, ref="a b", text="a b", identical=True)
 
     rows = [row("s1", "greedy", 0.2, "scripted", 2.0), row("s1", "fw-e2e", 1.0, "scripted", 2.0),
             row("s1", "tokenmap-e2e", 1.25, "scripted", 2.0), row("s1", "stock-e2e", 0.8, "scripted", 2.0),
             row("d1", "greedy", 1.5, "structured", 30.0), row("d1", "fw-e2e", 3.0, "structured", 30.0),
             row("d1", "tokenmap-e2e", 2.0, "structured", 30.0), row("d1", "stock-e2e", 2.5, "structured", 30.0)]
+    rows += [row("c1", s, t, "scripted", 25.0, "calls") for s, t in
+             (("greedy", 1.0), ("fw-e2e", 2.0), ("tokenmap-e2e", 1.6), ("stock-e2e", 2.4))]
     text = regime_e2e_text(A.aggregate(rows))
-    lines = {tuple(c.strip() for c in line.split("|")[1:3]): line for line in text.splitlines()[2:]}
-    assert "| 30.0 |" in lines["structured", "`tokenmap-e2e`"] and lines["structured", "`tokenmap-e2e`"].endswith(
-        "| 1.50 | 1.25 |")
-    assert lines["scripted", "`tokenmap-e2e`"].endswith("| 0.80 | 0.64 |")
+    lines = {tuple(c.strip() for c in line.split("|")[1:4]): line for line in text.splitlines()[2:]}
+    dense = lines["structured", "s", "`tokenmap-e2e`"]
+    assert "| 30.0 |" in dense and dense.endswith("| 1.50 | 1.25 |")
+    assert lines["scripted", "s", "`tokenmap-e2e`"].endswith("| 0.80 | 0.64 |")
+    assert lines["scripted", "calls", "`tokenmap-e2e`"].endswith("| 1.25 | 1.50 |")

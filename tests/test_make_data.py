@@ -94,6 +94,16 @@ def test_dictation_windows_long_sentence_short_tail_and_empty():
     assert md.dictation_windows([]) == []
 
 
+def test_calls_windows_keep_order_and_cap_with_pauses():
+    prompts = [(f"p{i}", f"Prompt {i}.", secs) for i, secs in enumerate([4.0, 9.0, 11.0, 30.0, 2.0, 3.0])]
+    windows = md.calls_windows(prompts, max_seconds=27.0, pause=1.0)
+    assert [p for w in windows for p in w] == prompts           # every prompt once, in order
+    assert [[n for n, _, _ in w] for w in windows] == [["p0", "p1", "p2"], ["p3"], ["p4", "p5"]]
+    for w in windows:                                            # within the cap unless one prompt is longer
+        assert len(w) == 1 or sum(s + 1.0 for _, _, s in w) <= 27.0
+    assert md.calls_windows([]) == []
+
+
 def test_tts_text_spells_symbols():
     assert md.tts_text("Oil 74 °C, level 93 %.", "en") == "Oil 74 degrees Celsius, level 93 percent."
     assert md.tts_text("Aceite 74 °C.", "es") == "Aceite 74 grados Celsius."

@@ -189,19 +189,21 @@ def regime_text(agg: dict) -> str:
 
 
 def regime_e2e_text(agg: dict) -> str:
-    """End to end per regime: short prompts (scripted) against dense windows (structured dictation,
-    LibriVox), against faster-whisper on the fork and stock faster-whisper on stock CTranslate2."""
-    reg = agg.get("regimes")
+    """End to end per regime and set: short prompts (telephony), dense windows (calls: prompts back
+    to back; dictation; LibriVox), against faster-whisper on the fork and stock faster-whisper on
+    stock CTranslate2."""
+    reg = agg.get("regimes") or {}
+    groups = reg.get("by_set") or {(regime, "all"): systems for regime, systems in reg.get("table", {}).items()}
     rows = []
-    for regime, systems in (reg or {}).get("table", {}).items():
+    for (regime, set_), systems in groups.items():
         for name in ("tokenmap-e2e", "stock-e2e"):
             s = systems.get(name)
             if s:
-                rows.append([regime, f"`{name}`", str(s["n"]), fmt(s["audio_s"] / s["n"], 1), fmt(s["decoder_s"], 2),
-                             fmt(s.get("S")), fmt(s.get("S_vs_stock"))])
+                rows.append([regime, set_, f"`{name}`", str(s["n"]), fmt(s["audio_s"] / s["n"], 1),
+                             fmt(s["decoder_s"], 2), fmt(s.get("S")), fmt(s.get("S_vs_stock"))])
     if not rows:
         return "no end-to-end rows"
-    return table(["regime", "system", "utts", "audio s per utterance", "transcribe s (sum of medians)",
+    return table(["regime", "set", "system", "utts", "audio s per utterance", "transcribe s (sum of medians)",
                   "S vs fw-e2e", "S vs stock-e2e"], rows)
 
 
