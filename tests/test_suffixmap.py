@@ -112,6 +112,33 @@ def test_reopens_the_segment_with_the_closing_timestamp():
     assert d.draft([TS0, 1, 2, 3, TS0 + 30], 8) == [TS0 + 30, 4, 5, 6]
 
 
+def test_opens_the_next_segment_while_audio_is_left():
+    """After a closing timestamp well before the audio's end the model opens another segment:
+    the drafter proposes its opening timestamp (the window's last break gap, 0 at first) and the
+    next utterance's first words, even where the corpus's utterance ended."""
+    d = _drafter([[1, 2, 3], [1, 2, 3], [4, 5]], seconds=12.0)
+    d.reset()
+    assert d.draft([TS0, 1, 2, 3, TS0 + 150], 8) == [TS0 + 150, 1, 2, 3, TS0 + 600]  # 3.00 s of 12: it goes on
+    tokens = [TS0, 1, 2, 3, TS0 + 150, TS0 + 186, 4, 5, TS0 + 300]              # the model left 0.72 s
+    assert d.draft(tokens, 8)[0] == TS0 + 336                                    # 6.00 s closes, 6.72 s opens
+    assert d.draft([TS0, 1, 2, 3, TS0 + 580], 8) == []                           # 11.6 s: the window ends here
+    d.update(0, 0)
+    e = _drafter([[1, 2, 3], [1, 2, 3]], seconds=None)
+    e.reset()
+    assert e.draft([TS0, 1, 2, 3, TS0 + 150], 8) == []                           # audio length unknown: as before
+
+
+def test_opening_timestamp_hit_rate_is_learned():
+    d = _drafter([[1, 2, 3]] * 2, seconds=20.0)
+    d.reset()
+    for _ in range(40):
+        draft = d.draft([TS0, 1, 2, 3, TS0 + 100], 8)
+        if not draft:
+            break
+        d.update(len(draft), 0)                                                  # the guessed opening rejected
+    assert d.calibration.open_rate < 0.3 and d.draft([TS0, 1, 2, 3, TS0 + 100], 8) == []
+
+
 def test_no_draft_when_nothing_pays():
     dear = CostModel(10.0, tuple([1000.0] * 32))
     d = _drafter([[1, 2, 3]] * 3, cost=dear)

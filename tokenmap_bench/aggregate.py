@@ -124,14 +124,15 @@ def acceptance_by_length(rows: list[dict], system: str = "tokenmap") -> dict:
 def regimes(rows: list[dict], task_table: dict) -> dict:
     """Per regime (scripted, structured, open), without the voice-bound tasks (greedy WER above
     :data:`VOICE_BOUND_WER`), which are listed apart: ``{"table", "oracle_fraction", "voice_bound", "all",
-    "by_set"}``; ``by_set`` splits each regime by set, ``{(regime, set): {system: summary}}`` (short
+    "by_set"}``; ``by_set`` splits each regime by set, ``{regime: {set: {system: summary}}}`` (short
     prompts and dense windows of one regime are different end-to-end workloads)."""
     bound = {t: s["greedy"]["wer"] for t, s in task_table.items()
              if "greedy" in s and s["greedy"]["wer"] > VOICE_BOUND_WER}
     kept = [r for r in rows if r["task"] not in bound and "regime" in r]
     table = by_group(kept, "regime")
-    by_set = {key: summarize_systems(group) for key, group in
-              sorted(M.group_rows(kept, lambda r: (r["regime"], r.get("set", ""))).items())}
+    by_set: dict = {}
+    for (regime, set_), group in sorted(M.group_rows(kept, lambda r: (r["regime"], r.get("set", ""))).items()):
+        by_set.setdefault(regime, {})[set_] = summarize_systems(group)
     return {"table": table, "oracle_fraction": oracle_fractions(table), "voice_bound": bound,
             "all": summarize_systems(kept) if kept else {}, "by_set": by_set}
 

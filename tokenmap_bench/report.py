@@ -193,9 +193,9 @@ def regime_e2e_text(agg: dict) -> str:
     to back; dictation; LibriVox), against faster-whisper on the fork and stock faster-whisper on
     stock CTranslate2."""
     reg = agg.get("regimes") or {}
-    groups = reg.get("by_set") or {(regime, "all"): systems for regime, systems in reg.get("table", {}).items()}
+    by_set = reg.get("by_set") or {regime: {"all": systems} for regime, systems in reg.get("table", {}).items()}
     rows = []
-    for (regime, set_), systems in groups.items():
+    for regime, set_, systems in ((r, s, v) for r, sets in by_set.items() for s, v in sets.items()):
         for name in ("tokenmap-e2e", "stock-e2e"):
             s = systems.get(name)
             if s:

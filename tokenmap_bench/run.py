@@ -55,17 +55,7 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
     check_teacher_disjoint(utterances, options.teacher)
     if progress:
         progress("maps", None)
-    maps = BenchMaps()
-    if "tokenmap" in options.systems or "e2e" in options.systems:
-        maps.tasks = ensure_maps(utterances, corpora, out_root / "maps", options.model)
-        if options.learn:
-            maps.learned = ensure_learned_maps(utterances, corpora, out_root / "maps", options.model,
-                                               Path(options.learn))
-    tasks = {(u.domain, u.lang) for u in utterances}
-    for mode in options.map_modes[1:]:
-        maps.shared[mode] = (maps.inferred(tasks) if mode == "inferred" else
-                             ensure_shared_map(mode, tasks, corpora, out_root / "maps", options.model,
-                                               teacher=options.teacher))
+    maps = bench_maps(utterances, options, corpora, out_root / "maps")
     maps_s = time.perf_counter() - t0
     out_dir = out_dir or run_dir(out_root)
     with PartialRows(out_dir) as sink:
@@ -73,6 +63,29 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
                                progress=(lambda u: progress("utt", u)) if progress else None)
     result["seconds"]["maps"] = round(maps_s, 1)
     result["seconds"]["total"] = round(time.perf_counter() - t0, 1)
+    complete(result, utterances, options, maps, manifest, argv)
+    paths = write_all(result, out_dir)
+    sink.path.unlink(missing_ok=True)  # results.json holds every row now
+    return result, paths
+
+
+def bench_maps(utterances, options: BenchOptions, corpora: Path, cache: Path) -> BenchMaps:
+    """The maps a run drafts from, built into ``cache`` when missing or stale."""
+    maps = BenchMaps()
+    if "tokenmap" in options.systems or "e2e" in options.systems:
+        maps.tasks = ensure_maps(utterances, corpora, cache, options.model)
+        if options.learn:
+            maps.learned = ensure_learned_maps(utterances, corpora, cache, options.model, Path(options.learn))
+    tasks = {(u.domain, u.lang) for u in utterances}
+    for mode in options.map_modes[1:]:
+        maps.shared[mode] = (maps.inferred(tasks) if mode == "inferred" else
+                             ensure_shared_map(mode, tasks, corpora, cache, options.model, teacher=options.teacher))
+    return maps
+
+
+def complete(result: dict, utterances, options: BenchOptions, maps: BenchMaps, manifest, argv=None) -> dict:
+    """Add to ``result`` (its ``rows`` measured) what the report needs besides them: machine,
+    options, maps and every aggregate, the cross-entropy fairness included."""
     result.update(machine=machine_info(ROOT, argv).as_dict(), options=asdict(options), manifest=str(manifest),
                   utterances=len(utterances), maps=maps.as_dict())
     result["aggregates"] = aggregate(result["rows"])
@@ -83,9 +96,7 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
         system = f"tokenmap-{mode}"
         result["aggregates"]["map_modes"][system]["fairness_ce"] = cross_entropy_fairness(
             result["rows"], maps.drafted_by(system), result["aggregates"], eot, system=system)
-    paths = write_all(result, out_dir)
-    sink.path.unlink(missing_ok=True)  # results.json holds every row now
-    return result, paths
+    return result
 
 
 class PartialRows:

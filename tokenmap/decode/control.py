@@ -133,8 +133,9 @@ class ControllerSet:
 
     controller = AcceptanceController  # what :meth:`member` makes for each source
 
-    def __init__(self, cost, probe_windows: int = 8):
+    def __init__(self, cost, probe_windows: int = 8, margin_ms: float = 0.5):
         self.cost = cost
+        self.margin_ms = margin_ms
         self.calibration = Calibration()  # a suffix map drafter's running calibration
         self.members: list = []
         self._gate = WindowGate(probe_windows)
@@ -147,9 +148,13 @@ class ControllerSet:
 
     def use_speculation(self) -> bool:
         """Open when a source that has drafted pays; sources that never drafted
-        (their acceptance is still the prior) cannot keep the gate open alone."""
-        tried = [m for m in self.members if m.verified]
-        return self._gate.decide(not tried or any(m.best()[1] > m.margin_ms for m in tried))
+        (their acceptance is still the prior) cannot keep the gate open alone.
+        A suffix map's drafter is such a source too: it sets its own draft length,
+        and pays when the drafts it had verified saved time (``calibration.saving_ms``)."""
+        pays = [m.best()[1] > m.margin_ms for m in self.members if m.verified]
+        if self.calibration.drafts:
+            pays.append(self.calibration.saving_ms > self.margin_ms)
+        return self._gate.decide(not pays or any(pays))
 
 
 class ControlledDrafter:

@@ -22,6 +22,11 @@ Whisper's segment structure is drafted too, because the model is predictable the
   then ``<|endoftext|>`` or the opening timestamp of the next segment;
 * after a closing timestamp where the corpus goes on, the same timestamp
   again, which opens the next segment, followed by that segment's first words;
+* after a closing timestamp well before the end of the window's audio (so the
+  model goes on), the opening timestamp of the next segment even where the
+  corpus's utterance ended: the closing one plus the gap the model left at the
+  window's previous segment break (none at the first: Whisper mostly repeats
+  the closing timestamp), then the next utterance's first words;
 * without timestamps, drafts run across sentence ends up to where the corpus's
   utterance ends.
 
@@ -52,6 +57,10 @@ from typing import Sequence
 import numpy as np
 
 from tokenmap.decode.cost import DEFAULT, CostModel
+
+
+LAST_TIMESTAMP = 1500  # <|30.00|>, Whisper's last timestamp, as an offset from <|0.00|>
+GOES_ON_S = 1.0  # a closing timestamp this long before the audio's end is followed by another segment
 
 
 @dataclass(frozen=True)
@@ -90,7 +99,10 @@ def closing_timestamp(seconds: float | None, timestamp_begin: int, max_seconds: 
 class Calibration:
     """Observed over predicted accepted tokens, decayed; shared by the windows of one thread.
 
-    Also the hit rate of guessed closing timestamps (:func:`closing_timestamp`).
+    Also the hit rate of guessed closing timestamps (:func:`closing_timestamp`), and the
+    saving the drafts verified so far actually made (``saving_ms``, a decayed mean per
+    draft on the cost curve; what the window gate of
+    :class:`tokenmap.decode.control.ControllerSet` weighs for this source).
     """
 
     def __init__(self, decay: float = 0.95, prior: float = 2.0, stamp_prior: float = 0.4):
@@ -99,6 +111,21 @@ class Calibration:
         self.predicted = prior
         self.stamp_hits = stamp_prior * prior
         self.stamp_tries = prior
+        self.open_hits = 0.8 * prior
+        self.open_tries = prior
+        self.drafts = 0
+        self._saved = 0.0
+        self._weight = 0.0
+
+    @property
+    def saving_ms(self) -> float:
+        """Decayed mean of ``accepted * step - (pass - step)`` over the verified drafts (0 before any)."""
+        return self._saved / self._weight if self._weight else 0.0
+
+    def update_saving(self, saved_ms: float) -> None:
+        self.drafts += 1
+        self._saved = self.decay * self._saved + saved_ms
+        self._weight = self.decay * self._weight + 1.0
 
     @property
     def factor(self) -> float:
@@ -115,6 +142,15 @@ class Calibration:
     def update_stamp(self, hit: bool) -> None:
         self.stamp_hits = self.decay * self.stamp_hits + hit
         self.stamp_tries = self.decay * self.stamp_tries + 1.0
+
+    @property
+    def open_rate(self) -> float:
+        """How often a guessed opening timestamp (after a closing one, audio left) was right."""
+        return self.open_hits / self.open_tries
+
+    def update_open(self, hit: bool) -> None:
+        self.open_hits = self.decay * self.open_hits + hit
+        self.open_tries = self.decay * self.open_tries + 1.0
 
 
 class FollowDrafter:
@@ -133,7 +169,11 @@ class FollowDrafter:
         self.eot = eot
         # the window's audio length, when known, lets a draft end with the closing timestamp
         self._closing = closing_timestamp(seconds, timestamp_begin) if timestamp_begin is not None else None
+        # the model goes on after a closing timestamp before this one (1 s before the audio's end)
+        self._goes_on_before = (self.timestamp_begin + int((seconds - GOES_ON_S) / 0.02)
+                                if seconds and timestamp_begin is not None else -1)
         self._stamp_at = -1  # index of the guessed closing timestamp in the last draft (-1: none)
+        self._guessed_open = False  # the last draft opened with a guessed opening timestamp
         self.options = options
         self.calibration = calibration or Calibration(options.decay)
         cost = cost or DEFAULT
@@ -151,6 +191,7 @@ class FollowDrafter:
         self._node = self.map.bos_node if self.map.bos_node > 0 else 0
         self._tokens: list[int] = []
         self._last_stamp = -1  # the last timestamp fed (-1: none yet)
+        self._gap = 0  # opening minus closing timestamp at the window's last segment break
 
     def _is_ts(self, t: int) -> bool:
         return t >= self.timestamp_begin
@@ -172,6 +213,8 @@ class FollowDrafter:
             self._last_stamp = token
             if prev is not None and not self._is_ts(prev):
                 return  # closing timestamp: the segment's context stays until the next one opens
+            if prev is not None and len(self._tokens) > 2:
+                self._gap = token - prev  # an opening timestamp after a closing one
             self._node = self._segment_start(self._node)
             return
         node = self._node
@@ -192,6 +235,7 @@ class FollowDrafter:
         self._sync(tokens)
         self._pending = 0.0
         self._stamp_at = -1
+        self._guessed_open = False
         if limit <= 0:
             return []
         limit = min(limit, self.options.max_len)
@@ -208,10 +252,15 @@ class FollowDrafter:
             return [], 1.0, self._node
         if len(tokens) == 1 or self._is_ts(tokens[-2]):
             return [], 1.0, self._node  # after an opening timestamp: text
+        closing = int(tokens[-1])
+        if closing < self._goes_on_before:  # audio left: the next segment opens
+            self._guessed_open = True
+            opening = min(closing + self._gap, self.timestamp_begin + LAST_TIMESTAMP)
+            return [opening], self.calibration.open_rate, self._segment_start(self._node)
         end = self._end_share(self._node)  # after a closing timestamp: EOT (the model's own), or it again
         if end >= 0.5:
             return None, 0.0, self._node
-        return [int(tokens[-1])], (1.0 - end) * self.options.confidence, self._segment_start(self._node)
+        return [closing], (1.0 - end) * self.options.confidence, self._segment_start(self._node)
 
     def _walk(self, node: int, p: float, room: int, draft: list[int], probs: list[float]) -> None:
         """Append the most frequent continuation while its probability can still pay."""
@@ -272,7 +321,10 @@ class FollowDrafter:
         """The verified outcome of the last draft (for the running calibration)."""
         if drafted:
             self.calibration.update(self._pending, accepted)
+            self.calibration.update_saving(accepted * self._step - self._verify[min(drafted, len(self._verify)) - 1])
             if 0 <= self._stamp_at < drafted and accepted >= self._stamp_at:
                 self.calibration.update_stamp(accepted > self._stamp_at)
+            if self._guessed_open:
+                self.calibration.update_open(accepted > 0)
             if self.log is not None:
                 self.log.append((drafted, accepted))
