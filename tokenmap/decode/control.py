@@ -147,14 +147,15 @@ class ControllerSet:
         return self.members[index]
 
     def use_speculation(self) -> bool:
-        """Open when a source that has drafted pays; sources that never drafted
-        (their acceptance is still the prior) cannot keep the gate open alone.
-        A suffix map's drafter is such a source too: it sets its own draft length,
-        and pays when the drafts it had verified saved time (``calibration.saving_ms``)."""
-        pays = [m.best()[1] > m.margin_ms for m in self.members if m.verified]
-        if self.calibration.drafts:
-            pays.append(self.calibration.saving_ms > self.margin_ms)
-        return self._gate.decide(not pays or any(pays))
+        """Open when a controlled source that has drafted pays, or when none has drafted yet
+        (untried sources cannot close the gate: prompt lookup drafts seldom, and only where a
+        window repeats itself, which pays when it happens); or when the suffix map's drafter,
+        which sets its own draft lengths, saved time with the drafts it had verified
+        (``calibration.saving_ms``): a failing prompt lookup must not close windows the map pays in."""
+        tried = [m for m in self.members if m.verified]
+        controlled = not tried or any(m.best()[1] > m.margin_ms for m in tried)
+        suffix_map = self.calibration.drafts > 0 and self.calibration.saving_ms > self.margin_ms
+        return self._gate.decide(controlled or suffix_map)
 
 
 class ControlledDrafter:
