@@ -48,7 +48,8 @@ def calibrate(model, compute_type, decoder_compute_type, threads, max_tokens, re
         fail(f"calibration failed: {exc}")
     bar.close()
     click.echo(f"prefill (once per window): {cost.prefill_ms:.2f} ms  {cost.prefill_ms / cost.step_ms:5.2f} steps")
-    click.echo(f"forward_step: {cost.step_ms:.2f} ms")
+    click.echo(f"forward_step: {cost.step_ms:.2f} ms, of which {cost.loop_ms:.2f} ms the loop's own "
+               "(what plain generate does not pay a token)")
     click.echo("forward_batch (tokens: ms, in steps):")
     for n, ms in enumerate(cost.batch_ms, 1):
         click.echo(f"  {n:2d}: {ms:7.2f} ms  {ms / cost.step_ms:5.2f}")

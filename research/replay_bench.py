@@ -96,6 +96,7 @@ def main():
                 drafter = default_drafter(maps[map_key(system, row)], special.timestamp_begin, controllers=ctl,
                                           eot=special.eot, cost=cost, seconds=min(g["audio_s"], 30.0) or None)
                 st = replay_window(drafter, truth, special.eot, with_ts, special.timestamp_begin, cost, feed=2)
+                ctl.record_window(st)
                 ms.append(st.ms)
             greedy_ms = st.greedy_ms
         key = (system, g["regime"])

@@ -49,3 +49,32 @@ def test_calibration_dir_setting(tmp_path, monkeypatch):
     model.mkdir()
     path = calibration_path(model, "float32", 4)
     assert path.parent == tmp_path / "curves" and path.name.endswith("-float32-4.json")
+
+
+def test_window_saving_counts_the_loops_own_cost():
+    cost = CostModel(10.0, (10.0, 12.0, 13.0, 14.0), loop_ms=0.5)
+    # no drafts: every token a step of the loop, each 0.5 ms dearer than generate's
+    assert cost.window_saving(tokens=20, passes=20, drafts=0, drafted=0) == pytest.approx(-10.0)
+    # drafts of 3 kept whole: 5 passes of 4 tokens for 20 tokens
+    assert cost.window_saving(tokens=20, passes=5, drafts=5, drafted=15) == pytest.approx(20 * 9.5 - 5 * 14.0)
+    # rejected drafts cost their passes on top
+    assert cost.window_saving(20, 20, 5, 5) < cost.window_saving(20, 20, 0, 0)
+
+
+def test_loop_cost_is_saved_and_defaults_for_old_calibrations(tmp_path):
+    from tokenmap.decode.cost import LOOP_MS
+
+    cost = CostModel(5.0, (4.0, 6.0, 5.0), loop_ms=0.9)
+    assert CostModel.from_json(cost.to_json()) == cost
+    assert cost.smoothed().loop_ms == 0.9
+    old = {"step_ms": 5.0, "batch_ms": [4.0, 5.0], "source": "measured", "prefill_ms": 60.0}
+    assert CostModel.from_json(old).loop_ms == LOOP_MS
+
+
+@pytest.mark.model
+def test_calibration_measures_the_loops_own_cost(base_model_dir):
+    from tokenmap.decode.cost import calibrate
+
+    cost = calibrate(base_model_dir, "int8", threads=2, max_tokens=2, reps=2)
+    assert len(cost.batch_ms) == 2 and cost.prefill_ms > cost.step_ms
+    assert 0.0 <= cost.loop_ms < cost.step_ms

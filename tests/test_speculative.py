@@ -271,6 +271,44 @@ def test_a_paying_suffix_map_keeps_the_gate_open_when_prompt_lookup_fails():
     assert all(fresh.use_speculation() for _ in range(12))
 
 
+def test_windows_that_lose_against_generate_close_the_gate():
+    """The loop pays its own cost on every step: windows whose drafts do not make up for it go to
+    plain generate (but the probes), even while a source that never drafted would keep it open."""
+    from tokenmap.decode.control import ControllerSet
+    from tokenmap.decode.cost import CostModel
+    from tokenmap.decode.speculative import DecodeStats
+
+    cost = CostModel(10.0, (10.0, 12.0, 13.0, 14.0), loop_ms=0.7)
+    controllers = ControllerSet(cost, probe_windows=4)
+    controllers.member(1)  # prompt lookup: never drafted
+    assert controllers.use_speculation() and controllers.window_saving_ms is None
+    losing = DecodeStats(tokens=20, passes=20, drafts=3, drafted=3)  # a mismatched map: nothing kept
+    for _ in range(3):
+        controllers.record_window(losing)
+    assert controllers.window_saving_ms < 0
+    assert [controllers.use_speculation() for _ in range(12)].count(True) == 3  # only the probes
+    paying = DecodeStats(tokens=40, passes=10, drafts=10, drafted=30)
+    for _ in range(3):  # the probes found windows where drafts pay
+        controllers.record_window(paying)
+    assert controllers.window_saving_ms > 0
+    assert all(controllers.use_speculation() for _ in range(12))
+
+
+def test_a_paying_controlled_source_keeps_windows_open_despite_losing_windows():
+    from tokenmap.decode.control import ControllerSet
+    from tokenmap.decode.cost import DEFAULT
+    from tokenmap.decode.speculative import DecodeStats
+
+    controllers = ControllerSet(DEFAULT, probe_windows=4)
+    for _ in range(5):
+        controllers.record_window(DecodeStats(tokens=30, passes=30, drafts=5, drafted=10))
+    lookup = controllers.member(1)
+    for _ in range(20):
+        lookup.update(6, 6)  # prompt lookup drafting a loop: whole drafts kept
+    assert controllers.window_saving_ms < 0
+    assert all(controllers.use_speculation() for _ in range(12))
+
+
 @pytest.fixture(scope="module")
 def telephony_maps(tmp_path_factory, base_model_dir):
     """Maps built from the French and the English telephony corpora (in that order)."""

@@ -124,6 +124,8 @@ class SpeculativeEngine:
             self.make_drafter(controllers, getattr(self._local, "seconds", None)),
             history=history, **kwargs,
         )
+        if controllers is not None:
+            controllers.record_window(result.stats)
         stats.add(result.stats)
         return [GenerationResult([result.tokens], [result.score], result.no_speech_prob or 0.0)]
 

@@ -136,6 +136,7 @@ def speculative(eng: Engines, enc, prompt, token_map, session: str = "", seconds
         for d in own:
             d.log = []
         result = decode_window(eng.main, enc, prompt, eng.special, drafter, **GREEDY_KW)
+        controllers.record_window(result.stats)
         log = [entry for m, n in zip(controllers.members, start + [0] * len(controllers.members))
                for entry in m.log[n:]] + [entry for d in own for entry in d.log]
         return Output(result.tokens, result.stats.as_dict(), log)

@@ -11,7 +11,8 @@ whose expected number of kept tokens is ``E`` saves
   drafts and learns from every draft of it the model verified.
 * :class:`ControllerSet` keeps one controller per source of a
   :class:`tokenmap.decode.drafters.ChainDrafter` and a :class:`WindowGate` that sends
-  whole windows to plain ``generate`` while no source pays.
+  whole windows to plain ``generate`` while no source pays, or while the windows
+  decoded with drafts lost time against ``generate`` (:meth:`ControllerSet.record_window`).
 
 Example::
 
@@ -128,17 +129,24 @@ class ControllerSet:
     Sources differ: prompt lookup inside a repetitive window is nearly always
     right while the token map may be from the wrong domain, so each source
     learns its own acceptance and gets its own draft length. A window is
-    decoded speculatively when any source pays (or as a periodic probe).
+    decoded speculatively when any source pays (or as a periodic probe), and
+    the windows so decoded have not lost time against plain ``generate`` on the
+    whole (a decayed mean, ``window_decay`` a window, of
+    :meth:`tokenmap.decode.cost.CostModel.window_saving`): the loop's own cost a
+    step is paid on every window it decodes, drafts or not.
     """
 
     controller = AcceptanceController  # what :meth:`member` makes for each source
 
-    def __init__(self, cost, probe_windows: int = 8, margin_ms: float = 0.5):
+    def __init__(self, cost, probe_windows: int = 8, margin_ms: float = 0.5, window_decay: float = 0.9):
         self.cost = cost
         self.margin_ms = margin_ms
+        self.window_decay = window_decay
         self.calibration = Calibration()  # a suffix map drafter's running calibration
         self.members: list = []
         self._gate = WindowGate(probe_windows)
+        self._saved = 0.0  # decayed sum of window savings (ms) ...
+        self._windows = 0.0  # ... and of windows
 
     def member(self, index: int) -> AcceptanceController:
         """The controller of the ``index``-th source (created on first use)."""
@@ -146,16 +154,30 @@ class ControllerSet:
             self.members.append(self.controller(self.cost))
         return self.members[index]
 
+    @property
+    def window_saving_ms(self) -> float | None:
+        """Decayed mean saving of the windows decoded with drafts (None before the first)."""
+        return self._saved / self._windows if self._windows else None
+
+    def record_window(self, stats) -> None:
+        """Account for a window decoded by the loop (``stats``: its :class:`DecodeStats`)."""
+        saved = self.cost.window_saving(stats.tokens, stats.passes, stats.drafts, stats.drafted)
+        self._saved = self.window_decay * self._saved + saved
+        self._windows = self.window_decay * self._windows + 1.0
+
     def use_speculation(self) -> bool:
         """Open when a controlled source that has drafted pays, or when none has drafted yet
         (untried sources cannot close the gate: prompt lookup drafts seldom, and only where a
         window repeats itself, which pays when it happens); or when the suffix map's drafter,
         which sets its own draft lengths, saved time with the drafts it had verified
-        (``calibration.saving_ms``): a failing prompt lookup must not close windows the map pays in."""
+        (``calibration.saving_ms``): a failing prompt lookup must not close windows the map pays in.
+        Closed, whatever the sources, while the windows decoded with drafts lose time against
+        ``generate`` on the whole, unless a controlled source that has drafted pays."""
         tried = [m for m in self.members if m.verified]
-        controlled = not tried or any(m.best()[1] > m.margin_ms for m in tried)
+        pays = any(m.best()[1] > m.margin_ms for m in tried)
         suffix_map = self.calibration.drafts > 0 and self.calibration.saving_ms > self.margin_ms
-        return self._gate.decide(controlled or suffix_map)
+        windows = self.window_saving_ms
+        return self._gate.decide((not tried or pays or suffix_map) and (windows is None or windows > 0 or pays))
 
 
 class ControlledDrafter:
