@@ -181,3 +181,28 @@ def test_each_kind_of_bypass_is_logged_once_per_model(special, caplog):
     other = SpeculativeEngine(_PlainEngine(), special, make_drafter=None)  # another model says it again
     other.generate(None, [prompt], **BEAM)
     assert len([r for r in caplog.records if "without the token map" in r.getMessage()]) == 1
+
+
+def test_draft_controllers_are_kept_per_map_and_thread():
+    """What one map's windows taught the window gate says nothing of another map's windows."""
+    import threading
+
+    from tokenmap.decode.cost import DEFAULT
+    from tokenmap.whisper import SpeculativeEngine
+
+    maps = {"current": "maintenance map"}
+    spec = SpeculativeEngine(_PlainEngine(), special=None, make_drafter=None, cost=DEFAULT,
+                             session=lambda: maps["current"])
+    first = spec.controllers()
+    assert first is spec.controllers()
+    maps["current"] = "telephony map"
+    second = spec.controllers()
+    assert second is not first
+    maps["current"] = "maintenance map"
+    assert spec.controllers() is first
+    other = []
+    thread = threading.Thread(target=lambda: other.append(spec.controllers()))
+    thread.start()
+    thread.join()
+    assert other[0] is not first
+    assert SpeculativeEngine(_PlainEngine(), None, None, cost=None).controllers() is None  # not adaptive

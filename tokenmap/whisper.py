@@ -68,15 +68,19 @@ class SpeculativeEngine:
 
     ``make_drafter(controllers, seconds)`` builds a fresh drafter per window (drafters hold
     per-window state, so concurrent calls never share one). Statistics are
-    kept per thread (:meth:`take_stats`).
+    kept per thread (:meth:`take_stats`), and so are the draft controllers, one
+    set for each object ``session()`` returns (the token map in use: what one map
+    taught them says nothing of another).
     """
 
-    def __init__(self, engine, special: SpecialTokens, make_drafter, cost=None, adaptive: bool = True):
+    def __init__(self, engine, special: SpecialTokens, make_drafter, cost=None, adaptive: bool = True,
+                 session=None):
         self._engine = engine
         self.special = special
         self.make_drafter = make_drafter
         self.cost = cost
         self.adaptive = adaptive and cost is not None
+        self.session = session or (lambda: None)
         self._local = threading.local()
         self._bypass_logged: set[str] = set()
         self._bypass_lock = threading.Lock()
@@ -91,8 +95,18 @@ class SpeculativeEngine:
     def _thread_stats(self) -> DecodeStats:
         if not hasattr(self._local, "stats"):
             self._local.stats = DecodeStats()
-            self._local.controllers = ControllerSet(self.cost) if self.adaptive else None
         return self._local.stats
+
+    def controllers(self) -> ControllerSet | None:
+        """This thread's controllers for the current session (None when not adaptive)."""
+        if not self.adaptive:
+            return None
+        sessions = self._local.__dict__.setdefault("sessions", {})
+        key = self.session()
+        entry = sessions.get(id(key))
+        if entry is None or entry[0] is not key:  # the key is kept, so its id is not reused
+            entry = sessions[id(key)] = (key, ControllerSet(self.cost))
+        return entry[1]
 
     def current_stats(self) -> DecodeStats:
         """This thread's statistics since the last :meth:`take_stats` (not reset)."""
@@ -111,7 +125,7 @@ class SpeculativeEngine:
             self._log_bypass(*bypass_reason(batch, prompts[0], self.special, kwargs))
             return self._engine.generate(features, prompts, **kwargs)
         stats = self._thread_stats()
-        controllers = self._local.controllers
+        controllers = self.controllers()
         if controllers is not None and not controllers.use_speculation():
             started = time.perf_counter()
             result = self._engine.generate(features, prompts, **kwargs)
@@ -210,7 +224,8 @@ class WhisperModel(faster_whisper.WhisperModel):
         self.session_cache = SessionCache(timestamp_begin=special.timestamp_begin) if session_cache else None
         self._prompt_lookup = prompt_lookup
         cost = cost_model if cost_model is not None else engine.cost
-        self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost, adaptive)
+        self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost, adaptive,
+                                       session=lambda: self.token_map)
 
     def _make_drafter(self, controllers=None, seconds: float | None = None):
         return default_drafter(self.token_map, self.model.special.timestamp_begin, self._prompt_lookup,
