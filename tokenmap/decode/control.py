@@ -130,23 +130,27 @@ class ControllerSet:
     right while the token map may be from the wrong domain, so each source
     learns its own acceptance and gets its own draft length. A window is
     decoded speculatively when any source pays (or as a periodic probe), and
-    the windows so decoded have not lost time against plain ``generate`` on the
-    whole (a decayed mean, ``window_decay`` a window, of
+    the windows so decoded (once there are ``min_windows`` of them) have not
+    lost time against plain ``generate`` on the whole (a decayed mean,
+    ``window_decay`` a window, of
     :meth:`tokenmap.decode.cost.CostModel.window_saving`): the loop's own cost a
     step is paid on every window it decodes, drafts or not.
     """
 
     controller = AcceptanceController  # what :meth:`member` makes for each source
 
-    def __init__(self, cost, probe_windows: int = 8, margin_ms: float = 0.5, window_decay: float = 0.9):
+    def __init__(self, cost, probe_windows: int = 8, margin_ms: float = 0.5, window_decay: float = 0.9,
+                 min_windows: int = 3):
         self.cost = cost
         self.margin_ms = margin_ms
         self.window_decay = window_decay
+        self.min_windows = min_windows
         self.calibration = Calibration()  # a suffix map drafter's running calibration
         self.members: list = []
         self._gate = WindowGate(probe_windows)
         self._saved = 0.0  # decayed sum of window savings (ms) ...
         self._windows = 0.0  # ... and of windows
+        self._recorded = 0  # windows accounted for
 
     def member(self, index: int) -> AcceptanceController:
         """The controller of the ``index``-th source (created on first use)."""
@@ -156,14 +160,15 @@ class ControllerSet:
 
     @property
     def window_saving_ms(self) -> float | None:
-        """Decayed mean saving of the windows decoded with drafts (None before the first)."""
-        return self._saved / self._windows if self._windows else None
+        """Decayed mean saving of the windows decoded with drafts (None before ``min_windows`` of them)."""
+        return self._saved / self._windows if self._recorded >= self.min_windows else None
 
     def record_window(self, stats) -> None:
         """Account for a window decoded by the loop (``stats``: its :class:`DecodeStats`)."""
         saved = self.cost.window_saving(stats.tokens, stats.passes, stats.drafts, stats.drafted)
         self._saved = self.window_decay * self._saved + saved
         self._windows = self.window_decay * self._windows + 1.0
+        self._recorded += 1
 
     def use_speculation(self) -> bool:
         """Open when a controlled source that has drafted pays, or when none has drafted yet
