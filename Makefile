@@ -103,15 +103,17 @@ $(TEACHER): benchmarks/dev_manifest.py benchmarks/teacher_texts.py | bench-data
 
 # The model's transcripts of the 8 kHz telephone recordings of the scripted prompts (other
 # recordings than the 16 kHz ones the bench decodes): what system tokenmap-learned learns from.
+# The same pass records a recall index of those recordings (`tokenmap recall`): tokenmap-recall.
 LEARN := bench-data/teacher-telephone.jsonl
+RECALL := bench-data/recall-telephone.trec
 bench-learn: $(LEARN)
 $(LEARN): benchmarks/telephone_teacher.py | bench-data
-	$(PY) benchmarks/telephone_teacher.py -o $@
+	$(PY) benchmarks/telephone_teacher.py -o $@ --recall $(RECALL)
 
 bench: bench-data bench-stock bench-learn
 	$(BIN)/tokenmap calibrate --decoder-compute-type same --reps 15
 	$(BIN)/tokenmap calibrate --reps 15
-	$(BIN)/tokenmap bench --map-mode per-task,inferred --learn $(LEARN) \
+	$(BIN)/tokenmap bench --map-mode per-task,inferred --learn $(LEARN) --recall $(RECALL) \
 		--heavy-per-group 2 --update-docs docs/BENCHMARKS.md
 
 clean:

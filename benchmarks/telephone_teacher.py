@@ -1,6 +1,6 @@
 """Teacher transcripts for the scripted regime: plain greedy Whisper on the 8 kHz telephone recordings.
 
-    python benchmarks/telephone_teacher.py -o bench-data/teacher-telephone.jsonl [--split test]
+    python benchmarks/telephone_teacher.py -o bench-data/teacher-telephone.jsonl [--split test] [--recall FILE]
 
 The telephony bench decodes the 16 kHz G.722 Asterisk prompts. Debian's
 asterisk-core-sounds-<lang>-wav packages carry the same prompts as 8 kHz
@@ -8,13 +8,17 @@ telephone audio, the way calls carry them: another recording of the same
 inventory. This script transcribes those with plain greedy decoding (fork,
 base, int8, timestamps on, as faster-whisper decodes) and writes one JSON line
 per segment (text, domain, lang, prompt name), to be given to
-`tokenmap build --teacher`. It never reads the audio the bench measures.
+`tokenmap build --teacher`. With ``--recall`` it also writes a recall index of
+those windows (what `tokenmap recall` would record from the same files), for
+system tokenmap-recall. It never reads the audio the bench measures.
 """
 import argparse
 import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -47,8 +51,12 @@ def main():
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--split", action="append", default=[], help="test, train (default: test)")
     ap.add_argument("--lang", action="append", default=[])
+    ap.add_argument("--recall", help="also write a recall index of the decoded windows here")
     args = ap.parse_args()
     import ctranslate2
+    from tokenizers import Tokenizer
+
+    from tokenmap.recall import new_index
     from tokenmap.textok import TextTokenizer
 
     model_dir = resolve_model("base", download=False)
@@ -56,6 +64,7 @@ def main():
     special = SpecialTokens.from_model_dir(str(model_dir))
     tok = TextTokenizer.from_file(model_dir / "tokenizer.json")
     vocab = (model_dir / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+    index = new_index(model_dir, Tokenizer.from_file(str(model_dir / "tokenizer.json"))) if args.recall else None
     n = 0
     with open(args.out, "w", encoding="utf-8") as out:
         for lang in args.lang or list(VOICES):
@@ -68,6 +77,8 @@ def main():
                     enc = model.encode(features(SimpleNamespace(audio=str(wav)))[0])  # the window transcribe() decodes
                     prompt = [special.sot, vocab.index(f"<|{lang}|>"), vocab.index("<|transcribe|>")]
                     res = model.generate(enc, [prompt], **GREEDY_KW)[0]
+                    if index is not None:
+                        index.add_window(np.asarray(enc)[0], res.sequences_ids[0], special.timestamp_begin)
                     for seg in segments(res.sequences_ids[0], special.timestamp_begin):
                         text = tok.decode(seg).strip()
                         if text:
@@ -76,6 +87,9 @@ def main():
                                                  ensure_ascii=False) + "\n")
                     n += 1
     print(f"{n} prompts transcribed -> {args.out}", file=sys.stderr)
+    if index is not None:
+        index.save(args.recall, force=True)
+        print(f"{len(index)} segments -> {args.recall}", file=sys.stderr)
 
 
 if __name__ == "__main__":

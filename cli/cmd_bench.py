@@ -99,6 +99,9 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
               help="JSON lines of the model's transcripts of OTHER recordings of the scripted prompts "
                    "(`python benchmarks/telephone_teacher.py`): adds system tokenmap-learned on the scripted "
                    "tasks, whose map is the phrase inventory plus those transcripts.")
+@click.option("--recall", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Recall index of those OTHER recordings (`python benchmarks/telephone_teacher.py --recall`): "
+                   "adds system tokenmap-recall, the learned map plus the index (needs --learn).")
 @click.option("--teacher", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Teacher transcripts for map mode taught (`tokenmap build --balance --teacher`): the model's "
                    "greedy output on other audio of the same tasks, e.g. from `python benchmarks/teacher_texts.py` "
@@ -106,7 +109,7 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
 @click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Regenerate the generated section of this Markdown file (e.g. docs/BENCHMARKS.md).")
 def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,
-          timestamps, out, stock_python, map_modes, learn, teacher, update_docs):
+          timestamps, out, stock_python, map_modes, learn, recall, teacher, update_docs):
     """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
     _find_bench_package()
     from tokenmap_bench.data import BenchDataError
@@ -123,7 +126,7 @@ def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, thre
                                reps=reps, e2e_reps=e2e_reps if e2e_reps is not None else (1 if quick else reps),
                                systems=tuple(dict.fromkeys(("greedy",) + chosen)), timestamps=timestamps,
                                spec_tokens=spec_tokens, stock_python=stock_python, teacher=tuple(teacher),
-                               learn=str(learn or ""),
+                               learn=str(learn or ""), recall=str(recall or ""),
                                map_modes=tuple(dict.fromkeys(("per-task",) + tuple(
                                    m.strip() for m in map_modes.split(",") if m.strip()))),
                                heavy_per_group=heavy_per_group if heavy_per_group is not None else int(quick))

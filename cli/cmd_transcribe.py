@@ -70,6 +70,8 @@ def _emit(transcript, fmt: str, output_dir: Path | None, many: bool) -> None:
 @click.option("--map", "map_path", type=click.Path(dir_okay=False, path_type=str), multiple=True,
               help="Token map from `tokenmap build`: turns on speculative decoding. Repeat it with one map "
                    "per domain to let the decoder infer which one the audio fits.")
+@click.option("--recall", "recall_path", type=click.Path(exists=True, dir_okay=False, path_type=str), default=None,
+              help="Recall index from `tokenmap recall`: a segment whose audio was recorded there is drafted whole.")
 @click.option("--language", "-l", default=None, help="Spoken language code (en, es, fr…); detected when omitted.")
 @click.option("--task", type=click.Choice(["transcribe", "translate"]), default="transcribe", show_default=True)
 @click.option("--compute-type", type=click.Choice(["int8", "float32", "int8_float32"]), default="int8",
@@ -90,8 +92,8 @@ def _emit(transcript, fmt: str, output_dir: Path | None, many: bool) -> None:
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="txt", show_default=True)
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write FILE-stem.FORMAT files here (as each finishes) instead of printing.")
-def transcribe(files, model, map_path, language, task, compute_type, decoder_compute_type, encoder, threads,
-               beam_size, vad, word_timestamps, fmt, output_dir):
+def transcribe(files, model, map_path, recall_path, language, task, compute_type, decoder_compute_type, encoder,
+               threads, beam_size, vad, word_timestamps, fmt, output_dir):
     """Transcribe audio FILES (any format FFmpeg reads) with Whisper.
 
     \b
@@ -100,6 +102,7 @@ def transcribe(files, model, map_path, language, task, compute_type, decoder_com
       tokenmap transcribe -l en -f srt -o subs/ *.wav
       tokenmap transcribe --map maint.tmap report.wav
       tokenmap transcribe --map maint.tmap --map incar.tmap report.wav
+      tokenmap transcribe --map ivr.tmap --recall prompts.trec call.wav
 
     A summary line per file (audio duration, wall time, real-time factor, and
     the speculative statistics with --map) goes to stderr. A file that fails
@@ -111,7 +114,7 @@ def transcribe(files, model, map_path, language, task, compute_type, decoder_com
 
     try:
         whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=list(map_path) or None,
-                             decoder_compute_type=decoder_compute_type, encoder=encoder)
+                             decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall_path)
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
         fail(exc, exit_code=2)
     if output_dir is not None:

@@ -19,6 +19,7 @@ COMMANDS = {
     "calibrate": "tokenmap_cli.cmd_calibrate:calibrate",
     "bench": "tokenmap_cli.cmd_bench:bench",
     "stream": "tokenmap_cli.cmd_stream:stream",
+    "recall": "tokenmap_cli.cmd_recall:recall",
 }
 
 

@@ -3,8 +3,8 @@
     python research/e2e_profile.py [--manifest bench-data/full.jsonl] [--set dictation] [--limit N] [--reps 2]
 
 Runs, alternating on each utterance: tokenmap's ``WhisperModel`` (default configuration,
-the utterance's per-task map from ``--maps``), faster-whisper on the fork in this
-process, and stock faster-whisper in ``.venv-stock`` (this same file, run there with
+the utterance's per-task map from ``--maps``; ``tokenmap-recall``: the same plus
+``--recall``), faster-whisper on the fork in this process, and stock faster-whisper in ``.venv-stock`` (this same file, run there with
 ``--child``). Each engine object is wrapped so that every ``encode`` and ``generate``
 call is timed; the rest of ``transcribe()`` (audio decoding, features, segment
 building) is the remainder. Prints sums per system: windows, encode, generate, other, total.
@@ -75,9 +75,12 @@ def main():
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--maps", default=str(ROOT / "results/maps"))
+    ap.add_argument("--recall", default=str(ROOT / "bench-data/recall-telephone.trec"),
+                    help="recall index of system tokenmap-recall")
     ap.add_argument("--systems", default="tokenmap,fw-fork,stock",
                     help="of tokenmap (default configuration), tokenmap-same (int8 decoder, not exact), "
-                    "tokenmap-nomap (default configuration, no drafts: its float32 greedy), fw-fork, stock")
+                    "tokenmap-nomap (default configuration, no drafts: its float32 greedy), tokenmap-recall "
+                    "(tokenmap plus --recall), fw-fork, stock")
     ap.add_argument("--child", default=None)
     args = ap.parse_args()
     if args.child:
@@ -100,7 +103,8 @@ def main():
     kw = dict(compute_type="int8", cpu_threads=2, session_cache=False)
     tms = {"tokenmap": lambda: tokenmap.WhisperModel(model_dir, **kw),
            "tokenmap-same": lambda: tokenmap.WhisperModel(model_dir, decoder_compute_type="same", **kw),
-           "tokenmap-nomap": lambda: tokenmap.WhisperModel(model_dir, prompt_lookup=False, **kw)}
+           "tokenmap-nomap": lambda: tokenmap.WhisperModel(model_dir, prompt_lookup=False, **kw),
+           "tokenmap-recall": lambda: tokenmap.WhisperModel(model_dir, recall=args.recall, **kw)}
     tms = {name: make() for name, make in tms.items() if name in chosen}
     fw = faster_whisper.WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=2)
     maps = {}

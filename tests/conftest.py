@@ -49,6 +49,21 @@ def tiny_model_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
+def encode():
+    """``encode(engine, path)``: the encoder output of an audio file's first 30 s window."""
+    import ctranslate2
+    import numpy as np
+    from faster_whisper.audio import decode_audio
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    def run(engine, path):
+        feats = FeatureExtractor()(decode_audio(str(path)))[:, :3000]
+        feats = np.pad(feats, ((0, 0), (0, 3000 - feats.shape[1])))[None]
+        return engine.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats)))
+    return run
+
+
+@pytest.fixture(scope="session")
 def fw_model(base_model_dir):
     """faster-whisper's own WhisperModel on the packaged base model (int8, 2 threads)."""
     from faster_whisper import WhisperModel

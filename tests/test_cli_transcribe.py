@@ -1,6 +1,7 @@
 """`tokenmap transcribe`: same text as faster-whisper, and bad input never crashes."""
 
 import json
+import re
 import wave
 
 import numpy as np
@@ -152,3 +153,22 @@ def test_map_for_another_tokenizer_is_one_line(tmp_path, data_dir):
     result = run("--map", tmap, data_dir / "en-agent-pass.flac")
     assert result.exit_code == 2
     assert "another tokenizer" in result.stderr and "Traceback" not in result.output
+
+
+def test_recall_records_prompts_and_transcribe_drafts_them_whole(data_dir, tmp_path):
+    """`tokenmap recall` then `transcribe --recall`: the recorded prompt is drafted whole, same text."""
+    index = tmp_path / "prompts.trec"
+    audio = [data_dir / "en-conf-getpin.flac", data_dir / "en-agent-pass.flac"]
+    recorded = CliRunner().invoke(cli, ["recall", "--threads", "2", "-l", "en", "-o", str(index), *map(str, audio)])
+    assert recorded.exit_code == 0, recorded.output
+    assert "prompts.trec: 2 segments" in recorded.stderr
+    again = CliRunner().invoke(cli, ["recall", "-o", str(index), str(audio[0])])
+    assert again.exit_code != 0 and "--force" in again.output
+    plain = run("-l", "en", audio[1])
+    result = run("--recall", index, "-l", "en", audio[1])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == plain.stdout
+    line = result.stderr.strip().splitlines()[-1]
+    drafted, accepted = (int(x) for x in re.search(r"drafted (\d+), accepted (\d+)", line).groups())
+    assert drafted >= 10 and accepted == drafted
+    assert "2 verify passes" in line  # prefill, then the whole recalled segment in one pass

@@ -77,7 +77,8 @@ def test_the_drafter_knows_how_much_audio_the_window_holds(base_model_dir, telep
     model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), compute_type="int8", cpu_threads=2)
     seen = []
     make = model.model.make_drafter
-    model.model.make_drafter = lambda controllers, seconds: seen.append(seconds) or make(controllers, seconds)
+    model.model.make_drafter = (lambda controllers, seconds, **kw:
+                                seen.append(seconds) or make(controllers, seconds, **kw))
     audio = str(data_dir / "en-conf-getpin.flac")
     list(model.transcribe(audio, language="en")[0])
     assert len(seen) == 1 and seen[0] == pytest.approx(len(decode_audio(audio)) / 16000, abs=0.02)

@@ -33,18 +33,8 @@ def special(base_model_dir):
     return SpecialTokens.from_model_dir(str(base_model_dir))
 
 
-def encode(engine, path):
-    import ctranslate2
-    from faster_whisper.audio import decode_audio
-    from faster_whisper.feature_extractor import FeatureExtractor
-
-    feats = FeatureExtractor()(decode_audio(str(path)))[:, :3000]
-    feats = np.pad(feats, ((0, 0), (0, 3000 - feats.shape[1])))[None]
-    return engine.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats)))
-
-
 @pytest.fixture(scope="module")
-def windows(engine, special, data_dir, tokenizer_ids):
+def windows(engine, special, data_dir, tokenizer_ids, encode):
     """(encoder output, prompt) pairs: with and without timestamps, with previous text."""
     en, transcribe = tokenizer_ids["<|en|>"], tokenizer_ids["<|transcribe|>"]
     prev = [tokenizer_ids["<|startofprev|>"], 2555, 291, 337]  # "<|startofprev|> Thank you for"

@@ -56,7 +56,7 @@ class TranscribeOptions:
 
 
 def load_model(model: str = "base", compute_type: str = "int8", threads: int | None = None, token_map=None,
-               decoder_compute_type: str = "auto", encoder: str = "auto"):
+               decoder_compute_type: str = "auto", encoder: str = "auto", recall=None):
     """Load a Whisper model for CPU decoding.
 
     ``model`` is anything :func:`tokenmap.models.resolve_model` accepts;
@@ -67,15 +67,16 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     ``decoder_compute_type`` (``auto``: an int8 encoder with a float32
     decoder) and ``encoder`` (``auto``: stock CTranslate2 in a worker when
     installed) are :func:`tokenmap.engine.open_engine`'s and apply with or
-    without a map, so a map changes the speed and not the transcript. Raises ``ModelError``.
+    without a map, so a map changes the speed and not the transcript. ``recall``
+    (a ``tokenmap recall`` index) drafts segments heard before, with or without a map. Raises ``ModelError``.
     """
     model_dir = resolve_model(model)
     threads = threads or default_threads()
     logger.info("loading %s (%s, %d threads)", model_dir, compute_type, threads)
-    if token_map is not None:
+    if token_map is not None or recall is not None:
         return WhisperModel(
             str(model_dir), token_map=token_map, device="cpu", compute_type=compute_type, cpu_threads=threads,
-            decoder_compute_type=decoder_compute_type, encoder=encoder,
+            decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall,
         )
     plain = faster_whisper.WhisperModel(str(model_dir), device="cpu", compute_type=compute_type, cpu_threads=threads)
     # the configuration map decoding would use, where the fork can draft

@@ -50,6 +50,7 @@ from tokenmap.decode.rules import SpecialTokens, supports_fast_path
 from tokenmap.decode.speculative import DecodeStats, decode_window
 from tokenmap.engine import default_threads, open_engine
 from tokenmap.models import resolve_model
+from tokenmap.recall import load_recall
 
 logger = logging.getLogger("tokenmap")
 
@@ -66,7 +67,7 @@ class GenerationResult:
 class SpeculativeEngine:
     """Wraps a ``ctranslate2.models.Whisper``; greedy ``generate`` goes speculative.
 
-    ``make_drafter(controllers, seconds)`` builds a fresh drafter per window (drafters hold
+    ``make_drafter(controllers, seconds, audio=encoder_output)`` builds a fresh drafter per window (drafters hold
     per-window state, so concurrent calls never share one). Statistics are
     kept per thread (:meth:`take_stats`), and so are the draft controllers, one
     set for each object ``session()`` returns (the token map in use: what one map
@@ -81,6 +82,7 @@ class SpeculativeEngine:
         self.cost = cost
         self.adaptive = adaptive and cost is not None
         self.session = session or (lambda: None)
+        self.recorder = None  # a RecallIndex that every decoded window is added to (`tokenmap recall`)
         self._local = threading.local()
         self._bypass_logged: set[str] = set()
         self._bypass_lock = threading.Lock()
@@ -119,6 +121,14 @@ class SpeculativeEngine:
         return stats
 
     def generate(self, features, prompts, **kwargs):
+        results = self._generate(features, prompts, **kwargs)
+        if self.recorder is not None and len(prompts) == 1:
+            frames = np.asarray(features)
+            self.recorder.add_window(frames[0] if frames.ndim == 3 else frames, results[0].sequences_ids[0],
+                                     self.special.timestamp_begin)
+        return results
+
+    def _generate(self, features, prompts, **kwargs):
         batch = len(prompts)
         if batch != 1 or not supports_fast_path(prompt=prompts[0], special=self.special, **kwargs):
             self._thread_stats().fallbacks += 1
@@ -135,7 +145,7 @@ class SpeculativeEngine:
         history = prompt[1: self.special.sot_index(prompt)] if prompt[0] != self.special.sot else []
         result = decode_window(
             self._engine, features, prompt, self.special,
-            self.make_drafter(controllers, getattr(self._local, "seconds", None)),
+            self.make_drafter(controllers, getattr(self._local, "seconds", None), audio=features),
             history=history, **kwargs,
         )
         if controllers is not None:
@@ -193,7 +203,9 @@ class WhisperModel(faster_whisper.WhisperModel):
     that configuration; ``"same"``: int8 throughout, faster but not identical),
     ``encoder`` (``"auto"``: stock CTranslate2 in a worker process when
     ``make stock-encoder`` installed it, else the fork; ``"fork"``, ``"stock"``;
-    see :mod:`tokenmap.precision`). All other arguments are
+    see :mod:`tokenmap.precision`), ``recall`` (path or
+    :class:`tokenmap.recall.RecallIndex` from ``tokenmap recall``: segments heard
+    before, drafted whole when their audio comes again). All other arguments are
     faster-whisper's; ``cpu_threads=0`` (faster-whisper's default, CTranslate2's
     own choice) becomes :func:`tokenmap.engine.default_threads`, so the engine
     runs with the thread count its cost curve was calibrated for.
@@ -205,7 +217,7 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
                  session_cache: bool = True, adaptive: bool = True, cost_model=None,
-                 decoder_compute_type: str = "auto", encoder: str = "auto", **kwargs):
+                 decoder_compute_type: str = "auto", encoder: str = "auto", recall=None, **kwargs):
         model_dir = resolve_model(model_size_or_path)
         if not kwargs.get("cpu_threads"):  # one thread count for the engine and its calibrated cost curve
             kwargs["cpu_threads"] = default_threads()
@@ -216,20 +228,23 @@ class WhisperModel(faster_whisper.WhisperModel):
                              **load)
         self.drafting = engine.drafting
         self.token_map = engine.token_map
+        self.recall = None
         if not self.drafting:
             self.session_cache = None
             return
         self.decoder_compute_type, self.encoder_engine = engine.decoder_compute_type, engine.encoder_engine
         special = engine.special
+        self.recall = load_recall(recall, engine.tokenizer, model_dir)
         self.session_cache = SessionCache(timestamp_begin=special.timestamp_begin) if session_cache else None
         self._prompt_lookup = prompt_lookup
         cost = cost_model if cost_model is not None else engine.cost
         self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost, adaptive,
                                        session=lambda: self.token_map)
 
-    def _make_drafter(self, controllers=None, seconds: float | None = None):
+    def _make_drafter(self, controllers=None, seconds: float | None = None, audio=None):
         return default_drafter(self.token_map, self.model.special.timestamp_begin, self._prompt_lookup,
-                               self.session_cache, controllers, eot=self.model.special.eot, seconds=seconds)
+                               self.session_cache, controllers, eot=self.model.special.eot, seconds=seconds,
+                               recall=self.recall, audio=audio)
 
     def encode(self, features):
         """faster-whisper's ``encode``; notes how much audio the window holds (drafts end with a guess

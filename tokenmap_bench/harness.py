@@ -33,6 +33,7 @@ from tokenizers import Tokenizer
 
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
+from tokenmap.recall import load_recall
 from tokenmap.whisper import WhisperModel
 from tokenmap_bench.stock import start_server
 from tokenmap_bench import systems as sysm
@@ -63,6 +64,7 @@ class BenchOptions:
     map_modes: tuple = ("per-task",)  # "multi" / "balanced" add systems tokenmap-multi / tokenmap-balanced
     teacher: tuple = ()  # teacher transcript files of map mode "taught" (tokenmap.balance.teacher)
     learn: str = ""  # the model's transcripts of other recordings of the scripted prompts (tokenmap-learned)
+    recall: str = ""  # a recall index of those recordings (`tokenmap recall`): system tokenmap-recall
 
     def __post_init__(self) -> None:
         unknown = set(self.systems) - set(ALL_SYSTEMS)
@@ -88,6 +90,7 @@ class RunState:
     tm: object = None
     stock: object = None  # StockServer, or None
     stock_skipped: str | None = None
+    recall: object = None  # the RecallIndex of options.recall, or None
     failed: dict = field(default_factory=dict)  # utterance id -> {system: error}: left out of the rows
 
     def token_map(self, domain: str, lang: str):
@@ -118,6 +121,8 @@ def load_state(options: BenchOptions, maps: BenchMaps) -> RunState:
     draft_dir = resolve_model(options.draft_model) if "distil-spec" in options.systems else None
     eng = sysm.load_engines(model_dir, options.compute_type, options.threads, draft_dir, options.spec_tokens)
     state = RunState(eng, maps, tokenizer=Tokenizer.from_file(str(model_dir / "tokenizer.json")))
+    if options.recall and maps.learned:
+        state.recall = load_recall(options.recall, state.tokenizer, model_dir)
     if "e2e" in options.systems:
         import faster_whisper
 
@@ -196,8 +201,8 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
         task = f"{utt.domain}/{utt.lang}"
         seconds = min(utt.duration, 30.0) or None  # the audio in the (first) window
 
-        def spec(token_map, session):
-            return sysm.speculative(eng, enc, prompt, token_map, session, seconds)
+        def spec(token_map, session, recall=None):
+            return sysm.speculative(eng, enc, prompt, token_map, session, seconds, recall=recall)
 
         runners["tokenmap"] = spec(state.token_map(utt.domain, utt.lang), task)
         for mode in options.map_modes[1:]:
@@ -205,6 +210,8 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
         learned = state.maps.learned.get((utt.domain, utt.lang))
         if learned:
             runners["tokenmap-learned"] = spec(state._load(learned), f"learned {task}")
+            if state.recall is not None:
+                runners["tokenmap-recall"] = spec(state._load(learned), f"recall {task}", recall=state.recall)
         if utt.domain in MISMATCH_FOR:
             runners["tokenmap-mismatch"] = spec(state.token_map(MISMATCH_DOMAIN, utt.lang), f"mismatch {task}")
     if "oracle" in chosen:

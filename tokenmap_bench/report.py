@@ -32,8 +32,8 @@ PAPER_TABLE_I = [
     ("paper: small + token map", "CI-AVSR", 1.09, 51.1, 1.83),
     ("paper: small + token map", "Internal", 1.35, 97.1, 3.96),
 ]
-DECODER_ORDER = ("greedy", "tokenmap", "tokenmap-learned", "tokenmap-mismatch", "oracle", "greedy-nots",
-                 "distil-spec", "stock")
+DECODER_ORDER = ("greedy", "tokenmap", "tokenmap-learned", "tokenmap-recall", "tokenmap-mismatch", "oracle",
+                 "greedy-nots", "distil-spec", "stock")
 E2E_ORDER = ("fw-e2e", "tokenmap-e2e", "stock-e2e")
 
 
@@ -163,7 +163,7 @@ def map_modes_identical_text(same: dict) -> str:
             + table(["task", "utts", *(f"`{m}`" for m in modes)], per_task))
 
 
-REGIME_SYSTEMS = ("tokenmap", "tokenmap-learned", "tokenmap-mismatch", "oracle")
+REGIME_SYSTEMS = ("tokenmap", "tokenmap-learned", "tokenmap-recall", "tokenmap-mismatch", "oracle")
 
 
 def regime_text(agg: dict) -> str:

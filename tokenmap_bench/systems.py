@@ -118,11 +118,13 @@ def greedy(eng: Engines, enc, prompt):
     return run
 
 
-def speculative(eng: Engines, enc, prompt, token_map, session: str = "", seconds: float | None = None):
+def speculative(eng: Engines, enc, prompt, token_map, session: str = "", seconds: float | None = None,
+                recall=None):
     """The product's path: one set of per-source controllers per ``session`` (a
     task, as one user's ``tokenmap.WhisperModel`` keeps it across windows), which
     may send a whole window to plain ``generate`` while drafting does not pay.
-    ``seconds``: the audio in the window (what ``tokenmap.WhisperModel`` reads off its features)."""
+    ``seconds``: the audio in the window (what ``tokenmap.WhisperModel`` reads off its features);
+    ``recall``: a :class:`tokenmap.recall.RecallIndex` drafting segments heard before."""
     controllers = eng.controllers.setdefault(session, RecordingControllerSet(eng.cost))
 
     def run() -> Output:
@@ -131,7 +133,7 @@ def speculative(eng: Engines, enc, prompt, token_map, session: str = "", seconds
             result = eng.main.generate(enc, [prompt], **GREEDY_KW)[0]
             return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
         drafter = default_drafter(token_map, eng.special.timestamp_begin, controllers=controllers,
-                                   eot=eng.special.eot, cost=eng.cost, seconds=seconds)
+                                   eot=eng.special.eot, cost=eng.cost, seconds=seconds, recall=recall, audio=enc)
         own = [d for d in drafter.drafters if hasattr(d, "log")]  # drafters that set their own length
         for d in own:
             d.log = []

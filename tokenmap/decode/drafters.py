@@ -29,6 +29,7 @@ from tokenmap.decode.control import ControlledDrafter
 from tokenmap.decode.cost import DEFAULT
 from tokenmap.decode.follow import FollowDrafter
 from tokenmap.maps.suffixmap import SuffixMap
+from tokenmap.recall import RecallDrafter
 
 logger = logging.getLogger("tokenmap")
 
@@ -316,8 +317,8 @@ def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=No
 
 def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_lookup: bool = True,
                     session_cache: SessionCache | None = None, controllers=None, eot: int | None = None,
-                    cost=None, seconds: float | None = None) -> ChainDrafter:
-    """The drafter tokenmap uses: the token map, then prompt lookup, then the session cache.
+                    cost=None, seconds: float | None = None, recall=None, audio=None) -> ChainDrafter:
+    """The drafter tokenmap uses: audio recall, the token map, then prompt lookup, then the session cache.
 
     ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
     ``controllers``: a ``ControllerSet`` giving each source its own draft length
@@ -326,8 +327,12 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
     from ``cost`` and keeps its running calibration in ``controllers.calibration``,
     which lives as long as the thread's controllers).
     ``seconds``: the audio in this window, when known (see :func:`map_drafter`).
+    ``recall``: a :class:`tokenmap.recall.RecallIndex`, used when ``audio`` (the
+    window's encoder output) is given too: a segment it recalls is drafted whole.
     """
     drafters = []
+    if recall is not None and audio is not None:
+        drafters.append(RecallDrafter(recall, audio, timestamp_begin, seconds))
     calibration = getattr(controllers, "calibration", None)
     cost = cost or getattr(controllers, "cost", None)
     if isinstance(token_map, (list, tuple)):  # one map per task: infer which one fits
@@ -339,6 +344,6 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
     if session_cache is not None:
         drafters.append(session_cache)
     if controllers is not None:
-        drafters = [d if isinstance(d, FollowDrafter) else ControlledDrafter(d, controllers.member(i))
+        drafters = [d if isinstance(d, (FollowDrafter, RecallDrafter)) else ControlledDrafter(d, controllers.member(i))
                     for i, d in enumerate(drafters)]
     return ChainDrafter(tuple(drafters))

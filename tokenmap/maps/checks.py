@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from tokenmap.maps.schema import (ALIGN, CHECKSUM, LAYOUT, LEGACY_VERSION, MAGIC, MAX_HEADER, NGRAM_VERSION, PREFIX,
-                                  SCHEMA, SET_VERSION, SUFFIX_LAYOUT, SUFFIX_VERSION, MapFormatError, base_name,
-                                  check_arrays, schema_of, stream_markers)
+                                  RECALL_VERSION, SCHEMA, SET_VERSION, SUFFIX_LAYOUT, SUFFIX_VERSION, MapFormatError,
+                                  base_name, check_arrays, schema_of, stream_markers)
 from tokenmap.maps.suffixmap import SuffixMap
 
 
@@ -40,9 +40,10 @@ def read_header(buf, path: Path) -> dict:
     if version == LEGACY_VERSION:
         raise fail(path, "a token map of format 1 (3-token contexts), which this tokenmap no longer reads: "
                           "rebuild it with `tokenmap build`")
-    if version not in (SET_VERSION, SUFFIX_VERSION, NGRAM_VERSION):
+    if version not in (SET_VERSION, SUFFIX_VERSION, NGRAM_VERSION, RECALL_VERSION):
         raise fail(path, f"unsupported token map format version {version} "
-                          f"(this tokenmap reads {SET_VERSION}, {SUFFIX_VERSION} and {NGRAM_VERSION})")
+                          f"(this tokenmap reads {SET_VERSION}, {SUFFIX_VERSION}, {NGRAM_VERSION} "
+                          f"and recall indexes, {RECALL_VERSION})")
     if hlen > MAX_HEADER:
         raise fail(path, "corrupt token map (header too large)")
     if PREFIX.size + hlen + CHECKSUM > size:

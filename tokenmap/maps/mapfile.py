@@ -5,7 +5,8 @@ Layout (all integers little-endian)::
     offset 0   8 bytes   MAGIC  b"\\x93TOKMAP\\x1a"
     offset 8   uint32    format version: 3 a suffix map (what `tokenmap build` writes),
                          2 a map set of n-gram sections, 4 one n-gram map
-                         (`--balance --layout merged`); 1, the n-gram map of
+                         (`--balance --layout merged`), 5 an audio recall index
+                         (:mod:`tokenmap.recall`); 1, the n-gram map of
                          earlier releases, is refused with a message to rebuild
     offset 12  uint32    header length H in bytes (<= MAX_HEADER)
     offset 16  H bytes   UTF-8 JSON header (fingerprint, family, order, build
@@ -61,8 +62,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from tokenmap.maps.checks import fail, load_sections, load_single, load_suffix, open_map
-from tokenmap.maps.schema import (ALIGN, BOS, HASH_MULT, MAGIC, MASK, NGRAM_VERSION, PREFIX, SET_VERSION, SUFFIX_SCHEMA,
-                                  SUFFIX_VERSION, base_name, schema_of)
+from tokenmap.maps.schema import (ALIGN, BOS, HASH_MULT, MAGIC, MASK, NGRAM_VERSION, PREFIX, RECALL_VERSION,
+                                  SET_VERSION, SUFFIX_SCHEMA, SUFFIX_VERSION, base_name, schema_of)
 
 log = logging.getLogger("tokenmap")
 
@@ -154,6 +155,8 @@ def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify
     """Every map in a file: the sections of a map set, or ``[the map]`` (checks as :meth:`TokenMap.load`)."""
     path = Path(path)
     buf, header = open_map(path, verify)
+    if header["format_version"] == RECALL_VERSION:
+        raise fail(path, "a recall index (`tokenmap recall`), not a token map: give it with --recall")
     if header["format_version"] == SUFFIX_VERSION:
         return [load_suffix(buf, header, path, fingerprint, model_hint, vocab_size)]
     if header.get("sections") is None:
@@ -200,6 +203,8 @@ class TokenMap:
         """
         path = Path(path)
         buf, header = open_map(path, verify)
+        if header["format_version"] == RECALL_VERSION:
+            raise fail(path, "a recall index (`tokenmap recall`), not a token map: give it with --recall")
         if header["format_version"] == SUFFIX_VERSION:
             return load_suffix(buf, header, path, fingerprint, model_hint, vocab_size)
         sections = header.get("sections")

@@ -144,6 +144,7 @@ LEGACY_VERSION = 1  # the 3-token n-gram map of earlier `tokenmap build`s: refus
 SET_VERSION = 2  # a map set of n-gram sections (`tokenmap build --balance`)
 SUFFIX_VERSION = 3  # one suffix map (tokenmap.maps.suffixmap), what `tokenmap build` writes
 NGRAM_VERSION = 4  # one n-gram map with this release's checks (`tokenmap build --balance --layout merged`)
+RECALL_VERSION = 5  # an audio recall index (tokenmap.recall), not a token map
 FORMAT_VERSION = SUFFIX_VERSION
 MAX_HEADER = 16 << 20
 ALIGN = 64
@@ -177,6 +178,13 @@ SUFFIX_LAYOUT = {
     "node_depth": ArraySpec(ARRAYS["node_depth"], ("N",)),
 }
 SUFFIX_SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in SUFFIX_LAYOUT.items()}
+#: the arrays of a format-5 recall index (:mod:`tokenmap.recall`)
+RECALL_LAYOUT = {
+    "vectors": ArraySpec("<f2", ("R", "D"), Values(finite=True)),
+    "offsets": ArraySpec("<i8", ("R+1",), Offsets("tokens")),
+    "tokens": ArraySpec("<u4", ("M",), TokenIds()),
+}
+RECALL_SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in RECALL_LAYOUT.items()}
 
 
 class MapFormatError(ValueError):
@@ -185,7 +193,7 @@ class MapFormatError(ValueError):
 
 def schema_of(version: int) -> dict:
     """``{name: (dtype, dimensions)}`` of the arrays of a file of format ``version``."""
-    return SUFFIX_SCHEMA if version == SUFFIX_VERSION else SCHEMA
+    return {SUFFIX_VERSION: SUFFIX_SCHEMA, RECALL_VERSION: RECALL_SCHEMA}.get(version, SCHEMA)
 
 
 def base_name(name: str) -> str:

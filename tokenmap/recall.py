@@ -1,0 +1,267 @@
+"""Audio recall: segments the model decoded before, found again by how they sound.
+
+A scripted domain (IVR prompts in call recordings, a fixed command set)
+plays the same recordings again and again. A *recall index* keeps, for
+every segment the model once decoded, a fingerprint of the encoder output
+where the segment began and the tokens the model wrote for it. While a
+window is decoded, :class:`RecallDrafter` takes the same fingerprint at each
+segment start, finds the nearest stored one and, when it is close enough,
+drafts that whole segment: its text and its closing timestamp. The model
+verifies every token, so a wrong recall costs one longer pass, never a
+different transcript.
+
+The fingerprint of frame ``f`` (an encoder frame is 20 ms, one timestamp
+step) is the encoder output over frames ``f .. f + 50`` (one second) cut in
+5 chunks of 10 frames, each chunk averaged, the 5 means concatenated and
+scaled to unit length. Similarity is their dot product (cosine). The encoder
+output of a frame depends on the audio around it, so a recording is found
+again where it starts a window (a prompt, a command, the first segment after
+faster-whisper moves its window on) far more surely than in the middle of
+one, after other speech.
+
+File: the token-map container (:mod:`tokenmap.maps.mapfile`: magic, format
+version :data:`RECALL_VERSION`, JSON header, aligned arrays, sha256), with
+
+    vectors   float16 [R, 5 * d_model]  one fingerprint per segment
+    offsets   int64   [R + 1]           segment r's tokens are tokens[offsets[r]:offsets[r + 1]]
+    tokens    uint32  [M]               text tokens, then the segment's length as a timestamp token
+
+and header fields ``fingerprint`` (the tokenizer's), ``vocab_size``,
+``encoder`` (:func:`encoder_identity` of the model whose encoder made the
+vectors), ``model`` and ``created``.
+
+Example (a 2-dimensional "encoder", ``timestamp_begin`` 100)::
+
+    >>> frames = np.zeros((1500, 2), dtype=np.float32); frames[:50, 0] = 1.0; frames[50:100, 1] = 1.0
+    >>> index = RecallIndex.build([], {})
+    >>> index.add_window(frames, [100, 7, 8, 150, 150, 9, 175], timestamp_begin=100)
+    2
+    >>> drafter = RecallDrafter(index, frames, timestamp_begin=100)
+    >>> drafter.draft([100], limit=10)         # window start: the segment heard at frame 0
+    [7, 8, 150]
+    >>> drafter.draft([100, 7, 8, 150], limit=10)  # after its closing timestamp: the next one
+    [150, 9, 175]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.maps.checks import array_views, check_fingerprint, fail, open_map, vocab_size_of
+from tokenmap.maps.mapfile import write_map
+from tokenmap.maps.schema import RECALL_LAYOUT, RECALL_VERSION, check_arrays
+
+log = logging.getLogger("tokenmap")
+
+FRAMES = 50  # one second of encoder frames
+CHUNKS = 5
+MAX_FRAMES = 1500  # a 30 s window
+THRESHOLD = 0.9  # cosine above which a stored segment is drafted
+
+
+def fingerprint(frames: np.ndarray, frame: int) -> np.ndarray | None:
+    """Unit vector of the encoder ``frames`` [T, D] from ``frame`` on (None when less than a second is left)."""
+    if frame < 0 or frame + FRAMES > frames.shape[0]:
+        return None
+    chunk = np.asarray(frames[frame:frame + FRAMES], dtype=np.float32)
+    vector = chunk.reshape(CHUNKS, FRAMES // CHUNKS, -1).mean(axis=1).ravel()
+    norm = float(np.sqrt(np.einsum("k,k->", vector, vector)))  # no BLAS call (see RecallIndex.nearest)
+    return vector / norm if norm > 0 else None
+
+
+def segments(tokens: Sequence[int], timestamp_begin: int) -> list[tuple[int, list[int], int]]:
+    """``(opening, text, closing)`` timestamp-delimited segments of a decoded window."""
+    out, i = [], 0
+    while i < len(tokens):
+        if tokens[i] >= timestamp_begin:
+            j = i + 1
+            while j < len(tokens) and tokens[j] < timestamp_begin:
+                j += 1
+            if j > i + 1 and j < len(tokens):
+                out.append((int(tokens[i]), [int(t) for t in tokens[i + 1:j]], int(tokens[j])))
+            i = j + (j < len(tokens) and j > i + 1)
+        else:
+            i += 1
+    return out
+
+
+def encoder_identity(model_dir: str | os.PathLike) -> str:
+    """What a fingerprint depends on: the model's ``config.json`` and the size of its weights."""
+    model_dir = Path(model_dir)
+    digest = hashlib.sha256((model_dir / "config.json").read_bytes())
+    digest.update(str((model_dir / "model.bin").stat().st_size).encode())
+    return digest.hexdigest()
+
+
+class RecallIndex:
+    """Fingerprints of decoded segments and what the model wrote for each."""
+
+    def __init__(self, header: dict, vectors: np.ndarray, offsets: np.ndarray, tokens: np.ndarray, path=None):
+        self.header = header
+        self.path = path
+        self._vectors = np.asarray(vectors, dtype=np.float32)
+        self._offsets = offsets
+        self._tokens = tokens
+        self._pending: list[tuple[np.ndarray, list[int]]] = []
+
+    @classmethod
+    def build(cls, entries: Sequence[tuple[np.ndarray, Sequence[int]]], header: dict) -> "RecallIndex":
+        """An index of ``(vector, tokens)`` entries (``header``: the file's fields)."""
+        index = cls(dict(header), np.zeros((0, 0), np.float32), np.zeros(1, np.int64), np.zeros(0, np.uint32))
+        index._pending = [(np.asarray(v, np.float32), list(t)) for v, t in entries]
+        index._flush()
+        return index
+
+    def __len__(self) -> int:
+        return int(self._offsets.shape[0]) - 1 + len(self._pending)
+
+    def add_window(self, frames: np.ndarray, tokens: Sequence[int], timestamp_begin: int) -> int:
+        """Store every segment of one decoded window (``frames``: its encoder output [T, D]); returns how many."""
+        added = 0
+        for opening, text, closing in segments(tokens, timestamp_begin):
+            vector = fingerprint(frames, opening - timestamp_begin)
+            if vector is not None and closing > opening:
+                self._pending.append((vector, text + [timestamp_begin + closing - opening]))
+                added += 1
+        return added
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        vectors = np.stack([v for v, _ in self._pending]).astype(np.float32)
+        if self._vectors.size and vectors.shape[1] != self._vectors.shape[1]:
+            raise ValueError("fingerprints of another encoder width cannot share an index")
+        lengths = np.array([len(t) for _, t in self._pending], dtype=np.int64)
+        tokens = np.array([x for _, t in self._pending for x in t], dtype=np.uint32)
+        self._vectors = np.concatenate([self._vectors.reshape(-1, vectors.shape[1]), vectors])
+        self._offsets = np.concatenate([self._offsets, self._offsets[-1] + np.cumsum(lengths)])
+        self._tokens = np.concatenate([self._tokens, tokens])
+        self._pending = []
+
+    def nearest(self, vector: np.ndarray) -> tuple[float, list[int]]:
+        """``(cosine, tokens)`` of the stored segment closest to ``vector`` (``(-1, [])`` when empty).
+
+        ``einsum`` rather than a BLAS product: inside the decoding loop, BLAS threads would
+        compete with the engine's spinning threads (a lookup then cost tens of milliseconds)."""
+        self._flush()
+        if not self._vectors.size or vector.shape[0] != self._vectors.shape[1]:
+            return -1.0, []
+        similarity = np.einsum("rk,k->r", self._vectors, vector)
+        r = int(np.argmax(similarity))
+        return float(similarity[r]), self._tokens[self._offsets[r]:self._offsets[r + 1]].tolist()
+
+    def save(self, path: str | os.PathLike, force: bool = False) -> int:
+        """Write the index (atomically; an existing file only with ``force``); returns its size in bytes."""
+        path = Path(path)
+        if path.exists() and not force:
+            raise FileExistsError(f"{path} exists (use force to overwrite it)")
+        self._flush()
+        header = {**self.header, "kind": "recall", "segments": len(self),
+                  "created": self.header.get("created") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        arrays = {"vectors": self._vectors.astype(np.float16), "offsets": self._offsets, "tokens": self._tokens}
+        return write_map(path, header, arrays, version=RECALL_VERSION)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, fingerprint: str | None = None, encoder: str | None = None,
+             vocab_size: int | None = None, verify: bool = True) -> "RecallIndex":
+        """Read and check an index: container, checksum, tokenizer ``fingerprint``, ``encoder`` identity, arrays."""
+        path = Path(path)
+        buf, header = open_map(path, verify)
+        if header["format_version"] != RECALL_VERSION:
+            raise fail(path, "a token map, not a recall index: give it as the token map")
+        check_fingerprint(header, fingerprint, header.get("model", ""), path)
+        if encoder is not None and header.get("encoder") != encoder:
+            raise fail(path, f"recorded with another model's encoder ({header.get('model')}): "
+                             "record it again with `tokenmap recall` and this model")
+        arrays = array_views(buf, header, path)
+        problem = check_arrays(arrays, RECALL_LAYOUT, {}, vocab_size_of(header, vocab_size, path))
+        if problem:
+            raise fail(path, f"corrupt recall index ({problem})")
+        return cls(header, arrays["vectors"], arrays["offsets"], arrays["tokens"], path)
+
+
+def new_index(model_dir, hf_tokenizer) -> RecallIndex:
+    """An empty index for the model in ``model_dir`` (its encoder) and its tokenizer, to add windows to."""
+    from tokenmap.textok import TextTokenizer
+
+    tok = TextTokenizer(hf_tokenizer)
+    vocab_size = SpecialTokens.from_model_dir(str(model_dir)).vocab_size  # timestamps included
+    return RecallIndex.build([], {"fingerprint": tok.fingerprint, "vocab_size": vocab_size,
+                                  "encoder": encoder_identity(model_dir), "model": Path(model_dir).name})
+
+
+def load_recall(recall, hf_tokenizer, model_dir) -> RecallIndex | None:
+    """``recall`` (None, a loaded index or a path) checked for the model in ``model_dir`` and its tokenizer."""
+    if recall is None or isinstance(recall, RecallIndex):
+        return recall
+    from tokenmap.textok import TextTokenizer
+
+    tok = TextTokenizer(hf_tokenizer)
+    index = RecallIndex.load(recall, tok.fingerprint, encoder_identity(model_dir),
+                             SpecialTokens.from_model_dir(str(model_dir)).vocab_size)
+    log.info("recall index %s: %d segments", recall, len(index))
+    return index
+
+
+class RecallDrafter:
+    """Drafts a whole recalled segment at each segment start of one window.
+
+    ``frames``: the window's encoder output [T, D] (or [1, T, D]); ``seconds``:
+    the audio in it, when known (no recall after a closing timestamp within the
+    last half second); in a window without timestamps, only the start is
+    recalled (its text). Elsewhere, and when nothing stored is as close as
+    ``threshold``, it drafts nothing (the next drafter of the chain takes over).
+    """
+
+    def __init__(self, index: RecallIndex, frames, timestamp_begin: int, seconds: float | None = None,
+                 threshold: float = THRESHOLD):
+        self.index, self.tb, self.threshold = index, timestamp_begin, threshold
+        self._source, self._frames = frames, None
+        self._end = int(seconds * FRAMES) if seconds else MAX_FRAMES
+        self._seen: dict[int, list[int]] = {}
+
+    def reset(self, history: Sequence[int] = ()) -> None:
+        self._seen = {}
+
+    def _recall(self, frame: int) -> list[int]:
+        """The tokens of the segment recorded where the audio from ``frame`` on sounds like its start, or []."""
+        if frame not in self._seen:
+            if self._frames is None:
+                array = np.asarray(self._source)
+                self._frames = array[0] if array.ndim == 3 else array
+            vector = fingerprint(self._frames, frame)
+            similarity, tokens = self.index.nearest(vector) if vector is not None else (-1.0, [])
+            self._seen[frame] = tokens if similarity >= self.threshold else []
+        return self._seen[frame]
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        if limit <= 0:
+            return []
+        if not tokens:  # a window without timestamps: the text heard at its start
+            return self._recall(0)[:-1][:limit]
+        if tokens[-1] < self.tb:
+            return []
+        opening = int(tokens[-1])
+        closing_just_written = len(tokens) > 1 and tokens[-2] < self.tb
+        frame = opening - self.tb
+        if closing_just_written and frame + FRAMES // 2 > self._end:
+            return []
+        recalled = self._recall(frame)
+        closing = opening + recalled[-1] - self.tb if recalled else 0
+        if not recalled or closing - self.tb > MAX_FRAMES:
+            return []
+        proposal = recalled[:-1] + [closing]
+        if closing_just_written:
+            proposal = [opening] + proposal
+        return proposal[:limit]
+
+    def update(self, drafted: int, accepted: int) -> None:
+        pass
