@@ -27,10 +27,11 @@ def recall(files, output, model, language, compute_type, threads, append, force)
 
     Transcribes FILES with plain greedy decoding and keeps, for every segment,
     a fingerprint of the audio where it starts and the tokens the model wrote.
-    `tokenmap transcribe --recall INDEX` then drafts a whole segment wherever
-    its audio comes again (IVR prompts in call recordings, announcements, a
-    fixed command set). The model still verifies every token: the transcript
-    is the one plain decoding gives.
+    `tokenmap transcribe --recall INDEX` then drafts a whole segment where its
+    audio starts a window again (IVR prompts in call recordings, announcements,
+    a fixed command set; after other speech in the same window the audio
+    sounds too different to the encoder). The model still verifies every
+    token: the transcript is the one plain decoding gives.
 
     \b
     Examples:
