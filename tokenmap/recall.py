@@ -176,7 +176,7 @@ class RecallIndex:
         path = Path(path)
         buf, header = open_map(path, verify)
         if header["format_version"] != RECALL_VERSION:
-            raise fail(path, "a token map, not a recall index: give it as the token map")
+            raise fail(path, "a token map, not a recall index: give it with --map (token_map=)")
         check_fingerprint(header, fingerprint, header.get("model", ""), path)
         if encoder is not None and header.get("encoder") != encoder:
             raise fail(path, f"recorded with another model's encoder ({header.get('model')}): "

@@ -156,7 +156,7 @@ def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify
     path = Path(path)
     buf, header = open_map(path, verify)
     if header["format_version"] == RECALL_VERSION:
-        raise fail(path, "a recall index (`tokenmap recall`), not a token map: give it with --recall")
+        raise fail(path, "a recall index (`tokenmap recall`), not a token map: give it with --recall (recall=)")
     if header["format_version"] == SUFFIX_VERSION:
         return [load_suffix(buf, header, path, fingerprint, model_hint, vocab_size)]
     if header.get("sections") is None:
@@ -204,7 +204,7 @@ class TokenMap:
         path = Path(path)
         buf, header = open_map(path, verify)
         if header["format_version"] == RECALL_VERSION:
-            raise fail(path, "a recall index (`tokenmap recall`), not a token map: give it with --recall")
+            raise fail(path, "a recall index (`tokenmap recall`), not a token map: give it with --recall (recall=)")
         if header["format_version"] == SUFFIX_VERSION:
             return load_suffix(buf, header, path, fingerprint, model_hint, vocab_size)
         sections = header.get("sections")
