@@ -67,8 +67,8 @@ class GenerationResult:
 class SpeculativeEngine:
     """Wraps a ``ctranslate2.models.Whisper``; greedy ``generate`` goes speculative.
 
-    ``make_drafter(controllers, seconds, audio=encoder_output)`` builds a fresh drafter per window (drafters hold
-    per-window state, so concurrent calls never share one). Statistics are
+    ``make_drafter(controllers, seconds, audio=encoder_output)`` builds a fresh drafter per
+    window (drafters hold per-window state, so concurrent calls never share one). Statistics are
     kept per thread (:meth:`take_stats`), and so are the draft controllers, one
     set for each object ``session()`` returns (the token map in use: what one map
     taught them says nothing of another).
@@ -205,7 +205,7 @@ class WhisperModel(faster_whisper.WhisperModel):
     ``make stock-encoder`` installed it, else the fork; ``"fork"``, ``"stock"``;
     see :mod:`tokenmap.precision`), ``recall`` (path or
     :class:`tokenmap.recall.RecallIndex` from ``tokenmap recall``: segments heard
-    before, drafted whole when their audio comes again). All other arguments are
+    before, drafted whole where their audio starts a window again). All other arguments are
     faster-whisper's; ``cpu_threads=0`` (faster-whisper's default, CTranslate2's
     own choice) becomes :func:`tokenmap.engine.default_threads`, so the engine
     runs with the thread count its cost curve was calibrated for.

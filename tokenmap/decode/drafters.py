@@ -344,6 +344,7 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
     if session_cache is not None:
         drafters.append(session_cache)
     if controllers is not None:
-        drafters = [d if isinstance(d, (FollowDrafter, RecallDrafter)) else ControlledDrafter(d, controllers.member(i))
+        own_length = (FollowDrafter, RecallDrafter)  # drafters that set their own draft length
+        drafters = [d if isinstance(d, own_length) else ControlledDrafter(d, controllers.member(i))
                     for i, d in enumerate(drafters)]
     return ChainDrafter(tuple(drafters))
