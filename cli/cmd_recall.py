@@ -41,7 +41,7 @@ def recall(files, output, model, language, compute_type, threads, append, force)
     from tokenmap.audio import AudioError
     from tokenmap.engine import default_threads
     from tokenmap.models import resolve_model
-    from tokenmap.recall import RecallIndex, new_index
+    from tokenmap.recall import load_recall, new_index
     from tokenmap.transcriber import TranscribeOptions, transcribe_file
     from tokenmap.whisper import WhisperModel
 
@@ -53,9 +53,8 @@ def recall(files, output, model, language, compute_type, threads, append, force)
                                cpu_threads=threads or default_threads())
         if not whisper.drafting:
             fail("recording a recall index needs the engine fork (`make engine`; see `tokenmap doctor`)")
-        fresh = new_index(model_dir, whisper.hf_tokenizer)
-        index = (RecallIndex.load(output, fresh.header["fingerprint"], fresh.header["encoder"])
-                 if append and output.exists() else fresh)
+        index = (load_recall(output, whisper.hf_tokenizer, model_dir) if append and output.exists()
+                 else new_index(model_dir, whisper.hf_tokenizer))
     except Exception as exc:  # ModelError, EngineError, MapFormatError
         fail(exc, exit_code=2)
     whisper.model.recorder = index

@@ -164,6 +164,10 @@ def test_recall_records_prompts_and_transcribe_drafts_them_whole(data_dir, tmp_p
     assert "prompts.trec: 2 segments" in recorded.stderr
     again = CliRunner().invoke(cli, ["recall", "-o", str(index), str(audio[0])])
     assert again.exit_code != 0 and "--force" in again.output
+    appended = CliRunner().invoke(cli, ["recall", "--threads", "2", "-l", "en", "--append", "-o", str(index),
+                                        str(data_dir / "en-tt-weasels.flac")])
+    assert appended.exit_code == 0, appended.output
+    assert "prompts.trec: 3 segments" in appended.stderr
     plain = run("-l", "en", audio[1])
     result = run("--recall", index, "-l", "en", audio[1])
     assert result.exit_code == 0, result.output

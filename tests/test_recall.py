@@ -23,7 +23,7 @@ def toy_frames(seed: int = 0) -> np.ndarray:
 
 
 def toy_index(frames) -> RecallIndex:
-    index = RecallIndex.build([], {"fingerprint": "f" * 64, "vocab_size": 2000, "encoder": "e", "model": "toy"})
+    index = RecallIndex.empty({"fingerprint": "f" * 64, "vocab_size": 2000, "encoder": "e", "model": "toy"})
     assert index.add_window(frames, [TB, 7, 8, TB + 60, TB + 60, 9, TB + 110], TB) == 2
     return index
 
@@ -58,7 +58,7 @@ def test_drafter_recalls_whole_segments_at_segment_starts():
 def test_drafter_stays_silent_on_audio_it_never_heard():
     drafter = RecallDrafter(toy_index(toy_frames(0)), toy_frames(1), TB)
     assert drafter.draft([TB], 20) == []
-    empty = RecallIndex.build([], {})
+    empty = RecallIndex.empty({})
     assert RecallDrafter(empty, toy_frames(0), TB).draft([TB], 20) == []
 
 

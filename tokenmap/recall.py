@@ -33,7 +33,7 @@ vectors), ``model`` and ``created``.
 Example (a 2-dimensional "encoder", ``timestamp_begin`` 100)::
 
     >>> frames = np.zeros((1500, 2), dtype=np.float32); frames[:50, 0] = 1.0; frames[50:100, 1] = 1.0
-    >>> index = RecallIndex.build([], {})
+    >>> index = RecallIndex.empty({})
     >>> index.add_window(frames, [100, 7, 8, 150, 150, 9, 175], timestamp_begin=100)
     2
     >>> drafter = RecallDrafter(index, frames, timestamp_begin=100)
@@ -113,12 +113,9 @@ class RecallIndex:
         self._pending: list[tuple[np.ndarray, list[int]]] = []
 
     @classmethod
-    def build(cls, entries: Sequence[tuple[np.ndarray, Sequence[int]]], header: dict) -> "RecallIndex":
-        """An index of ``(vector, tokens)`` entries (``header``: the file's fields)."""
-        index = cls(dict(header), np.zeros((0, 0), np.float32), np.zeros(1, np.int64), np.zeros(0, np.uint32))
-        index._pending = [(np.asarray(v, np.float32), list(t)) for v, t in entries]
-        index._flush()
-        return index
+    def empty(cls, header: dict) -> "RecallIndex":
+        """An index with no segments yet (``header``: the file's fields), to add windows to."""
+        return cls(dict(header), np.zeros((0, 0), np.float32), np.zeros(1, np.int64), np.zeros(0, np.uint32))
 
     def __len__(self) -> int:
         return int(self._offsets.shape[0]) - 1 + len(self._pending)
@@ -188,25 +185,26 @@ class RecallIndex:
         return cls(header, arrays["vectors"], arrays["offsets"], arrays["tokens"], path)
 
 
-def new_index(model_dir, hf_tokenizer) -> RecallIndex:
-    """An empty index for the model in ``model_dir`` (its encoder) and its tokenizer, to add windows to."""
+def model_fields(model_dir, hf_tokenizer) -> dict:
+    """The header fields an index records of the model in ``model_dir`` and of its tokenizer."""
     from tokenmap.textok import TextTokenizer
 
-    tok = TextTokenizer(hf_tokenizer)
-    vocab_size = SpecialTokens.from_model_dir(str(model_dir)).vocab_size  # timestamps included
-    return RecallIndex.build([], {"fingerprint": tok.fingerprint, "vocab_size": vocab_size,
-                                  "encoder": encoder_identity(model_dir), "model": Path(model_dir).name})
+    return {"fingerprint": TextTokenizer(hf_tokenizer).fingerprint,
+            "vocab_size": SpecialTokens.from_model_dir(str(model_dir)).vocab_size,  # timestamps included
+            "encoder": encoder_identity(model_dir), "model": Path(model_dir).name}
+
+
+def new_index(model_dir, hf_tokenizer) -> RecallIndex:
+    """An empty index for the model in ``model_dir`` (its encoder) and its tokenizer, to add windows to."""
+    return RecallIndex.empty(model_fields(model_dir, hf_tokenizer))
 
 
 def load_recall(recall, hf_tokenizer, model_dir) -> RecallIndex | None:
     """``recall`` (None, a loaded index or a path) checked for the model in ``model_dir`` and its tokenizer."""
     if recall is None or isinstance(recall, RecallIndex):
         return recall
-    from tokenmap.textok import TextTokenizer
-
-    tok = TextTokenizer(hf_tokenizer)
-    index = RecallIndex.load(recall, tok.fingerprint, encoder_identity(model_dir),
-                             SpecialTokens.from_model_dir(str(model_dir)).vocab_size)
+    fields = model_fields(model_dir, hf_tokenizer)
+    index = RecallIndex.load(recall, fields["fingerprint"], fields["encoder"], fields["vocab_size"])
     log.info("recall index %s: %d segments", recall, len(index))
     return index
 
