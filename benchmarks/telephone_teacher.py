@@ -74,11 +74,13 @@ def main():
                     wav = SOUNDS / VOICES[lang] / f"{name}.wav"
                     if not wav.exists():
                         continue
-                    enc = model.encode(features(SimpleNamespace(audio=str(wav)))[0])  # the window transcribe() decodes
+                    mel = features(SimpleNamespace(audio=str(wav)))[0]  # the window transcribe() decodes
+                    enc = model.encode(mel)
                     prompt = [special.sot, vocab.index(f"<|{lang}|>"), vocab.index("<|transcribe|>")]
                     res = model.generate(enc, [prompt], **GREEDY_KW)[0]
                     if index is not None:
-                        index.add_window(np.asarray(enc)[0], res.sequences_ids[0], special.timestamp_begin)
+                        index.add_window(np.asarray(enc)[0], res.sequences_ids[0], special.timestamp_begin,
+                                         mel=np.asarray(mel))
                     for seg in segments(res.sequences_ids[0], special.timestamp_begin):
                         text = tok.decode(seg).strip()
                         if text:

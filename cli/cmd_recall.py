@@ -26,12 +26,13 @@ def recall(files, output, model, language, compute_type, threads, append, force)
     """Record a recall index of recordings that will be heard again.
 
     Transcribes FILES with plain greedy decoding and keeps, for every segment,
-    a fingerprint of the audio where it starts and the tokens the model wrote.
-    `tokenmap transcribe --recall INDEX` then drafts a whole segment where its
-    audio starts a window again (IVR prompts in call recordings, announcements,
-    a fixed command set; after other speech in the same window the audio
-    sounds too different to the encoder). The model still verifies every
-    token: the transcript is the one plain decoding gives.
+    fingerprints of the audio where it starts (of the encoder output and of
+    the log-mel features) and the tokens the model wrote. `tokenmap transcribe
+    --recall INDEX` then drafts a whole segment where its audio is heard again:
+    at the start of a window by the encoder output, inside one (prompts played
+    back to back in a call) by the log-mel features, which do not depend on the
+    speech before. The model still verifies every token: the transcript is
+    the one plain decoding gives.
 
     \b
     Examples:

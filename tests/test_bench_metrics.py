@@ -236,7 +236,8 @@ def test_end_to_end_per_regime_against_stock():
             row("d1", "greedy", 1.5, "structured", 30.0), row("d1", "fw-e2e", 3.0, "structured", 30.0),
             row("d1", "tokenmap-e2e", 2.0, "structured", 30.0), row("d1", "stock-e2e", 2.5, "structured", 30.0)]
     rows += [row("c1", s, t, "scripted", 25.0, "calls") for s, t in
-             (("greedy", 1.0), ("fw-e2e", 2.0), ("tokenmap-e2e", 1.6), ("stock-e2e", 2.4))]
+             (("greedy", 1.0), ("fw-e2e", 2.0), ("tokenmap-e2e", 1.6), ("tokenmap-recall-e2e", 1.2),
+              ("stock-e2e", 2.4))]
     agg = A.aggregate(rows)
     json.dumps(agg)  # results.json holds it: keys must be strings
     text = regime_e2e_text(agg)
@@ -245,3 +246,5 @@ def test_end_to_end_per_regime_against_stock():
     assert "| 30.0 |" in dense and dense.endswith("| 1.50 | 1.25 |")
     assert lines["scripted", "s", "`tokenmap-e2e`"].endswith("| 0.80 | 0.64 |")
     assert lines["scripted", "calls", "`tokenmap-e2e`"].endswith("| 1.25 | 1.50 |")
+    assert lines["scripted", "calls", "`tokenmap-recall-e2e`"].endswith("| 1.67 | 2.00 |")
+    assert ("structured", "s", "`tokenmap-recall-e2e`") not in lines

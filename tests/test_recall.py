@@ -9,7 +9,9 @@ from tokenmap.decode.rules import SpecialTokens
 from tokenmap.decode.speculative import decode_window
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.maps.schema import MapFormatError
-from tokenmap.recall import RecallDrafter, RecallIndex, fingerprint, new_index, segments
+from tokenmap.maps.mapfile import write_map
+from tokenmap.maps.schema import RECALL_VERSION
+from tokenmap.recall import RecallDrafter, RecallIndex, fingerprint, mel_fingerprint, new_index, segments
 
 TB = 100  # timestamp_begin of the toy examples
 KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,
@@ -55,6 +57,34 @@ def test_drafter_recalls_whole_segments_at_segment_starts():
     assert shifted.draft([TB + 250], 20) == [7, 8, TB + 310]  # closing moves with the opening
 
 
+def toy_mel(seed: int = 0) -> np.ndarray:
+    """30 s of "log-mel features" [80, 3000] whose every 100 ms sounds different."""
+    rng = np.random.default_rng(seed)
+    return np.repeat(rng.normal(size=(80, 300)), 10, axis=1).astype(np.float32)
+
+
+def test_mel_fingerprint_ignores_level_and_bands_above_4_khz():
+    mel = toy_mel()
+    v = mel_fingerprint(mel, 120)
+    louder = mel + 0.7
+    louder[56:] = -1.0  # telephone audio: nothing above 4 kHz
+    assert float(v @ mel_fingerprint(louder, 120)) == pytest.approx(1.0, abs=1e-5)
+    assert float(v @ mel_fingerprint(mel, 400)) < 0.5
+    assert mel_fingerprint(mel, 2901) is None
+
+
+def test_mel_recalls_a_segment_that_starts_inside_a_window():
+    heard = toy_mel(0)
+    index = RecallIndex.empty({})
+    index.add_window(toy_frames(0), [TB, 7, 8, TB + 60, TB + 60, 9, TB + 110], TB, mel=heard)
+    call = toy_mel(1)  # other audio, then the second segment 12 s in, 60 ms after the model's timestamp
+    call[:, 1206:1406] = heard[:, 120:320]
+    tokens = [TB, 5, TB + 600]  # a closing timestamp at 12.00 s
+    assert RecallDrafter(index, toy_frames(1), TB, mel=call).draft(tokens, 20) == [TB + 600, 9, TB + 650]
+    assert RecallDrafter(index, toy_frames(1), TB).draft(tokens, 20) == []  # the encoder output alone: no
+    assert RecallDrafter(index, toy_frames(1), TB, mel=toy_mel(2)).draft(tokens, 20) == []  # never heard
+
+
 def test_drafter_stays_silent_on_audio_it_never_heard():
     drafter = RecallDrafter(toy_index(toy_frames(0)), toy_frames(1), TB)
     assert drafter.draft([TB], 20) == []
@@ -78,6 +108,11 @@ def test_index_round_trip_and_checks(tmp_path):
         RecallIndex.load(path, fingerprint="0" * 64)
     with pytest.raises(MapFormatError, match="not a token map: give it with --recall"):
         load_maps(path)
+    older = tmp_path / "older.trec"  # an index recorded before mel fingerprints
+    write_map(older, loaded.header, {"vectors": np.zeros((1, 40), np.float16), "offsets": np.array([0, 1]),
+                                     "tokens": np.array([7], np.uint32)}, version=RECALL_VERSION)
+    with pytest.raises(MapFormatError, match="older tokenmap .* record it again"):
+        RecallIndex.load(older)
     data = bytearray(path.read_bytes())
     data[-40] ^= 1
     path.write_bytes(bytes(data))
@@ -128,3 +163,43 @@ def tokenizer(base_model_dir):
     from tokenizers import Tokenizer
 
     return Tokenizer.from_file(str(base_model_dir / "tokenizer.json"))
+
+
+def _features(audio):
+    import ctranslate2
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    feats = FeatureExtractor()(audio)[:, :3000]
+    feats = np.pad(feats, ((0, 0), (0, 3000 - feats.shape[1])))
+    return feats, ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None]))
+
+
+@pytest.mark.model
+def test_mel_recall_drafts_a_prompt_played_inside_a_call(engine, base_model_dir, data_dir, tokenizer):
+    """Two prompts recorded alone, then played back to back: the second one is recalled where it
+    starts, inside the window, and the output stays greedy's (float32)."""
+    from faster_whisper.audio import decode_audio
+
+    special = SpecialTokens.from_model_dir(str(base_model_dir))
+    vocab = tokenizer.get_vocab(with_added_tokens=True)
+    prompt = [special.sot, vocab["<|en|>"], vocab["<|transcribe|>"]]
+    index = new_index(base_model_dir, tokenizer)
+    clips = [decode_audio(str(data_dir / name)) for name in ("en-conf-getpin.flac", "en-agent-pass.flac")]
+    for clip in clips:
+        mel, feats = _features(clip)
+        enc = engine.encode(feats)
+        index.add_window(np.asarray(enc)[0], greedy_decode(engine, enc, prompt, special, **KW).tokens,
+                         special.timestamp_begin, mel=mel)
+    mel, feats = _features(np.concatenate([clips[0], np.zeros(11200, np.float32), clips[1]]))
+    enc = engine.encode(feats)
+    ref = greedy_decode(engine, enc, prompt, special, **KW)
+    assert len(segments(ref.tokens, special.timestamp_begin)) >= 2
+    kept = {}
+    for name, heard in (("encoder only", None), ("with mel", mel)):
+        drafter = default_drafter(None, special.timestamp_begin, eot=special.eot, recall=index, audio=enc, mel=heard)
+        result = decode_window(engine, enc, prompt, special, drafter, **KW)
+        assert result.tokens == ref.tokens
+        assert result.score == pytest.approx(ref.score, abs=2e-4)
+        kept[name] = result.stats.accepted
+    second = segments(ref.tokens, special.timestamp_begin)[-1][1]
+    assert kept["with mel"] >= kept["encoder only"] + len(second), kept

@@ -67,7 +67,7 @@ class GenerationResult:
 class SpeculativeEngine:
     """Wraps a ``ctranslate2.models.Whisper``; greedy ``generate`` goes speculative.
 
-    ``make_drafter(controllers, seconds, audio=encoder_output)`` builds a fresh drafter per
+    ``make_drafter(controllers, seconds, audio=encoder_output, mel=features)`` builds a fresh drafter per
     window (drafters hold per-window state, so concurrent calls never share one). Statistics are
     kept per thread (:meth:`take_stats`), and so are the draft controllers, one
     set for each object ``session()`` returns (the token map in use: what one map
@@ -90,9 +90,11 @@ class SpeculativeEngine:
     def __getattr__(self, name):
         return getattr(self._engine, name)
 
-    def note_window(self, seconds: float) -> None:
-        """The audio length of the window this thread encoded last (for the next ``generate``)."""
+    def note_window(self, seconds: float, mel=None) -> None:
+        """The audio length (and log-mel features) of the window this thread encoded last (for the next
+        ``generate``)."""
         self._local.seconds = seconds
+        self._local.mel = mel
 
     def _thread_stats(self) -> DecodeStats:
         if not hasattr(self._local, "stats"):
@@ -125,7 +127,7 @@ class SpeculativeEngine:
         if self.recorder is not None and len(prompts) == 1:
             frames = np.asarray(features)
             self.recorder.add_window(frames[0] if frames.ndim == 3 else frames, results[0].sequences_ids[0],
-                                     self.special.timestamp_begin)
+                                     self.special.timestamp_begin, mel=getattr(self._local, "mel", None))
         return results
 
     def _generate(self, features, prompts, **kwargs):
@@ -145,7 +147,8 @@ class SpeculativeEngine:
         history = prompt[1: self.special.sot_index(prompt)] if prompt[0] != self.special.sot else []
         result = decode_window(
             self._engine, features, prompt, self.special,
-            self.make_drafter(controllers, getattr(self._local, "seconds", None), audio=features),
+            self.make_drafter(controllers, getattr(self._local, "seconds", None), audio=features,
+                              mel=getattr(self._local, "mel", None)),
             history=history, **kwargs,
         )
         if controllers is not None:
@@ -241,16 +244,16 @@ class WhisperModel(faster_whisper.WhisperModel):
         self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost, adaptive,
                                        session=lambda: self.token_map)
 
-    def _make_drafter(self, controllers=None, seconds: float | None = None, audio=None):
+    def _make_drafter(self, controllers=None, seconds: float | None = None, audio=None, mel=None):
         return default_drafter(self.token_map, self.model.special.timestamp_begin, self._prompt_lookup,
                                self.session_cache, controllers, eot=self.model.special.eot, seconds=seconds,
-                               recall=self.recall, audio=audio)
+                               recall=self.recall, audio=audio, mel=mel)
 
     def encode(self, features):
         """faster-whisper's ``encode``; notes how much audio the window holds (drafts end with a guess
         of its closing timestamp)."""
         if self.drafting:
-            self.model.note_window(content_seconds(features))
+            self.model.note_window(content_seconds(features), features)
         return super().encode(features)
 
     def transcribe(self, audio, *args, **kwargs):

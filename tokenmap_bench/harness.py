@@ -15,7 +15,9 @@ one waits.
 End-to-end systems time a whole ``transcribe()`` of the file (audio
 decoding, features, every window, VAD off, language given, greedy):
 ``fw-e2e`` faster-whisper on the fork, ``tokenmap-e2e`` :class:`tokenmap.WhisperModel`
-with the task's map (session cache off, so repetitions stay independent).
+with the task's map (session cache off, so repetitions stay independent),
+``tokenmap-recall-e2e`` the same model with the learned map and the recall index
+(scripted tasks with both), ``stock-e2e`` stock faster-whisper on stock CTranslate2.
 """
 
 from __future__ import annotations
@@ -163,10 +165,11 @@ def features(utt: Recording):
     return ctranslate2.StorageView.from_array(np.ascontiguousarray(mel, dtype=np.float32)), len(audio) / SR
 
 
-def e2e_runner(model, utt: Recording, timestamps: bool, state: RunState, token_map=None):
+def e2e_runner(model, utt: Recording, timestamps: bool, state: RunState, token_map=None, recall=None):
+    """``transcribe()`` of the whole file by ``model``; tokenmap's model with ``token_map`` and ``recall``."""
     def run() -> sysm.Output:
         if model is state.tm:
-            model.token_map = token_map
+            model.token_map, model.recall = token_map, recall
         segments, _ = model.transcribe(utt.audio, language=utt.lang, beam_size=1, vad_filter=False,
                                        without_timestamps=not timestamps, temperature=0.0)
         text = " ".join(s.text.strip() for s in segments)
@@ -202,7 +205,7 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
         seconds = min(utt.duration, 30.0) or None  # the audio in the (first) window
 
         def spec(token_map, session, recall=None):
-            return sysm.speculative(eng, enc, prompt, token_map, session, seconds, recall=recall)
+            return sysm.speculative(eng, enc, prompt, token_map, session, seconds, recall=recall, mel=mel)
 
         runners["tokenmap"] = spec(state.token_map(utt.domain, utt.lang), task)
         for mode in options.map_modes[1:]:
@@ -225,6 +228,10 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
         runners["fw-e2e"] = e2e_runner(state.fw, utt, options.timestamps, state)
         runners["tokenmap-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
                                              state.token_map(utt.domain, utt.lang))
+        learned = state.maps.learned.get((utt.domain, utt.lang)) if "tokenmap" in chosen else None
+        if learned and state.recall is not None:  # what a user of a scripted domain runs: learned map + recall
+            runners["tokenmap-recall-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
+                                                        state._load(learned), state.recall)
     if heavy and "stock" in chosen and state.stock is not None:
         runners["stock"] = stock_runner(state, "stock")
         if "e2e" in chosen:

@@ -34,7 +34,7 @@ PAPER_TABLE_I = [
 ]
 DECODER_ORDER = ("greedy", "tokenmap", "tokenmap-learned", "tokenmap-recall", "tokenmap-mismatch", "oracle",
                  "greedy-nots", "distil-spec", "stock")
-E2E_ORDER = ("fw-e2e", "tokenmap-e2e", "stock-e2e")
+E2E_ORDER = ("fw-e2e", "tokenmap-e2e", "tokenmap-recall-e2e", "stock-e2e")
 
 
 def fmt(x, digits: int = 2) -> str:
@@ -196,7 +196,7 @@ def regime_e2e_text(agg: dict) -> str:
     by_set = reg.get("by_set") or {regime: {"all": systems} for regime, systems in reg.get("table", {}).items()}
     rows = []
     for regime, set_, systems in ((r, s, v) for r, sets in by_set.items() for s, v in sets.items()):
-        for name in ("tokenmap-e2e", "stock-e2e"):
+        for name in E2E_ORDER[1:]:
             s = systems.get(name)
             if s:
                 rows.append([regime, set_, f"`{name}`", str(s["n"]), fmt(s["audio_s"] / s["n"], 1),

@@ -119,12 +119,13 @@ def greedy(eng: Engines, enc, prompt):
 
 
 def speculative(eng: Engines, enc, prompt, token_map, session: str = "", seconds: float | None = None,
-                recall=None):
+                recall=None, mel=None):
     """The product's path: one set of per-source controllers per ``session`` (a
     task, as one user's ``tokenmap.WhisperModel`` keeps it across windows), which
     may send a whole window to plain ``generate`` while drafting does not pay.
     ``seconds``: the audio in the window (what ``tokenmap.WhisperModel`` reads off its features);
-    ``recall``: a :class:`tokenmap.recall.RecallIndex` drafting segments heard before."""
+    ``recall``: a :class:`tokenmap.recall.RecallIndex` drafting segments heard before (``mel``: the
+    window's features, by which it finds them inside the window too)."""
     controllers = eng.controllers.setdefault(session, RecordingControllerSet(eng.cost))
 
     def run() -> Output:
@@ -133,7 +134,8 @@ def speculative(eng: Engines, enc, prompt, token_map, session: str = "", seconds
             result = eng.main.generate(enc, [prompt], **GREEDY_KW)[0]
             return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
         drafter = default_drafter(token_map, eng.special.timestamp_begin, controllers=controllers,
-                                   eot=eng.special.eot, cost=eng.cost, seconds=seconds, recall=recall, audio=enc)
+                                   eot=eng.special.eot, cost=eng.cost, seconds=seconds, recall=recall, audio=enc,
+                                   mel=mel)
         own = [d for d in drafter.drafters if hasattr(d, "log")]  # drafters that set their own length
         for d in own:
             d.log = []

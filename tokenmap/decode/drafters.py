@@ -317,7 +317,7 @@ def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=No
 
 def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_lookup: bool = True,
                     session_cache: SessionCache | None = None, controllers=None, eot: int | None = None,
-                    cost=None, seconds: float | None = None, recall=None, audio=None) -> ChainDrafter:
+                    cost=None, seconds: float | None = None, recall=None, audio=None, mel=None) -> ChainDrafter:
     """The drafter tokenmap uses: audio recall, the token map, then prompt lookup, then the session cache.
 
     ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
@@ -328,11 +328,13 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
     which lives as long as the thread's controllers).
     ``seconds``: the audio in this window, when known (see :func:`map_drafter`).
     ``recall``: a :class:`tokenmap.recall.RecallIndex`, used when ``audio`` (the
-    window's encoder output) is given too: a segment it recalls is drafted whole.
+    window's encoder output) is given too: a segment it recalls is drafted whole;
+    ``mel``: the window's log-mel features, by which recall also finds segments
+    that start inside the window.
     """
     drafters = []
     if recall is not None and audio is not None:
-        drafters.append(RecallDrafter(recall, audio, timestamp_begin, seconds))
+        drafters.append(RecallDrafter(recall, audio, timestamp_begin, seconds, mel=mel))
     calibration = getattr(controllers, "calibration", None)
     cost = cost or getattr(controllers, "cost", None)
     if isinstance(token_map, (list, tuple)):  # one map per task: infer which one fits

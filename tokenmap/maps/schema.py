@@ -181,6 +181,7 @@ SUFFIX_SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in SUFFIX_LA
 #: the arrays of a format-5 recall index (:mod:`tokenmap.recall`)
 RECALL_LAYOUT = {
     "vectors": ArraySpec("<f2", ("R", "D"), Values(finite=True)),
+    "mel": ArraySpec("<f2", ("R", "MEL"), Values(finite=True)),
     "offsets": ArraySpec("<i8", ("R+1",), Offsets("tokens")),
     "tokens": ArraySpec("<u4", ("M",), TokenIds()),
 }
