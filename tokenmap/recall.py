@@ -181,8 +181,8 @@ class RecallIndex:
         mel = as_mel(mel)
         for opening, text, closing in segments(tokens, timestamp_begin):
             vector = fingerprint(frames, opening - timestamp_begin)
-            heard = mel_fingerprint(mel, 2 * (opening - timestamp_begin)) if mel is not None else None
             if vector is not None and closing > opening:
+                heard = mel_fingerprint(mel, 2 * (opening - timestamp_begin)) if mel is not None else None
                 heard = np.zeros(MEL_SIZE, np.float32) if heard is None else heard
                 self._pending.append((vector, heard, text + [timestamp_begin + closing - opening]))
                 added += 1
@@ -219,8 +219,7 @@ class RecallIndex:
         self._flush()
         if not len(self._mel) or not len(candidates):
             return -1.0, []
-        similarity = np.einsum("rk,ck->r", self._mel, candidates) if len(candidates) == 1 else \
-            np.einsum("rk,ck->rc", self._mel, candidates).max(axis=1)
+        similarity = np.einsum("rk,ck->rc", self._mel, candidates).max(axis=1)
         r = int(np.argmax(similarity))
         return float(similarity[r]), self._segment(r)
 
