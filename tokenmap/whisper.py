@@ -208,7 +208,8 @@ class WhisperModel(faster_whisper.WhisperModel):
     ``make stock-encoder`` installed it, else the fork; ``"fork"``, ``"stock"``;
     see :mod:`tokenmap.precision`), ``recall`` (path or
     :class:`tokenmap.recall.RecallIndex` from ``tokenmap recall``: segments heard
-    before, drafted whole where their audio starts a window again). All other arguments are
+    before, drafted whole where their audio is heard again, at a window's start
+    or inside it). All other arguments are
     faster-whisper's; ``cpu_threads=0`` (faster-whisper's default, CTranslate2's
     own choice) becomes :func:`tokenmap.engine.default_threads`, so the engine
     runs with the thread count its cost curve was calibrated for.

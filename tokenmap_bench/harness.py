@@ -200,6 +200,7 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
         chosen -= {"distil-spec", "e2e"}
     prompt = eng.prompt(utt.lang, options.timestamps)
     runners = {"greedy": sysm.greedy(eng, enc, prompt)}
+    learned = state.maps.learned.get((utt.domain, utt.lang)) if "tokenmap" in chosen else None
     if "tokenmap" in chosen:
         task = f"{utt.domain}/{utt.lang}"
         seconds = min(utt.duration, 30.0) or None  # the audio in the (first) window
@@ -210,7 +211,6 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
         runners["tokenmap"] = spec(state.token_map(utt.domain, utt.lang), task)
         for mode in options.map_modes[1:]:
             runners[f"tokenmap-{mode}"] = spec(state.shared_map(mode), f"{mode} {task}")
-        learned = state.maps.learned.get((utt.domain, utt.lang))
         if learned:
             runners["tokenmap-learned"] = spec(state._load(learned), f"learned {task}")
             if state.recall is not None:
@@ -228,7 +228,6 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
         runners["fw-e2e"] = e2e_runner(state.fw, utt, options.timestamps, state)
         runners["tokenmap-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
                                              state.token_map(utt.domain, utt.lang))
-        learned = state.maps.learned.get((utt.domain, utt.lang)) if "tokenmap" in chosen else None
         if learned and state.recall is not None:  # what a user of a scripted domain runs: learned map + recall
             runners["tokenmap-recall-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
                                                         state._load(learned), state.recall)

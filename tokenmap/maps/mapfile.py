@@ -150,13 +150,19 @@ def write_map_set(path: str | os.PathLike, header: Mapping,
     return write_map(path, meta, arrays, version=SET_VERSION)
 
 
+def _open_token_map(path: Path, verify: bool):
+    """:func:`open_map`, refusing a recall index (same container) with a one-line error."""
+    buf, header = open_map(path, verify)
+    if header["format_version"] == RECALL_VERSION:
+        raise fail(path, "a recall index (`tokenmap recall`), not a token map: give it with --recall (recall=)")
+    return buf, header
+
+
 def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify: bool = True,
               model_hint: str = "", vocab_size: int | None = None) -> list["TokenMap"]:
     """Every map in a file: the sections of a map set, or ``[the map]`` (checks as :meth:`TokenMap.load`)."""
     path = Path(path)
-    buf, header = open_map(path, verify)
-    if header["format_version"] == RECALL_VERSION:
-        raise fail(path, "a recall index (`tokenmap recall`), not a token map: give it with --recall (recall=)")
+    buf, header = _open_token_map(path, verify)
     if header["format_version"] == SUFFIX_VERSION:
         return [load_suffix(buf, header, path, fingerprint, model_hint, vocab_size)]
     if header.get("sections") is None:
@@ -202,9 +208,7 @@ class TokenMap:
         :class:`MapFormatError` with a one-line message.
         """
         path = Path(path)
-        buf, header = open_map(path, verify)
-        if header["format_version"] == RECALL_VERSION:
-            raise fail(path, "a recall index (`tokenmap recall`), not a token map: give it with --recall (recall=)")
+        buf, header = _open_token_map(path, verify)
         if header["format_version"] == SUFFIX_VERSION:
             return load_suffix(buf, header, path, fingerprint, model_hint, vocab_size)
         sections = header.get("sections")
