@@ -1,6 +1,6 @@
 """How much of tokenmap's end-to-end gain would a stock faster-whisper user get from the thread wait policy alone?
 
-    python research/stock_spin.py [--manifest bench-data/quick.jsonl] [--reps 3] [--limit N]
+    python research/stock_spin.py [--manifest bench-data/quick.jsonl] [--reps 3] [--limit N] [--policy threads]
 
 Two long-lived stock runners (faster-whisper 1.2.1 on stock CTranslate2 4.8.5, ``.venv-stock``,
 the bench's ``stock_runner``): one with the OpenMP defaults, one with the policy
@@ -8,7 +8,9 @@ the bench's ``stock_runner``): one with the OpenMP defaults, one with the policy
 Per utterance both transcribe the same file (``stock-e2e``: greedy, timestamps on) and
 decode the same encoder output (``stock``: ``generate``), alternating, ``--reps`` times;
 medians per utterance, then sums per regime. Prints the speed of the policy runner
-relative to the default one and whether the texts are equal.
+relative to the default one and whether the texts are equal. ``--policy malloc`` gives the
+second runner the heap policy of :mod:`tokenmap.memory` instead (``MALLOC_ARENA_MAX=1`` ...,
+as environment variables), ``both`` the two together.
 """
 import argparse
 import collections
@@ -21,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tokenizers import Tokenizer  # noqa: E402
 
-from tokenmap import threads  # noqa: E402
+from tokenmap import memory, threads  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
 from tokenmap_bench.data import load_manifest, regime_of  # noqa: E402
 from tokenmap_bench.stock import StockServer  # noqa: E402
@@ -32,15 +34,19 @@ def main():
     ap.add_argument("--manifest", default=str(ROOT / "bench-data/quick.jsonl"))
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--policy", choices=("threads", "malloc", "both"), default="threads",
+                    help="what the second runner sets: the thread wait policy, the heap policy, or both")
     args = ap.parse_args()
     utts = load_manifest(args.manifest, args.limit)
     options = SimpleNamespace(compute_type="int8", threads=2, timestamps=True)
     model_dir = str(resolve_model("base", download=False))
     exe = ROOT / ".venv-stock/bin/python"
     tok = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
-    default_env = threads.without_policy(state="applied")
+    default_env = {k: v for k, v in threads.without_policy(state="applied").items() if k not in memory.ENVIRONMENT}
+    policy = {"threads": threads.POLICY, "malloc": memory.ENVIRONMENT,
+              "both": {**threads.POLICY, **memory.ENVIRONMENT}}[args.policy]
     servers = {"default": StockServer(exe, options, model_dir, env=default_env),
-               "policy": StockServer(exe, options, model_dir, env=dict(default_env, **threads.POLICY))}
+               "policy": StockServer(exe, options, model_dir, env=dict(default_env, **policy))}
     sums = collections.defaultdict(lambda: collections.defaultdict(float))
     same = collections.Counter()
     for i, utt in enumerate(utts):

@@ -15,15 +15,19 @@ The package is laid out by what each part does:
 The heavy pieces (CTranslate2, faster-whisper) are imported lazily, so that
 ``import tokenmap`` stays cheap and the map builder works without the engine.
 Importing the package first sets the engine threads' wait policy
-(:mod:`tokenmap.threads`), which must happen before CTranslate2 loads.
+(:mod:`tokenmap.threads`), which must happen before CTranslate2 loads, and
+how large buffers are allocated (:mod:`tokenmap.memory`), which must happen
+before a model is loaded.
 """
 
 import importlib
 import logging
 
+from tokenmap import memory as _memory
 from tokenmap import threads as _threads
 
 _threads.install()
+_memory.install()
 
 __version__ = "0.1.0"
 

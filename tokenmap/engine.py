@@ -35,7 +35,7 @@ from types import SimpleNamespace
 
 from tokenizers import Tokenizer
 
-from tokenmap import threads
+from tokenmap import memory, threads
 from tokenmap.threads import warn_if_late
 from tokenmap.decode.cost import CostModel, load_cost_model
 from tokenmap.decode.rules import SpecialTokens
@@ -209,6 +209,7 @@ def engine_info(model_dir=None) -> dict:
     info["compute types (cpu)"] = ", ".join(sorted(ct2.get_supported_compute_types("cpu")))
     info["threads"] = _thread_report()
     info["thread wait"] = threads.describe()
+    info["memory"] = memory.describe()
     if reason is None:
         info.update(_precision_report())
     else:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenmap.memory import child_environment
 from tokenmap.threads import without_policy
 
 logger = logging.getLogger("tokenmap")
@@ -67,8 +68,9 @@ class StockEncoder:
         directory = Path(directory or stock_dir())
         if not stock_installed(directory):
             raise StockEncoderError(f"no stock CTranslate2 in {directory}; run `make stock-encoder`")
-        # the encoder's long parallel regions gain nothing from spinning threads: OpenMP defaults there
-        env = dict(without_policy(),
+        # the encoder's long parallel regions gain nothing from spinning threads: OpenMP defaults there;
+        # its 72 MB attention buffers gain from the heap policy (tokenmap.memory), which glibc reads at start
+        env = dict(child_environment(without_policy()),
                    PYTHONPATH=os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")]))
         self._proc = subprocess.Popen(
             [sys.executable, str(CHILD), str(model_dir), compute_type, str(threads)],

@@ -1,0 +1,141 @@
+"""How the engine's large buffers are allocated: kept for reuse, not returned to the system.
+
+CTranslate2 allocates its working buffers with ``malloc`` on every call and
+frees them after it. For Whisper base the encoder's attention scores alone
+are 72 MB a layer (8 heads x 1500 x 1500 floats). With glibc's defaults such
+buffers are ``mmap``-ed and unmapped each time, so every call touches fresh
+pages, and the kernel has to fault in and zero each 4 KB page again: about
+210,000 page faults (824 MB) per 30 s encode on the machine measured, and
+9,000-11,000 per window decoded through the decoder-step API. The engine runs
+on a worker thread with its own arena, whose heaps glibc caps at 64 MB, so
+the 72 MB buffers are mapped whatever the thresholds say.
+
+:func:`apply_malloc_policy` therefore asks glibc (``mallopt``) for one arena
+(:data:`SETTINGS`: every thread allocates from the main heap), no ``mmap``
+for large blocks, and a high trim threshold, so freed buffers stay in the
+heap and the next call reuses them without a fault. The arithmetic is
+unchanged, so is every transcript; the cost is a resident size that stays at
+its peak (docs/BENCHMARKS.md, "Page faults").
+
+A thread takes its arena at its first allocation, so this only reaches
+models loaded afterwards: ``tokenmap/__init__.py`` calls it on import. It
+does nothing off glibc (macOS, Windows, musl), and leaves glibc alone when the
+user set any ``MALLOC_*`` variable or ``GLIBC_TUNABLES``, or set
+``TOKENMAP_MALLOC=default``. Child processes get the same policy through
+their environment (:func:`child_environment`), which glibc reads at start.
+
+Example::
+
+    >>> calls = []
+    >>> class FakeLibc:
+    ...     def mallopt(self, param, value):
+    ...         calls.append((param, value))
+    ...         return 1
+    >>> apply_malloc_policy({}, FakeLibc())
+    'applied'
+    >>> calls[0]  # M_ARENA_MAX = 1
+    (-8, 1)
+    >>> apply_malloc_policy({"MALLOC_ARENA_MAX": "4"}, FakeLibc())
+    'user'
+    >>> child_environment({"PATH": "/bin"}, state="applied")["MALLOC_MMAP_MAX_"]
+    '0'
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import sys
+from typing import Mapping
+
+logger = logging.getLogger("tokenmap")
+
+MIB = 2 ** 20
+#: (name, glibc's ``mallopt`` parameter number, value)
+SETTINGS = (
+    ("M_ARENA_MAX", -8, 1),  # every thread allocates from the main heap, which has no size cap
+    ("M_MMAP_MAX", -4, 0),  # large blocks come from the heap, not from mmap
+    ("M_TRIM_THRESHOLD", -1, 512 * MIB),  # freed memory at the heap's top stays unless 512 MB are free
+    ("M_TOP_PAD", -2, 64 * MIB),  # the heap grows in steps of 64 MB
+)
+#: the same settings as environment variables, for child processes
+ENVIRONMENT = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_MAX_": "0",
+               "MALLOC_TRIM_THRESHOLD_": str(512 * MIB), "MALLOC_TOP_PAD_": str(64 * MIB)}
+OPT_OUT = "TOKENMAP_MALLOC"
+
+#: what :func:`apply_malloc_policy` did in this process (None until it ran)
+status: str | None = None
+
+_MEANING = {
+    "applied": "one heap, no mmap for large buffers, trim above 512 MB (set by tokenmap: the engine "
+               "reuses its buffers instead of faulting in fresh pages on every call; {opt} to leave "
+               "the defaults)",
+    "user": "glibc malloc as your MALLOC_* / GLIBC_TUNABLES variables set it (tokenmap left it alone)",
+    "off": "glibc malloc defaults ({opt} is set)",
+    "unavailable": "the C library's defaults (not glibc, so tokenmap has no mallopt to call)",
+    "failed": "glibc malloc defaults (mallopt refused a setting)",
+}
+
+
+def _user_set(environ: Mapping[str, str]) -> bool:
+    return "GLIBC_TUNABLES" in environ or any(name.startswith("MALLOC_") for name in environ)
+
+
+def _glibc():
+    """glibc's ``mallopt`` holder (the process's C library), or None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # only glibc has it  # noqa: B018
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+def apply_malloc_policy(environ: Mapping[str, str] | None = None, libc=None) -> str:
+    """Apply :data:`SETTINGS` unless the user decided; return what happened.
+
+    ``'applied'``, ``'user'`` (a ``MALLOC_*`` variable or ``GLIBC_TUNABLES``
+    is set), ``'off'`` (``TOKENMAP_MALLOC=default``), ``'unavailable'`` (not
+    glibc) or ``'failed'`` (``mallopt`` returned 0 for a setting).
+    ``libc``: anything with a ``mallopt(param, value)`` method (default: glibc).
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get(OPT_OUT, "").lower() in ("default", "0", "off", "no"):
+        return "off"
+    if _user_set(environ):
+        return "user"
+    libc = _glibc() if libc is None else libc
+    if libc is None:
+        return "unavailable"
+    for name, param, value in SETTINGS:
+        if libc.mallopt(param, value) != 1:
+            logger.debug("mallopt(%s, %d) refused", name, value)
+            return "failed"
+    return "applied"
+
+
+def child_environment(environ: Mapping[str, str] | None = None, state: str | None = None) -> dict:
+    """A copy of ``environ`` that gives a child process this process's policy (:data:`ENVIRONMENT`).
+
+    ``state``: what :func:`apply_malloc_policy` returned (default: this process's :data:`status`).
+    """
+    env = dict(os.environ if environ is None else environ)
+    if (status if state is None else state) == "applied":
+        env.update(ENVIRONMENT)
+    return env
+
+
+def describe() -> str:
+    """One line for ``tokenmap doctor``."""
+    return _MEANING.get(status or "off", "unknown").format(opt=f"{OPT_OUT}=default")
+
+
+def install() -> str:
+    """Apply the policy to this process once; the result is kept in :data:`status`."""
+    global status
+    if status is None:
+        status = apply_malloc_policy()
+    return status
