@@ -39,8 +39,8 @@ QUANTIZED = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16")
 CHOICES = ("auto", "same", "float32", "int8")
 ENCODERS = ("auto", "fork", "stock")
 #: what the stock encoder gains, as measured (docs/BENCHMARKS.md, "Engine: encoder gap")
-STOCK_GAIN = ("encodes 1.2-1.3x faster than the fork in process, IPC included, and 1.11x faster "
-              "end to end on short commands")
+STOCK_GAIN = ("with tokenmap's memory policy in both, encodes 1.02x faster than the fork in process, IPC "
+              "included, and 1.03x end to end on short commands (1.2-1.3x and 1.11x without the policy)")
 
 
 def decoder_compute_type(compute_type: str, requested: str | None = "auto") -> str:
