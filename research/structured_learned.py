@@ -1,0 +1,105 @@
+"""Does a structured task's map that learned the model's wording from other audio of the domain draft better?
+
+    python research/structured_learned.py results/<run>/results.json bench-data/teacher-structured.jsonl
+
+The teacher file holds the model's greedy transcripts of *other* recordings of the domain
+(``bench-data/dev-structured.jsonl``, decoded by ``tokenmap bench --systems greedy``, turned
+into lines by ``benchmarks/teacher_texts.py``, which drops any utterance sharing a sentence
+with the measured sets). Per structured task of the run (voice-bound tasks left out as in the
+report), this builds the task's map from its corpus plus those lines (``ensure_map``, as
+``tokenmap-learned`` is built for the scripted tasks) and replays, without the model, the run's
+own map and the learned one on the run's greedy token streams, as ``research/replay_bench.py``
+does (window gate included; time from the run's greedy fit). Prints replayed S per task.
+"""
+import argparse
+import collections
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "research"))
+from replay_bench import fit_greedy  # noqa: E402
+from tokenmap_bench.aggregate import VOICE_BOUND_WER  # noqa: E402
+from tokenmap_bench.data import ensure_map  # noqa: E402
+from tokenmap_bench.metrics import wer  # noqa: E402
+from tokenmap.decode.control import ControllerSet  # noqa: E402
+from tokenmap.decode.cost import CostModel  # noqa: E402
+from tokenmap.decode.drafters import FixedDrafter, default_drafter  # noqa: E402
+from tokenmap.decode.replay import replay_window  # noqa: E402
+from tokenmap.decode.rules import SpecialTokens  # noqa: E402
+from tokenmap.maps.mapfile import load_maps  # noqa: E402
+from tokenmap.models import resolve_model  # noqa: E402
+
+
+def replay_task(rows, token_map, cost, special, reps, scale, prefill):
+    """(modelled ms, greedy ms) summed over ``rows`` with one controller set, as one bench session."""
+    ctl = ControllerSet(cost)
+    total = greedy_total = 0.0
+    for g in rows:
+        ms = []
+        for _ in range(reps):
+            if not ctl.use_speculation():
+                st = replay_window(FixedDrafter([]), g["token_ids"], special.eot, True, special.timestamp_begin,
+                                   cost, feed=2)
+                ms.append(st.greedy_ms)
+                continue
+            drafter = default_drafter(token_map, special.timestamp_begin, controllers=ctl, eot=special.eot,
+                                      cost=cost, seconds=min(g["audio_s"], 30.0) or None)
+            st = replay_window(drafter, g["token_ids"], special.eot, True, special.timestamp_begin, cost, feed=2)
+            ctl.record_window(st)
+            ms.append(st.ms)
+        total += sorted(ms)[len(ms) // 2] * scale + prefill
+        greedy_total += st.greedy_ms * scale + prefill
+    return total, greedy_total
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results")
+    ap.add_argument("teacher")
+    ap.add_argument("--cache", default="/tmp/structured-learned")
+    args = ap.parse_args()
+    run = json.loads(Path(args.results).read_text())
+    cost = CostModel.from_json(run["cost_model"])
+    greedy_rows = [r for r in run["rows"] if r["system"] == "greedy"]
+    fixed, per_token = fit_greedy(greedy_rows)
+    scale = per_token / cost.step_ms
+    model = run["options"]["model"]
+    special = SpecialTokens.from_model_dir(str(resolve_model(model, download=False)))
+    by_task = collections.defaultdict(list)
+    for r in greedy_rows:
+        if r["regime"] == "structured":
+            by_task[(r["domain"], r["lang"])].append(r)
+    lines = collections.defaultdict(list)
+    for line in Path(args.teacher).read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        lines[(rec["domain"], rec["lang"])].append(rec["text"])
+    where = Path(args.results).resolve().parents[2]
+    cache = Path(args.cache)
+    sums = collections.defaultdict(float)
+    print(f"{'task':16s} {'n':>3s} {'teacher lines':>13s} {'S own map':>9s} {'S learned':>9s}")
+    for (domain, lang), rows in sorted(by_task.items()):
+        if wer([(r["ref"], r["text"]) for r in rows]) > VOICE_BOUND_WER or (domain, lang) not in lines:
+            continue
+        part = cache / "teacher" / f"{domain}-{lang}.txt"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        part.write_text("\n".join(lines[(domain, lang)]) + "\n", encoding="utf-8")
+        learned = load_maps(ensure_map(ROOT / "corpora", domain, lang, cache, str(resolve_model(model, download=False)),
+                                       teacher=part, name="learned-"))[0]
+        own = load_maps(where / run["maps"][f"{domain}/{lang}"])[0]
+        reps = run["options"]["reps"]
+        t_own, t_greedy = replay_task(rows, own, cost, special, reps, scale, fixed)
+        t_learned, _ = replay_task(rows, learned, cost, special, reps, scale, fixed)
+        sums["own"] += t_own
+        sums["learned"] += t_learned
+        sums["greedy"] += t_greedy
+        print(f"{domain + '/' + lang:16s} {len(rows):3d} {len(lines[(domain, lang)]):13d} "
+              f"{t_greedy / t_own:9.3f} {t_greedy / t_learned:9.3f}")
+    print(f"{'structured':16s} {'':3s} {'':13s} {sums['greedy'] / sums['own']:9.3f} "
+          f"{sums['greedy'] / sums['learned']:9.3f}")
+
+
+if __name__ == "__main__":
+    main()
