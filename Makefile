@@ -114,7 +114,7 @@ bench: bench-data bench-stock bench-learn
 	$(BIN)/tokenmap calibrate --decoder-compute-type same --reps 15
 	$(BIN)/tokenmap calibrate --reps 15
 	$(BIN)/tokenmap bench --map-mode per-task,inferred --learn $(LEARN) --recall $(RECALL) \
-		--heavy-per-group 2 --update-docs docs/BENCHMARKS.md
+		--heavy-per-group 2 --reps-open 15 --update-docs docs/BENCHMARKS.md
 
 clean:
 	rm -rf $(VENV) $(STOCK)

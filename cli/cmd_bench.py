@@ -72,6 +72,10 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
 @click.option("--systems", default=SYSTEMS, show_default=True,
               help="Comma-separated systems (greedy is always run: it is the baseline).")
 @click.option("--reps", default=3, show_default=True, type=click.IntRange(1, 100), help="Timed repetitions.")
+@click.option("--reps-open", type=click.IntRange(1, 100), default=None,
+              help="Timed repetitions of the open regime's clips  [default: --reps]. They are few and short "
+                   "(about 1.3 s of decoder time for the 5 LibriVox clips), so 3 repetitions leave their S to "
+                   "the machine's noise; make bench uses 15.")
 @click.option("--e2e-reps", type=click.IntRange(0, 100), default=None,
               help="Repetitions of the end-to-end transcribes  [default: --reps, 1 with --quick]")
 @click.option("--heavy-per-group", type=click.IntRange(0), default=None,
@@ -108,7 +112,7 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
                    "on a run over bench-data/dev.jsonl. Refused if it holds an utterance this run decodes.")
 @click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Regenerate the generated section of this Markdown file (e.g. docs/BENCHMARKS.md).")
-def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,
+def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,
           timestamps, out, stock_python, map_modes, learn, recall, teacher, update_docs):
     """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
     _find_bench_package()
@@ -124,6 +128,7 @@ def bench(manifest, quick, systems, reps, e2e_reps, heavy_per_group, limit, thre
     try:
         options = BenchOptions(model=model, draft_model=draft_model, compute_type=compute_type, threads=threads,
                                reps=reps, e2e_reps=e2e_reps if e2e_reps is not None else (1 if quick else reps),
+                               open_reps=reps_open or 0,
                                systems=tuple(dict.fromkeys(("greedy",) + chosen)), timestamps=timestamps,
                                spec_tokens=spec_tokens, stock_python=stock_python, teacher=tuple(teacher),
                                learn=str(learn or ""), recall=str(recall or ""),

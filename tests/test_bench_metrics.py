@@ -9,7 +9,7 @@ from tokenmap_bench import aggregate as A
 from tokenmap_bench import metrics as M
 from tokenmap_bench.data import BenchDataError, Recording, load_manifest
 from tokenmap_bench.harness import BenchOptions, heavy_ids
-from tokenmap_bench.report import BEGIN, END, markdown, update_docs
+from tokenmap_bench.report import BEGIN, END, header_text, markdown, update_docs
 from tokenmap_bench.systems import vocab_maps
 
 
@@ -248,3 +248,18 @@ def test_end_to_end_per_regime_against_stock():
     assert lines["scripted", "calls", "`tokenmap-e2e`"].endswith("| 1.25 | 1.50 |")
     assert lines["scripted", "calls", "`tokenmap-recall-e2e`"].endswith("| 1.67 | 2.00 |")
     assert ("structured", "s", "`tokenmap-recall-e2e`") not in lines
+
+
+def test_the_open_regime_can_have_its_own_repetitions():
+    options = BenchOptions(reps=3, open_reps=15)
+    assert options.reps_for("open") == 15
+    assert options.reps_for("scripted") == options.reps_for("structured") == 3
+    assert BenchOptions(reps=4).reps_for("open") == 4
+    with pytest.raises(ValueError):
+        BenchOptions(open_reps=-1)
+    result = {"machine": {"date": "d", "cpu": "c", "cores": 2, "git_commit": "g", "command": "tokenmap bench"},
+              "options": BenchOptions(reps=3, open_reps=15).__dict__, "manifest": "m.jsonl", "utterances": 7,
+              "cost_model": {"source": "default"}, "peak_rss_mb": {}}
+    assert "3 repetitions (open regime 15; end-to-end 3)" in header_text(result)
+    result["options"] = BenchOptions(reps=3).__dict__
+    assert "3 repetitions (end-to-end 3)" in header_text(result)

@@ -3,7 +3,8 @@
 Per utterance: decode the audio, compute the mel features of its first 30 s
 window, encode once with the main model (timed as ``encode_s``), decode once
 with ``greedy`` untimed (the oracle's draft, the identity reference and a
-per-utterance warm-up); then ``reps`` repetitions, each running every system
+per-utterance warm-up); then ``reps`` repetitions (``open_reps`` for the open
+regime's clips, whose decoder time is too short for 3), each running every system
 once in an order rotated by one place per repetition (so no system always
 runs first or right after another one); the figure of a system is the
 median of its repetitions. The first utterance is also run once through all
@@ -58,6 +59,7 @@ class BenchOptions:
     threads: int = 2
     reps: int = 3
     e2e_reps: int = 3
+    open_reps: int = 0  # repetitions of the open regime's utterances (0: reps); its few short clips need more
     systems: tuple = ALL_SYSTEMS
     timestamps: bool = True
     spec_tokens: int = 4
@@ -76,8 +78,16 @@ class BenchOptions:
         if bad_modes or "per-task" not in self.map_modes:
             raise ValueError(f"map modes: {', '.join(self.map_modes)} (choose from {', '.join(MAP_MODES)}; "
                              "per-task is always run)")
-        if self.reps < 1 or self.e2e_reps < 0 or self.threads < 1:
+        if self.reps < 1 or self.e2e_reps < 0 or self.open_reps < 0 or self.threads < 1:
             raise ValueError("reps and threads must be >= 1")
+
+    def reps_for(self, regime: str) -> int:
+        """Timed repetitions of an utterance of ``regime``: ``open_reps`` for the open regime when set.
+
+        >>> BenchOptions(reps=3, open_reps=15).reps_for("open"), BenchOptions(reps=3).reps_for("open")
+        (15, 3)
+        """
+        return self.open_reps if regime == "open" and self.open_reps else self.reps
 
 
 @dataclass
@@ -264,7 +274,7 @@ def run_utterance(state: RunState, utt: Recording, options: BenchOptions, index:
     names = list(runners)
     times: dict = {n: [] for n in names}
     outs: dict = {}
-    for rep in range(options.reps):
+    for rep in range(options.reps_for(utt.regime)):
         shift = (rep + index) % len(names)
         for name in names[shift:] + names[:shift]:
             if name.endswith("-e2e") and rep >= options.e2e_reps or name in state.failed.get(utt.id, {}):
@@ -323,7 +333,7 @@ def run_benchmark(utterances: list[Recording], options: BenchOptions, maps: Benc
     started = time.perf_counter()
     state = load_state(options, maps)
     log.info("warm-up on %s", utterances[0].id)
-    run_utterance(state, utterances[0], BenchOptions(**{**asdict(options), "reps": 1, "e2e_reps": 1}), 0)
+    run_utterance(state, utterances[0], BenchOptions(**{**asdict(options), "reps": 1, "e2e_reps": 1, "open_reps": 0}), 0)
     heavy = heavy_ids(utterances, options.heavy_per_group)
     rows: list[dict] = []
     for index, utt in enumerate(utterances):

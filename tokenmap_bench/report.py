@@ -209,11 +209,13 @@ def regime_e2e_text(agg: dict) -> str:
 
 def header_text(result: dict) -> str:
     m, o = result["machine"], result["options"]
+    open_reps = f"open regime {o['open_reps']}; " if o.get("open_reps") else ""
     return (f"Run {m['date']} on {m['cpu']} ({m['cores']} cores), git {m['git_commit']}.\n"
             f"Command: `{m['command']}`\n"
             f"Model {o['model']} ({o['compute_type']}, intra_threads={o['threads']}), draft model {o['draft_model']} "
             f"(K={o['spec_tokens']}), timestamps {'on' if o['timestamps'] else 'off'}, {o['reps']} repetitions "
-            f"(end-to-end {o['e2e_reps']}), medians; manifest `{result['manifest']}` ({result['utterances']} utterances). "
+            f"({open_reps}end-to-end {o['e2e_reps']}), medians; manifest `{result['manifest']}` "
+            f"({result['utterances']} utterances). "
             f"Cost model: {result['cost_model'].get('source', '')}. "
             f"Peak RSS (MiB): {result['peak_rss_mb']}.")
 
