@@ -85,22 +85,10 @@ def main():
             continue
         system, task = row["system"], g["task"]
         ctl = controllers.setdefault(SESSION[system].format(task=task), ControllerSet(cost))
-        with_ts = run["options"]["timestamps"]
-        ms, greedy_ms = [], 0.0
-        for _ in range(reps):
-            truth = g["token_ids"]
-            if not ctl.use_speculation():
-                st = replay_window(FixedDrafter([]), truth, special.eot, with_ts, special.timestamp_begin, cost, feed=2)
-                ms.append(st.greedy_ms)
-            else:
-                drafter = default_drafter(maps[map_key(system, row)], special.timestamp_begin, controllers=ctl,
-                                          eot=special.eot, cost=cost, seconds=min(g["audio_s"], 30.0) or None)
-                st = replay_window(drafter, truth, special.eot, with_ts, special.timestamp_begin, cost, feed=2)
-                ctl.record_window(st)
-                ms.append(st.ms)
-            greedy_ms = st.greedy_ms
+        median_ms, greedy_ms = replay_utterance(ctl, maps[map_key(system, row)], g, cost, special, reps,
+                                                run["options"]["timestamps"])
         key = (system, g["regime"])
-        out[key]["replay_ms"] += sorted(ms)[len(ms) // 2] * scale + prefill
+        out[key]["replay_ms"] += median_ms * scale + prefill
         out[key]["greedy_ms"] += g["decoder_s"] * 1000.0 if args.calibrated else greedy_ms * scale + prefill
         out[key]["audio_s"] += row["decoder_s"]
         out[key]["audio_greedy_s"] += g["decoder_s"]
@@ -114,6 +102,23 @@ def main():
         s_aud = v["audio_greedy_s"] / v["audio_s"]
         print(f"{system:18s} {regime:11s} {int(v['n']):4d} {s_rep:9.3f} {s_aud:8.3f} {s_rep - s_aud:+6.3f} "
               f"{v['identical'] / v['n']:9.0%}")
+
+
+def replay_utterance(ctl, token_map, greedy_row, cost, special, reps: int, with_ts: bool = True):
+    """``(median modelled ms, greedy ms)`` of ``reps`` replays of one utterance's greedy tokens, drafting
+    from ``token_map`` under the session's controllers ``ctl`` (its window gate included)."""
+    ms, truth = [], greedy_row["token_ids"]
+    for _ in range(reps):
+        if not ctl.use_speculation():
+            st = replay_window(FixedDrafter([]), truth, special.eot, with_ts, special.timestamp_begin, cost, feed=2)
+            ms.append(st.greedy_ms)
+            continue
+        drafter = default_drafter(token_map, special.timestamp_begin, controllers=ctl, eot=special.eot, cost=cost,
+                                  seconds=min(greedy_row["audio_s"], 30.0) or None)
+        st = replay_window(drafter, truth, special.eot, with_ts, special.timestamp_begin, cost, feed=2)
+        ctl.record_window(st)
+        ms.append(st.ms)
+    return sorted(ms)[len(ms) // 2], st.greedy_ms
 
 
 def fit_greedy(rows) -> tuple[float, float]:

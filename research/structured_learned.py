@@ -20,14 +20,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "research"))
-from replay_bench import fit_greedy  # noqa: E402
+from replay_bench import fit_greedy, replay_utterance  # noqa: E402
 from tokenmap_bench.aggregate import VOICE_BOUND_WER  # noqa: E402
 from tokenmap_bench.data import ensure_map  # noqa: E402
 from tokenmap_bench.metrics import wer  # noqa: E402
 from tokenmap.decode.control import ControllerSet  # noqa: E402
 from tokenmap.decode.cost import CostModel  # noqa: E402
-from tokenmap.decode.drafters import FixedDrafter, default_drafter  # noqa: E402
-from tokenmap.decode.replay import replay_window  # noqa: E402
 from tokenmap.decode.rules import SpecialTokens  # noqa: E402
 from tokenmap.maps.mapfile import load_maps  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
@@ -38,20 +36,9 @@ def replay_task(rows, token_map, cost, special, reps, scale, prefill):
     ctl = ControllerSet(cost)
     total = greedy_total = 0.0
     for g in rows:
-        ms = []
-        for _ in range(reps):
-            if not ctl.use_speculation():
-                st = replay_window(FixedDrafter([]), g["token_ids"], special.eot, True, special.timestamp_begin,
-                                   cost, feed=2)
-                ms.append(st.greedy_ms)
-                continue
-            drafter = default_drafter(token_map, special.timestamp_begin, controllers=ctl, eot=special.eot,
-                                      cost=cost, seconds=min(g["audio_s"], 30.0) or None)
-            st = replay_window(drafter, g["token_ids"], special.eot, True, special.timestamp_begin, cost, feed=2)
-            ctl.record_window(st)
-            ms.append(st.ms)
-        total += sorted(ms)[len(ms) // 2] * scale + prefill
-        greedy_total += st.greedy_ms * scale + prefill
+        median_ms, greedy_ms = replay_utterance(ctl, token_map, g, cost, special, reps)
+        total += median_ms * scale + prefill
+        greedy_total += greedy_ms * scale + prefill
     return total, greedy_total
 
 

@@ -130,7 +130,8 @@ def child_environment(environ: Mapping[str, str] | None = None, state: str | Non
 
 def describe() -> str:
     """One line for ``tokenmap doctor``."""
-    return _MEANING.get(status or "off", "unknown").format(opt=f"{OPT_OUT}=default")
+    return _MEANING.get(status, "glibc malloc defaults (tokenmap's policy was not applied in this process)").format(
+        opt=f"{OPT_OUT}=default")
 
 
 def install() -> str:
