@@ -52,16 +52,15 @@ from typing import Mapping
 logger = logging.getLogger("tokenmap")
 
 MIB = 2 ** 20
-#: (name, glibc's ``mallopt`` parameter number, value)
+#: (name, glibc's ``mallopt`` parameter number, value, the environment variable glibc reads at start)
 SETTINGS = (
-    ("M_ARENA_MAX", -8, 1),  # every thread allocates from the main heap, which has no size cap
-    ("M_MMAP_MAX", -4, 0),  # large blocks come from the heap, not from mmap
-    ("M_TRIM_THRESHOLD", -1, 512 * MIB),  # freed memory at the heap's top stays unless 512 MB are free
-    ("M_TOP_PAD", -2, 64 * MIB),  # the heap grows in steps of 64 MB
+    ("M_ARENA_MAX", -8, 1, "MALLOC_ARENA_MAX"),  # every thread allocates from the main heap: no size cap
+    ("M_MMAP_MAX", -4, 0, "MALLOC_MMAP_MAX_"),  # large blocks come from the heap, not from mmap
+    ("M_TRIM_THRESHOLD", -1, 512 * MIB, "MALLOC_TRIM_THRESHOLD_"),  # the heap's top is kept below 512 MB free
+    ("M_TOP_PAD", -2, 64 * MIB, "MALLOC_TOP_PAD_"),  # the heap grows in steps of 64 MB
 )
 #: the same settings as environment variables, for child processes
-ENVIRONMENT = {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_MAX_": "0",
-               "MALLOC_TRIM_THRESHOLD_": str(512 * MIB), "MALLOC_TOP_PAD_": str(64 * MIB)}
+ENVIRONMENT = {variable: str(value) for _, _, value, variable in SETTINGS}
 OPT_OUT = "TOKENMAP_MALLOC"
 
 #: what :func:`apply_malloc_policy` did in this process (None until it ran)
@@ -110,7 +109,7 @@ def apply_malloc_policy(environ: Mapping[str, str] | None = None, libc=None) -> 
     libc = _glibc() if libc is None else libc
     if libc is None:
         return "unavailable"
-    for name, param, value in SETTINGS:
+    for name, param, value, _ in SETTINGS:
         if libc.mallopt(param, value) != 1:
             logger.debug("mallopt(%s, %d) refused", name, value)
             return "failed"
