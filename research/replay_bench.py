@@ -56,18 +56,31 @@ def main():
                     help="predict tokenmap's time from the run's calibrated curve and prefill as they are, "
                     "against the greedy times the run measured")
     args = ap.parse_args()
-    run = json.loads(Path(args.results).read_text())
+    header, out = replay_run(Path(args.results), args.prefill_ms, args.reps, args.calibrated)
+    print(header)
+    print(f"{'system':18s} {'regime':11s} {'n':>4s} {'S replay':>9s} {'S audio':>8s} {'diff':>6s} {'identical':>9s}")
+    for (system, regime), v in sorted(out.items()):
+        s_rep = v["greedy_ms"] / v["replay_ms"]
+        s_aud = v["audio_greedy_s"] / v["audio_s"]
+        print(f"{system:18s} {regime:11s} {int(v['n']):4d} {s_rep:9.3f} {s_aud:8.3f} {s_rep - s_aud:+6.3f} "
+              f"{v['identical'] / v['n']:9.0%}")
+
+
+def replay_run(results: Path, prefill_ms=None, reps=None, calibrated=False):
+    """Replay every drafting system of the run at ``results``; returns ``(header text, sums)``,
+    sums keyed by ``(system, regime)``: replayed and greedy ms, audio seconds, counts."""
+    run = json.loads(results.read_text())
     cost = CostModel.from_json(run["cost_model"])
     greedy_rows = [r for r in run["rows"] if r["system"] == "greedy"]
     fixed, per_token = fit_greedy(greedy_rows)
     scale = per_token / cost.step_ms  # the run's machine load, read off its greedy decodes
-    prefill = args.prefill_ms if args.prefill_ms is not None else fixed
-    if args.calibrated:  # the run's calibration alone: its curve and its prefill, unscaled
+    prefill = prefill_ms if prefill_ms is not None else fixed
+    if calibrated:  # the run's calibration alone: its curve and its prefill, unscaled
         scale, prefill = 1.0, cost.prefill_ms
-    print(f"greedy decoder time = {fixed:.1f} ms + {per_token:.2f} ms x tokens (least squares over "
-          f"{len(greedy_rows)} utterances); the curve's step is {cost.step_ms} ms, so its passes are scaled by "
-          f"{scale:.2f}")
-    reps = args.reps or run["options"]["reps"]
+    header = [f"greedy decoder time = {fixed:.1f} ms + {per_token:.2f} ms x tokens (least squares over "
+              f"{len(greedy_rows)} utterances); the curve's step is {cost.step_ms} ms, so its passes are scaled by "
+              f"{scale:.2f}"]
+    reps = reps or run["options"]["reps"]
     special = SpecialTokens.from_model_dir(str(resolve_model(run["options"]["model"], download=False)))
     rows = run["rows"]
     greedy = {r["id"]: r for r in rows if r["system"] == "greedy"}
@@ -75,7 +88,7 @@ def main():
     for r in greedy.values():
         by_task[r["task"]].append(r)
     bound = {t for t, rs in by_task.items() if wer([(r["ref"], r["text"]) for r in rs]) > VOICE_BOUND_WER}
-    where = Path(args.results).resolve().parents[2]  # the checkout the run was made in (results/<run>/results.json)
+    where = results.resolve().parents[2]  # the checkout the run was made in (results/<run>/results.json)
     maps = {k: load_maps(where / v)[0] for k, v in run["maps"].items() if isinstance(v, str)}
     controllers: dict = {}
     out = collections.defaultdict(lambda: collections.defaultdict(float))  # (system, regime) -> sums
@@ -89,19 +102,14 @@ def main():
                                                 run["options"]["timestamps"])
         key = (system, g["regime"])
         out[key]["replay_ms"] += median_ms * scale + prefill
-        out[key]["greedy_ms"] += g["decoder_s"] * 1000.0 if args.calibrated else greedy_ms * scale + prefill
+        out[key]["greedy_ms"] += g["decoder_s"] * 1000.0 if calibrated else greedy_ms * scale + prefill
         out[key]["audio_s"] += row["decoder_s"]
         out[key]["audio_greedy_s"] += g["decoder_s"]
         out[key]["n"] += 1
         out[key]["identical"] += bool(row.get("identical"))
-    print(f"cost model: {cost.source}; prefill {prefill} ms; {reps} repetitions; voice-bound left out: "
-          f"{', '.join(sorted(bound)) or '-'}")
-    print(f"{'system':18s} {'regime':11s} {'n':>4s} {'S replay':>9s} {'S audio':>8s} {'diff':>6s} {'identical':>9s}")
-    for (system, regime), v in sorted(out.items()):
-        s_rep = v["greedy_ms"] / v["replay_ms"]
-        s_aud = v["audio_greedy_s"] / v["audio_s"]
-        print(f"{system:18s} {regime:11s} {int(v['n']):4d} {s_rep:9.3f} {s_aud:8.3f} {s_rep - s_aud:+6.3f} "
-              f"{v['identical'] / v['n']:9.0%}")
+    header.append(f"cost model: {cost.source}; prefill {prefill} ms; {reps} repetitions; voice-bound left out: "
+                  f"{', '.join(sorted(bound)) or '-'}")
+    return "\n".join(header), out
 
 
 def replay_utterance(ctl, token_map, greedy_row, cost, special, reps: int, with_ts: bool = True):

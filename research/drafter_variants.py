@@ -1,0 +1,184 @@
+"""Are any of the suffix-map drafter's knobs left worth turning? Replays, no model.
+
+    python research/drafter_variants.py results/<run>/results.json [--corpus corpora/telephony/en/train.txt]
+
+Part 1 replays a `tokenmap bench` run (as ``replay_bench.py`` does: the run's maps, cost curve,
+window gate and greedy token ids) once per variant of :class:`tokenmap.decode.follow.FollowDrafter`
+and prints the replayed S per system and regime:
+
+* ``confidence`` 0.9 or 1.0 instead of 0.8 (the prior that corpus text is what the model writes);
+* a running calibration allowed above 1 (``cap``: drafts accepted more often than predicted
+  lengthen later drafts; as built it can only shorten them);
+* punctuation-tolerant contexts: where the model writes punctuation the map has never seen
+  after the current context (``insert``), the context is kept instead of backing off; where
+  the model leaves out the corpus's punctuation (``omit``), the context steps over it.
+
+Part 2 builds a map from ``--corpus`` and replays the build's self-test (the map's own training
+utterances, no timestamps) with the confidence as built and at 1.0, and sorts the passes by
+kind: the utterance's first pass, passes inside it that draft nothing, drafts rejected,
+drafts accepted whole that stop short of the end, and drafts that finish the utterance.
+"""
+import argparse
+import collections
+import contextlib
+import string
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "research"))
+from replay_bench import replay_run  # noqa: E402
+from tokenmap.build import builder  # noqa: E402
+from tokenmap.decode import drafters, follow  # noqa: E402
+from tokenmap.decode.follow import FollowDrafter, FollowOptions  # noqa: E402
+from tokenmap.textok import TextTokenizer  # noqa: E402
+
+#: ids of , . ? ! : ; in Whisper's byte-level BPE (the same in the English and multilingual vocabularies)
+OMITTABLE = (11, 13, 30, 0, 25, 26)
+
+
+def punctuation_ids(tokenizer) -> frozenset:
+    """Token ids whose text, stripped, is punctuation only."""
+    marks = set(string.punctuation) | set("¿¡«»…")
+    ids = set()
+    for i in range(min(tokenizer.vocab_size, 50257)):  # text ids only
+        text = tokenizer.decode([i]).strip()
+        if text and all(c in marks for c in text):
+            ids.add(i)
+    return frozenset(ids)
+
+
+def variant(confidence=0.8, cap=1.0, insert=(), omit=False):
+    """A FollowDrafter subclass with the given knobs (``insert``: punctuation ids the context survives)."""
+
+    class Variant(FollowDrafter):
+        def __init__(self, *a, **k):
+            k.setdefault("options", FollowOptions(confidence=confidence))
+            super().__init__(*a, **k)
+
+        def _cut(self, draft, probs):
+            if not draft:
+                return []
+            factor = min(cap, max(0.05, self.calibration.observed / self.calibration.predicted))
+            expected = np.cumsum(np.minimum(np.asarray(probs) * factor, 1.0))
+            saving = expected * self._step - self._verify[: len(probs)]
+            best = int(np.argmax(saving))
+            if saving[best] <= self.options.min_saving_ms:
+                return []
+            self._pending = float(expected[best])
+            return draft[: best + 1]
+
+        def _feed(self, token):
+            node, sm = self._node, self.map
+            if (token < self.timestamp_begin and node > 0 and sm.child(node, token) < 0
+                    and not (self._end_share(node) >= 0.5 and sm.bos_node > 0)):
+                if token in insert:  # the model added punctuation: the sentence's context stays
+                    self._tokens.append(token)
+                    return
+                for mark in OMITTABLE if omit else ():
+                    c = sm.child(node, mark)
+                    if c > 0 and sm.child(c, token) > 0:  # the model left out the corpus's mark
+                        self._tokens.append(token)
+                        self._node = sm.child(c, token)
+                        return
+            super()._feed(token)
+
+    return Variant
+
+
+@contextlib.contextmanager
+def drafting_with(cls):
+    saved = drafters.FollowDrafter
+    drafters.FollowDrafter = cls
+    try:
+        yield
+    finally:
+        drafters.FollowDrafter = saved
+
+
+def part1(results: Path, punct: frozenset):
+    variants = {
+        "as built (confidence 0.8)": variant(),
+        "confidence 0.9": variant(confidence=0.9),
+        "confidence 1.0": variant(confidence=1.0),
+        "calibration cap 1.5": variant(cap=1.5),
+        "punctuation inserted": variant(insert=punct),
+        "punctuation omitted": variant(omit=True),
+        "both": variant(insert=punct, omit=True),
+    }
+    table = {}
+    for name, cls in variants.items():
+        with drafting_with(cls):
+            _, out = replay_run(results)
+        table[name] = {k: v["greedy_ms"] / v["replay_ms"] for k, v in out.items()}
+    keys = sorted(next(iter(table.values())))
+    print("replayed S | " + " | ".join(f"{s} {r}" for s, r in keys))
+    for name, row in table.items():
+        print(f"{name:26s} | " + " | ".join(f"{row[k]:.3f}" for k in keys))
+
+
+def part2(corpus: Path):
+    captured = {}
+
+    def keep(sm, utterances, cost):
+        captured.update(sm=sm, utterances=utterances, cost=cost)
+        return {}
+
+    saved, builder.self_test = builder.self_test, keep
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            builder.build_map([corpus], Path(tmp) / "x.tmap")
+    finally:
+        builder.self_test = saved
+    sm, utterances, cost = captured["sm"], captured["utterances"], captured["cost"]
+    eot = sm.bos  # as the self-test: any id above the text ids ends an utterance
+    for confidence in (0.8, 1.0):
+        drafter = FollowDrafter(sm, timestamp_begin=None, eot=eot, cost=cost,
+                                options=FollowOptions(confidence=confidence))
+        kinds, per_utt, tokens = collections.Counter(), collections.Counter(), 0
+        for truth in utterances:
+            target, done, passes = list(truth) + [eot], [], 0
+            drafter.reset(())
+            while len(done) < len(target):
+                draft, rest = drafter.draft(done, 64), target[len(done):]
+                k = next((i for i, (a, b) in enumerate(zip(draft, rest)) if a != b), min(len(draft), len(rest)))
+                kinds[_kind(done, draft, k, rest)] += 1
+                if draft:
+                    drafter.update(len(draft), k)
+                done.extend(rest[: k + 1])
+                passes += 1
+            per_utt[passes] += 1
+            tokens += len(target)
+        total = sum(kinds.values())
+        print(f"self-test, confidence {confidence}: {len(utterances)} utterances, {tokens} tokens (EOT included), "
+              f"{total} passes, {tokens / total:.2f} tokens per pass")
+        print("  passes: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+        print("  passes per utterance: " + ", ".join(f"{k}: {v}" for k, v in sorted(per_utt.items())))
+
+
+def _kind(done, draft, k, rest) -> str:
+    if not done:
+        return "first (nothing drafted)" if not draft else "first (drafted)"
+    if not draft:
+        return "no draft"
+    if k < len(draft):
+        return "rejected"
+    return "finished" if k + 1 >= len(rest) else "short"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", type=Path)
+    ap.add_argument("--corpus", type=Path, default=ROOT / "corpora/telephony/en/train.txt")
+    args = ap.parse_args()
+    tokenizer = TextTokenizer.from_model("base")
+    part1(args.results, punctuation_ids(tokenizer))
+    part2(args.corpus)
+
+
+if __name__ == "__main__":
+    main()
