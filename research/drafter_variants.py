@@ -61,16 +61,11 @@ def variant(confidence=0.8, cap=1.0, insert=(), omit=False):
             super().__init__(*a, **k)
 
         def _cut(self, draft, probs):
-            if not draft:
-                return []
-            factor = min(cap, max(0.05, self.calibration.observed / self.calibration.predicted))
-            expected = np.cumsum(np.minimum(np.asarray(probs) * factor, 1.0))
-            saving = expected * self._step - self._verify[: len(probs)]
-            best = int(np.argmax(saving))
-            if saving[best] <= self.options.min_saving_ms:
-                return []
-            self._pending = float(expected[best])
-            return draft[: best + 1]
+            # the built cut multiplies by the calibration factor capped at 1: hand it probabilities
+            # that, so multiplied, give min(probs * factor capped at ``cap``, 1)
+            c = self.calibration
+            bold = min(cap, max(0.05, c.observed / c.predicted))
+            return super()._cut(draft, list(np.minimum(np.asarray(probs) * bold, 1.0) / c.factor))
 
         def _feed(self, token):
             node, sm = self._node, self.map
