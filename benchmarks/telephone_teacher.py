@@ -46,6 +46,33 @@ def segments(tokens, ts0):
     return out
 
 
+class GreedyBase:
+    """Plain greedy Whisper base (fork, int8, 2 threads, timestamps on), as faster-whisper decodes a window."""
+
+    def __init__(self):
+        import ctranslate2
+
+        from tokenmap.textok import TextTokenizer
+
+        self.model_dir = resolve_model("base", download=False)
+        self.model = ctranslate2.models.Whisper(str(self.model_dir), device="cpu", compute_type="int8",
+                                                intra_threads=2)
+        self.special = SpecialTokens.from_model_dir(str(self.model_dir))
+        self.tok = TextTokenizer.from_file(self.model_dir / "tokenizer.json")
+        self.vocab = (self.model_dir / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
+
+    def decode(self, mel, lang: str):
+        """``(encoder output, token ids)`` of one window's log-mel features in ``lang``."""
+        enc = self.model.encode(mel)
+        prompt = [self.special.sot, self.vocab.index(f"<|{lang}|>"), self.vocab.index("<|transcribe|>")]
+        return enc, self.model.generate(enc, [prompt], **GREEDY_KW)[0].sequences_ids[0]
+
+    def texts(self, ids) -> list[str]:
+        """The texts of the segments of ``ids``, stripped, empty ones left out."""
+        texts = (self.tok.decode(seg).strip() for seg in segments(ids, self.special.timestamp_begin))
+        return [text for text in texts if text]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-o", "--out", required=True)
@@ -53,18 +80,12 @@ def main():
     ap.add_argument("--lang", action="append", default=[])
     ap.add_argument("--recall", help="also write a recall index of the decoded windows here")
     args = ap.parse_args()
-    import ctranslate2
     from tokenizers import Tokenizer
 
     from tokenmap.recall import new_index
-    from tokenmap.textok import TextTokenizer
 
-    model_dir = resolve_model("base", download=False)
-    model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type="int8", intra_threads=2)
-    special = SpecialTokens.from_model_dir(str(model_dir))
-    tok = TextTokenizer.from_file(model_dir / "tokenizer.json")
-    vocab = (model_dir / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
-    index = new_index(model_dir, Tokenizer.from_file(str(model_dir / "tokenizer.json"))) if args.recall else None
+    base = GreedyBase()
+    index = new_index(base.model_dir, Tokenizer.from_file(str(base.model_dir / "tokenizer.json"))) if args.recall else None
     n = 0
     with open(args.out, "w", encoding="utf-8") as out:
         for lang in args.lang or list(VOICES):
@@ -75,18 +96,13 @@ def main():
                     if not wav.exists():
                         continue
                     mel = features(SimpleNamespace(audio=str(wav)))[0]  # the window transcribe() decodes
-                    enc = model.encode(mel)
-                    prompt = [special.sot, vocab.index(f"<|{lang}|>"), vocab.index("<|transcribe|>")]
-                    res = model.generate(enc, [prompt], **GREEDY_KW)[0]
+                    enc, ids = base.decode(mel, lang)
                     if index is not None:
-                        index.add_window(np.asarray(enc)[0], res.sequences_ids[0], special.timestamp_begin,
-                                         mel=np.asarray(mel))
-                    for seg in segments(res.sequences_ids[0], special.timestamp_begin):
-                        text = tok.decode(seg).strip()
-                        if text:
-                            out.write(json.dumps({"text": text, "domain": "telephony", "lang": lang,
-                                                  "prompt": name, "source": "asterisk-8khz-wav"},
-                                                 ensure_ascii=False) + "\n")
+                        index.add_window(np.asarray(enc)[0], ids, base.special.timestamp_begin, mel=np.asarray(mel))
+                    for text in base.texts(ids):
+                        out.write(json.dumps({"text": text, "domain": "telephony", "lang": lang,
+                                              "prompt": name, "source": "asterisk-8khz-wav"},
+                                             ensure_ascii=False) + "\n")
                     n += 1
     print(f"{n} prompts transcribed -> {args.out}", file=sys.stderr)
     if index is not None:
