@@ -35,6 +35,7 @@ from replay_bench import replay_run  # noqa: E402
 from tokenmap.build import builder  # noqa: E402
 from tokenmap.decode import drafters, follow  # noqa: E402
 from tokenmap.decode.follow import FollowDrafter, FollowOptions  # noqa: E402
+from tokenmap.decode.replay import replay_window  # noqa: E402
 from tokenmap.textok import TextTokenizer  # noqa: E402
 
 #: ids of , . ? ! : ; in Whisper's byte-level BPE (the same in the English and multilingual vocabularies)
@@ -132,21 +133,16 @@ def part2(corpus: Path):
     sm, utterances, cost = captured["sm"], captured["utterances"], captured["cost"]
     eot = sm.bos  # as the self-test: any id above the text ids ends an utterance
     for confidence in (0.8, 1.0):
-        drafter = FollowDrafter(sm, timestamp_begin=None, eot=eot, cost=cost,
-                                options=FollowOptions(confidence=confidence))
+        drafter = Recorder(FollowDrafter(sm, timestamp_begin=None, eot=eot, cost=cost,
+                                         options=FollowOptions(confidence=confidence)))
         kinds, per_utt, tokens = collections.Counter(), collections.Counter(), 0
         for truth in utterances:
-            target, done, passes = list(truth) + [eot], [], 0
-            drafter.reset(())
-            while len(done) < len(target):
-                draft, rest = drafter.draft(done, 64), target[len(done):]
-                k = next((i for i, (a, b) in enumerate(zip(draft, rest)) if a != b), min(len(draft), len(rest)))
-                kinds[_kind(done, draft, k, rest)] += 1
-                if draft:
-                    drafter.update(len(draft), k)
-                done.extend(rest[: k + 1])
-                passes += 1
-            per_utt[passes] += 1
+            drafter.passes.clear()
+            replay_window(drafter, truth, eot=eot, with_timestamps=False, timestamp_begin=eot + 2, cost=cost)
+            target = list(truth) + [eot]
+            for decided, draft in drafter.passes:
+                kinds[_kind(decided, draft, target[decided:])] += 1
+            per_utt[len(drafter.passes)] += 1
             tokens += len(target)
         total = sum(kinds.values())
         print(f"self-test, confidence {confidence}: {len(utterances)} utterances, {tokens} tokens (EOT included), "
@@ -155,8 +151,28 @@ def part2(corpus: Path):
         print("  passes per utterance: " + ", ".join(f"{k}: {v}" for k, v in sorted(per_utt.items())))
 
 
-def _kind(done, draft, k, rest) -> str:
-    if not done:
+class Recorder:
+    """A drafter that passes every call on and keeps ``(tokens decided before the pass, draft)`` per pass."""
+
+    def __init__(self, drafter):
+        self.drafter, self.passes = drafter, []
+
+    def reset(self, history=()):
+        self.drafter.reset(history)
+
+    def draft(self, tokens, limit):
+        draft = self.drafter.draft(tokens, limit)
+        self.passes.append((len(tokens), draft))
+        return draft
+
+    def update(self, drafted, accepted):
+        self.drafter.update(drafted, accepted)
+
+
+def _kind(decided: int, draft, rest) -> str:
+    """What one pass did: ``rest`` is what the model goes on to emit from there."""
+    k = next((i for i, (a, b) in enumerate(zip(draft, rest)) if a != b), min(len(draft), len(rest)))
+    if not decided:
         return "first (nothing drafted)" if not draft else "first (drafted)"
     if not draft:
         return "no draft"
