@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "research"))
 from replay_bench import replay_run  # noqa: E402
 from tokenmap.build import builder  # noqa: E402
-from tokenmap.decode import drafters, follow  # noqa: E402
+from tokenmap.decode import drafters  # noqa: E402
 from tokenmap.decode.follow import FollowDrafter, FollowOptions  # noqa: E402
 from tokenmap.decode.replay import replay_window  # noqa: E402
 from tokenmap.textok import TextTokenizer  # noqa: E402
