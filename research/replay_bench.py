@@ -20,6 +20,7 @@ import collections
 import json
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -66,29 +67,39 @@ def main():
               f"{v['identical'] / v['n']:9.0%}")
 
 
-def replay_run(results: Path, prefill_ms=None, reps=None, calibrated=False):
-    """Replay every drafting system of the run at ``results``; returns ``(header text, sums)``,
-    sums keyed by ``(system, regime)``: replayed and greedy ms, audio seconds, counts."""
+def load_run(results: Path) -> SimpleNamespace:
+    """What every replay of the run at ``results`` starts from: ``run`` (its JSON), ``cost`` (its curve),
+    ``greedy`` (its greedy rows by id), ``fixed`` and ``per_token`` (:func:`fit_greedy` of them),
+    ``scale`` (the machine's load: per-token time over the curve's step), ``special`` (the model's
+    special tokens), ``bound`` (the voice-bound tasks, left out of every figure) and ``where`` (the
+    checkout the run was made in)."""
     run = json.loads(results.read_text())
     cost = CostModel.from_json(run["cost_model"])
-    greedy_rows = [r for r in run["rows"] if r["system"] == "greedy"]
-    fixed, per_token = fit_greedy(greedy_rows)
-    scale = per_token / cost.step_ms  # the run's machine load, read off its greedy decodes
-    prefill = prefill_ms if prefill_ms is not None else fixed
-    if calibrated:  # the run's calibration alone: its curve and its prefill, unscaled
-        scale, prefill = 1.0, cost.prefill_ms
-    header = [f"greedy decoder time = {fixed:.1f} ms + {per_token:.2f} ms x tokens (least squares over "
-              f"{len(greedy_rows)} utterances); the curve's step is {cost.step_ms} ms, so its passes are scaled by "
-              f"{scale:.2f}"]
-    reps = reps or run["options"]["reps"]
-    special = SpecialTokens.from_model_dir(str(resolve_model(run["options"]["model"], download=False)))
-    rows = run["rows"]
-    greedy = {r["id"]: r for r in rows if r["system"] == "greedy"}
+    greedy = {r["id"]: r for r in run["rows"] if r["system"] == "greedy"}
+    fixed, per_token = fit_greedy(list(greedy.values()))
     by_task = collections.defaultdict(list)
     for r in greedy.values():
         by_task[r["task"]].append(r)
     bound = {t for t, rs in by_task.items() if wer([(r["ref"], r["text"]) for r in rs]) > VOICE_BOUND_WER}
-    where = results.resolve().parents[2]  # the checkout the run was made in (results/<run>/results.json)
+    special = SpecialTokens.from_model_dir(str(resolve_model(run["options"]["model"], download=False)))
+    return SimpleNamespace(run=run, cost=cost, greedy=greedy, fixed=fixed, per_token=per_token,
+                           scale=per_token / cost.step_ms, special=special, bound=bound,
+                           where=results.resolve().parents[2])  # results/<run>/results.json
+
+
+def replay_run(results: Path, prefill_ms=None, reps=None, calibrated=False):
+    """Replay every drafting system of the run at ``results``; returns ``(header text, sums)``,
+    sums keyed by ``(system, regime)``: replayed and greedy ms, audio seconds, counts."""
+    ctx = load_run(results)
+    run, cost, fixed, scale, special, bound = ctx.run, ctx.cost, ctx.fixed, ctx.scale, ctx.special, ctx.bound
+    prefill = prefill_ms if prefill_ms is not None else fixed
+    if calibrated:  # the run's calibration alone: its curve and its prefill, unscaled
+        scale, prefill = 1.0, cost.prefill_ms
+    header = [f"greedy decoder time = {fixed:.1f} ms + {ctx.per_token:.2f} ms x tokens (least squares over "
+              f"{len(ctx.greedy)} utterances); the curve's step is {cost.step_ms} ms, so its passes are scaled by "
+              f"{scale:.2f}"]
+    reps = reps or run["options"]["reps"]
+    rows, greedy, where = run["rows"], ctx.greedy, ctx.where
     maps = {k: load_maps(where / v)[0] for k, v in run["maps"].items() if isinstance(v, str)}
     controllers: dict = {}
     out = collections.defaultdict(lambda: collections.defaultdict(float))  # (system, regime) -> sums

@@ -20,13 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "research"))
-from replay_bench import fit_greedy, replay_utterance  # noqa: E402
-from tokenmap_bench.aggregate import VOICE_BOUND_WER  # noqa: E402
+from replay_bench import load_run, replay_utterance  # noqa: E402
 from tokenmap_bench.data import ensure_map  # noqa: E402
-from tokenmap_bench.metrics import wer  # noqa: E402
 from tokenmap.decode.control import ControllerSet  # noqa: E402
-from tokenmap.decode.cost import CostModel  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
 from tokenmap.maps.mapfile import load_maps  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
 
@@ -48,27 +44,23 @@ def main():
     ap.add_argument("teacher")
     ap.add_argument("--cache", default="/tmp/structured-learned")
     args = ap.parse_args()
-    run = json.loads(Path(args.results).read_text())
-    cost = CostModel.from_json(run["cost_model"])
-    greedy_rows = [r for r in run["rows"] if r["system"] == "greedy"]
-    fixed, per_token = fit_greedy(greedy_rows)
-    scale = per_token / cost.step_ms
+    ctx = load_run(Path(args.results))
+    run, cost, fixed, scale, special = ctx.run, ctx.cost, ctx.fixed, ctx.scale, ctx.special
     model = run["options"]["model"]
-    special = SpecialTokens.from_model_dir(str(resolve_model(model, download=False)))
     by_task = collections.defaultdict(list)
-    for r in greedy_rows:
-        if r["regime"] == "structured":
+    for r in ctx.greedy.values():
+        if r["regime"] == "structured" and r["task"] not in ctx.bound:
             by_task[(r["domain"], r["lang"])].append(r)
     lines = collections.defaultdict(list)
     for line in Path(args.teacher).read_text(encoding="utf-8").splitlines():
         rec = json.loads(line)
         lines[(rec["domain"], rec["lang"])].append(rec["text"])
-    where = Path(args.results).resolve().parents[2]
+    where = ctx.where
     cache = Path(args.cache)
     sums = collections.defaultdict(float)
     print(f"{'task':16s} {'n':>3s} {'teacher lines':>13s} {'S own map':>9s} {'S learned':>9s}")
     for (domain, lang), rows in sorted(by_task.items()):
-        if wer([(r["ref"], r["text"]) for r in rows]) > VOICE_BOUND_WER or (domain, lang) not in lines:
+        if (domain, lang) not in lines:
             continue
         part = cache / "teacher" / f"{domain}-{lang}.txt"
         part.parent.mkdir(parents=True, exist_ok=True)
