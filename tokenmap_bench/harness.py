@@ -79,7 +79,7 @@ class BenchOptions:
             raise ValueError(f"map modes: {', '.join(self.map_modes)} (choose from {', '.join(MAP_MODES)}; "
                              "per-task is always run)")
         if self.reps < 1 or self.e2e_reps < 0 or self.open_reps < 0 or self.threads < 1:
-            raise ValueError("reps and threads must be >= 1")
+            raise ValueError("reps and threads must be >= 1, open and end-to-end repetitions >= 0")
 
     def reps_for(self, regime: str) -> int:
         """Timed repetitions of an utterance of ``regime``: ``open_reps`` for the open regime when set.
