@@ -37,6 +37,8 @@ from pathlib import Path
 log = logging.getLogger("tokenmap")
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tokenmap_bench.data import recording_key  # noqa: E402
 SR = 16000
 SETS = ("synthetic", "telephony", "opendomain", "dictation", "calls")
 FIELDS = ("id", "audio", "text", "domain", "lang", "voice", "source", "set", "duration")
@@ -173,12 +175,15 @@ def calls_windows(prompts: list[tuple[str, str, float]], max_seconds: float = CA
 
 
 def manifest_record(job: Job, duration: float) -> dict:
-    """The manifest line of a built utterance (FIELDS first, then noise/rate details)."""
+    """The manifest line of a built utterance (FIELDS first, then noise/rate details, or the
+    recordings it plays for real speech)."""
     rec = {"id": job.id, "audio": job.audio, "text": job.text, "domain": job.domain,
            "lang": job.lang, "voice": job.voice, "source": job.source, "set": job.set,
            "duration": round(float(duration), 3)}
     if job.kind == "tts":
         rec.update(rate=job.rate, snr_db=job.snr_db)
+    elif job.src:
+        rec["recordings"] = [recording_key(src) for src in job.src.split("|")]
     return rec
 
 

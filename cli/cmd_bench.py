@@ -100,12 +100,18 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
                    "tokenmap-inferred), taught (`--balance --teacher`, needs --teacher: tokenmap-taught); with a "
                    "set the task is inferred while decoding.")
 @click.option("--learn", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="JSON lines of the model's transcripts of OTHER recordings of the scripted prompts "
-                   "(`python benchmarks/telephone_teacher.py`): adds system tokenmap-learned on the scripted "
-                   "tasks, whose map is the phrase inventory plus those transcripts.")
+              help="JSON lines of the model's transcripts of recordings of OTHER prompts than the measured ones "
+                   "(`python benchmarks/telephone_teacher.py`, the train split): adds system tokenmap-learned on "
+                   "the scripted tasks, whose map is the phrase inventory plus those transcripts. Refused if a "
+                   "line is of a measured recording, in any codec.")
 @click.option("--recall", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Recall index of those OTHER recordings (`python benchmarks/telephone_teacher.py --recall`): "
-                   "adds system tokenmap-recall, the learned map plus the index (needs --learn).")
+              help="Recall index of recordings of OTHER prompts (`telephone_teacher.py --recall`): adds system "
+                   "tokenmap-recall, the learned map plus the index (needs --learn). Refused if it holds a "
+                   "measured recording (by its header, or by how its audio sounds).")
+@click.option("--recall-inventory", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Recall index of the whole prompt inventory (`telephone_teacher.py --recall-inventory`), as "
+                   "an IVR that plays every prompt would record it: adds system tokenmap-recall-inventory, "
+                   "reported as the measured prompts' own studio takes heard through a telephone codec.")
 @click.option("--teacher", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Teacher transcripts for map mode taught (`tokenmap build --balance --teacher`): the model's "
                    "greedy output on other audio of the same tasks, e.g. from `python benchmarks/teacher_texts.py` "
@@ -113,7 +119,7 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
 @click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Regenerate the generated section of this Markdown file (e.g. docs/BENCHMARKS.md).")
 def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,
-          timestamps, out, stock_python, map_modes, learn, recall, teacher, update_docs):
+          timestamps, out, stock_python, map_modes, learn, recall, recall_inventory, teacher, update_docs):
     """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
     _find_bench_package()
     from tokenmap_bench.data import BenchDataError
@@ -132,6 +138,7 @@ def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, 
                                systems=tuple(dict.fromkeys(("greedy",) + chosen)), timestamps=timestamps,
                                spec_tokens=spec_tokens, stock_python=stock_python, teacher=tuple(teacher),
                                learn=str(learn or ""), recall=str(recall or ""),
+                               recall_inventory=str(recall_inventory or ""),
                                map_modes=tuple(dict.fromkeys(("per-task",) + tuple(
                                    m.strip() for m in map_modes.split(",") if m.strip()))),
                                heavy_per_group=heavy_per_group if heavy_per_group is not None else int(quick))

@@ -225,7 +225,7 @@ def test_bench_maps_name_the_map_each_system_drafts_from(tmp_path):
 
 
 def test_end_to_end_per_regime_against_stock():
-    from tokenmap_bench.report import regime_e2e_text
+    from tokenmap_bench.report import bucket_e2e_text, regime_e2e_text
 
     def row(uid, system, t, regime, audio_s, set_="s"):
         return dict(id=uid, system=system, decoder_s=t, audio_s=audio_s, domain="d", lang="en", task=f"{regime}/en",
@@ -237,17 +237,23 @@ def test_end_to_end_per_regime_against_stock():
             row("d1", "tokenmap-e2e", 2.0, "structured", 30.0), row("d1", "stock-e2e", 2.5, "structured", 30.0)]
     rows += [row("c1", s, t, "scripted", 25.0, "calls") for s, t in
              (("greedy", 1.0), ("fw-e2e", 2.0), ("tokenmap-e2e", 1.6), ("tokenmap-recall-e2e", 1.2),
-              ("stock-e2e", 2.4))]
+              ("stock-e2e", 2.4), ("stock-untuned-e2e", 4.0))]
+    rows += [dict(row("c1", "tokenmap-short-e2e", 0.8, "scripted", 25.0, "calls"), short_windows=1, guarded=1)]
+    for r in rows:
+        r["bucket"] = "10-30 s" if r["audio_s"] >= 10 else "2-5 s"
     agg = A.aggregate(rows)
     json.dumps(agg)  # results.json holds it: keys must be strings
     text = regime_e2e_text(agg)
     lines = {tuple(c.strip() for c in line.split("|")[1:4]): line for line in text.splitlines()[2:]}
-    dense = lines["structured", "s", "`tokenmap-e2e`"]
-    assert "| 30.0 |" in dense and dense.endswith("| 1.50 | 1.25 |")
-    assert lines["scripted", "s", "`tokenmap-e2e`"].endswith("| 0.80 | 0.64 |")
-    assert lines["scripted", "calls", "`tokenmap-e2e`"].endswith("| 1.25 | 1.50 |")
-    assert lines["scripted", "calls", "`tokenmap-recall-e2e`"].endswith("| 1.67 | 2.00 |")
+    dense = lines["structured", "s", "`tokenmap-e2e`"]  # S vs tuned stock, vs untuned stock, vs fw-e2e
+    assert "| 30.0 |" in dense and dense.endswith("| 1.25 | – | 1.50 |")
+    assert lines["scripted", "s", "`tokenmap-e2e`"].endswith("| 0.64 | – | 0.80 |")
+    assert lines["scripted", "calls", "`tokenmap-e2e`"].endswith("| 1.50 | 2.50 | 1.25 |")
+    assert lines["scripted", "calls", "`tokenmap-recall-e2e`"].endswith("| 2.00 | 3.33 | 1.67 |")
     assert ("structured", "s", "`tokenmap-recall-e2e`") not in lines
+    buckets = {tuple(c.strip() for c in line.split("|")[1:3]): line for line in
+               bucket_e2e_text(agg).splitlines()[2:]}
+    assert buckets["bucket 10-30 s", "`tokenmap-short-e2e`"].endswith("| 3.00 | 5.00 | 0.0 | 1 of 1 |")
 
 
 def test_the_open_regime_can_have_its_own_repetitions():

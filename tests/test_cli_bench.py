@@ -77,7 +77,8 @@ def test_bench_two_utterances(tmp_path, data_dir):
         str(tmp_path / "teacher.jsonl")]
     assert data["options"]["threads"] == 2 and data["machine"]["cores"] >= 1
     agg = data["aggregates"]["systems"]
-    assert agg["greedy"]["S"] == 1.0 and agg["oracle"]["A_r"] == 1.0
+    assert agg["greedy"]["wer"] < 0.3 and agg["oracle"]["A_r"] == 1.0  # the prompts are heard, the oracle kept
+    assert 0.2 < agg["tokenmap"]["S"] < 5 and agg["tokenmap"]["n"] == len(names)
     assert agg["tokenmap"]["drafted"] >= agg["tokenmap"]["accepted"] >= 0
     assert (out / "maps" / "telephony-en.tmap").is_file()
     assert (run / "report.md").read_text().count("| greedy |") == 1

@@ -137,17 +137,18 @@ def test_teacher_texts_cuts_segments_and_drops_shared_sentences():
 
 
 def test_bench_refuses_teacher_of_measured_audio(tmp_path):
-    from tokenmap_bench.data import BenchDataError, check_teacher_disjoint
+    from tokenmap_bench.data import BenchDataError, check_disjoint
 
     class U:
         id = "synthetic/incar/en/x/001"
+        recordings = ()
 
     teacher = tmp_path / "t.jsonl"
     teacher.write_text(json.dumps({"id": "synthetic/incar/en/x/002", "text": "a"}) + "\n")
-    check_teacher_disjoint([U()], [teacher])
+    check_disjoint([U()], teacher=[teacher])
     teacher.write_text(json.dumps({"id": U.id, "text": "a"}) + "\n")
-    with pytest.raises(BenchDataError, match="1 utterances this run decodes"):
-        check_teacher_disjoint([U()], [teacher])
+    with pytest.raises(BenchDataError, match="1 utterances this run measures"):
+        check_disjoint([U()], teacher=[teacher])
 
 
 def test_plain_map_learns_the_models_wording(tmp_path, tok):

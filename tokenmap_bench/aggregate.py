@@ -2,8 +2,10 @@
 
 Baselines: decoder systems against ``greedy`` on the fork (``distil-spec``
 against greedy without timestamps, its own mode); end-to-end systems against
-``fw-e2e`` (faster-whisper on the fork) and also against ``stock-e2e``
-(stock faster-whisper on stock CTranslate2: the user's real alternative).
+``fw-e2e`` (faster-whisper on the fork), against ``stock-e2e`` (stock
+faster-whisper on stock CTranslate2 with the runtime settings tokenmap gives
+itself: the anchor, ``S_vs_stock``) and against ``stock-untuned-e2e`` (the same
+as users run it, ``S_vs_untuned``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from tokenmap_bench.data import MAP_MODES
 
 DECODER_BASELINE = "greedy"
 E2E_BASELINE = "fw-e2e"
-GROUPS = ("task", "domain", "lang", "voice", "set", "regime")
+GROUPS = ("task", "domain", "lang", "voice", "set", "regime", "bucket")
 #: a task whose plain greedy WER is above this measures the voice (TTS the model cannot hear), not drafting
 VOICE_BOUND_WER = 0.5
 
@@ -40,17 +42,18 @@ def summarize_systems(rows: list[dict]) -> dict:
     out = {}
     for name, group in by_system.items():
         out[name] = M.summarize(group, _times(rows, baseline_of(name, names)))
-        if name.endswith("-e2e") and "stock-e2e" in names:
-            stock = _times(rows, "stock-e2e")
-            both = [r for r in group if r["id"] in stock]
-            out[name]["S_vs_stock"] = M.speedup(sum(stock[r["id"]] for r in both),
-                                                sum(r["decoder_s"] for r in both))
-        if name == "tokenmap" and "stock" in names:
-            stock = _times(rows, "stock")
-            both = [r for r in group if r["id"] in stock]
-            out[name]["S_vs_stock"] = M.speedup(sum(stock[r["id"]] for r in both),
-                                                sum(r["decoder_s"] for r in both))
+        anchors = {"S_vs_stock": "stock-e2e", "S_vs_untuned": "stock-untuned-e2e"} if name.endswith("-e2e") \
+            else {"S_vs_stock": "stock"} if name == "tokenmap" else {}
+        for key, anchor in anchors.items():
+            if anchor in names:
+                out[name][key] = _speedup_against(group, _times(rows, anchor))
     return out
+
+
+def _speedup_against(group: list[dict], anchor: dict) -> float:
+    """The anchor's summed time over the group's, on the utterances both ran."""
+    both = [r for r in group if r["id"] in anchor]
+    return M.speedup(sum(anchor[r["id"]] for r in both), sum(r["decoder_s"] for r in both))
 
 
 def by_group(rows: list[dict], field: str) -> dict:

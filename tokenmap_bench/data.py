@@ -2,9 +2,10 @@
 
 A manifest is JSON lines, one utterance each::
 
-    {"id", "audio", "text", "domain", "lang", "voice", "source", "set", "duration"}
+    {"id", "audio", "text", "domain", "lang", "voice", "source", "set", "duration", "recordings"}
 
-with ``audio`` relative to the manifest's folder. Maps are built from
+with ``audio`` relative to the manifest's folder; ``recordings`` (real speech only) names
+the studio recordings the file plays (``en_US_f_Allison/agent-pass``), whatever the codec. Maps are built from
 ``corpora/<domain>/<lang>/train.txt`` into a cache folder and rebuilt only when
 the corpus, the model or the build options change (a ``.json`` stamp beside
 each map records them).
@@ -58,6 +59,7 @@ class Recording:
     source: str = ""
     set: str = ""
     duration: float = 0.0
+    recordings: tuple = ()
 
     @property
     def task(self) -> str:
@@ -67,6 +69,19 @@ class Recording:
     @property
     def regime(self) -> str:
         return regime_of(self.domain)
+
+
+def recording_key(path: str) -> str:
+    """Which studio recording an audio file is, whatever its codec: ``<voice folder>/<name>``.
+
+    Asterisk builds every codec package of a voice from one take, so ``x.g722`` and
+    ``x.wav`` are the same recording (the bench's leak guard compares these keys).
+
+    >>> recording_key("/usr/share/asterisk/sounds/en_US_f_Allison/agent-pass.g722")
+    'en_US_f_Allison/agent-pass'
+    """
+    path = Path(path)
+    return f"{path.parent.name}/{path.stem}"
 
 
 def load_manifest(path: str | os.PathLike, limit: int | None = None) -> list[Recording]:
@@ -83,6 +98,7 @@ def load_manifest(path: str | os.PathLike, limit: int | None = None) -> list[Rec
             rec = json.loads(line)
             rec = {k: v for k, v in rec.items() if k in fields}
             rec["audio"] = str((path.parent / rec["audio"]).resolve())
+            rec["recordings"] = tuple(rec.get("recordings") or ())
             utt = Recording(**rec)
         except (ValueError, KeyError, TypeError) as exc:
             raise BenchDataError(f"{path}:{number}: bad manifest line ({exc})") from exc
@@ -96,18 +112,78 @@ def load_manifest(path: str | os.PathLike, limit: int | None = None) -> list[Rec
     return out
 
 
-def check_teacher_disjoint(utterances, teacher) -> None:
-    """Raise :class:`BenchDataError` when a teacher transcript (a JSON-lines ``id``) is of audio
-    this run decodes: the balanced set would have learnt the very output it is measured on."""
+#: the Asterisk voice folder of each language (a teacher line's ``prompt`` and ``lang`` name a recording)
+ASTERISK_VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
+#: mel-fingerprint cosine at or above which a recall index is taken to hold a measured recording (the same
+#: take through the 8 kHz codec: 0.95-0.997; two different prompts of one voice: at most 0.8)
+SAME_AUDIO_COSINE = 0.93
+
+
+def check_disjoint(utterances, learn: str = "", teacher=(), recall: str = "") -> None:
+    """Raise :class:`BenchDataError` when what a system learns from holds audio this run measures.
+
+    ``learn`` and ``teacher`` (JSON lines) are checked by utterance ``id`` and by the
+    recordings their lines name (``recording``, or ``prompt`` with ``lang``), the same
+    studio take in any codec; ``recall`` (an index) by the recordings its header lists
+    and by audio content: the mel fingerprint of each measured file's start against
+    the index's (:data:`SAME_AUDIO_COSINE`).
+    """
+    for option, path in [("--learn", learn)] + [("--teacher", t) for t in teacher]:
+        if path and str(path).endswith(".jsonl"):
+            _check_lines(option, Path(path), utterances)
+    if recall:
+        _check_index(Path(recall), utterances)
+
+
+def _line_recordings(line: dict) -> set:
+    keys = {line["recording"]} if line.get("recording") else set()
+    if line.get("prompt") and line.get("lang") in ASTERISK_VOICES:
+        keys.add(f"{ASTERISK_VOICES[line['lang']]}/{line['prompt']}")
+    return keys
+
+
+def _refuse(path: Path, option: str, what: str, count: int, example: str) -> BenchDataError:
+    return BenchDataError(f"{path} ({option}) holds {what} of {count} utterances this run measures (e.g. {example}): "
+                          "learn from other recordings (the train split), or label the figure as such")
+
+
+def _check_lines(option: str, path: Path, utterances) -> None:
     ids = {u.id for u in utterances}
-    for path in teacher:
-        if not str(path).endswith(".jsonl"):
-            continue
-        with open(path, encoding="utf-8") as fh:
-            seen = {json.loads(line).get("id") for line in fh if line.strip()} & ids
-        if seen:
-            raise BenchDataError(f"{path}: teacher transcripts of {len(seen)} utterances this run decodes "
-                                 f"(e.g. {sorted(seen)[0]}); make them from other audio (bench-data/dev.jsonl)")
+    keys = {k: u.id for u in utterances for k in u.recordings}
+    seen_ids, seen_keys = set(), set()
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                obj = json.loads(line)
+                seen_ids.add(obj.get("id"))
+                seen_keys |= _line_recordings(obj)
+    hits = (seen_ids & ids) | {keys[k] for k in seen_keys & set(keys)}
+    if hits:
+        raise _refuse(path, option, "transcripts of the recordings", len(hits), sorted(hits)[0])
+
+
+def _check_index(path: Path, utterances) -> None:
+    from tokenmap.recall import RecallIndex
+
+    index = RecallIndex.load(path)
+    keys = {k: u.id for u in utterances for k in u.recordings}
+    hits = {keys[k] for k in set(index.header.get("recordings") or ()) & set(keys)}
+    if hits:
+        raise _refuse(path, "--recall", "the recordings", len(hits), sorted(hits)[0])
+    same = [u.id for u in utterances if nearest_recorded(index, u) >= SAME_AUDIO_COSINE]
+    if same:
+        raise _refuse(path, "--recall", "audio that sounds like the start", len(same), same[0])
+
+
+def nearest_recorded(index, utt: Recording) -> float:
+    """The highest mel-fingerprint cosine between the start of ``utt``'s audio and a segment of ``index``."""
+    import numpy as np
+
+    from tokenmap.recall import mel_candidates
+    from tokenmap_bench.harness import features
+
+    mel = np.asarray(features(utt)[0])[0]
+    return index.nearest_mel(mel_candidates(mel, 0))[0]
 
 
 def corpus_path(corpora: Path, domain: str, lang: str) -> Path:

@@ -18,7 +18,13 @@ decoding, features, every window, VAD off, language given, greedy):
 ``fw-e2e`` faster-whisper on the fork, ``tokenmap-e2e`` :class:`tokenmap.WhisperModel`
 with the task's map (session cache off, so repetitions stay independent),
 ``tokenmap-recall-e2e`` the same model with the learned map and the recall index
-(scripted tasks with both), ``stock-e2e`` stock faster-whisper on stock CTranslate2.
+(scripted tasks with both), ``tokenmap-exact-e2e`` the task's map on the exact
+configuration (a float32 decoder), ``tokenmap-short-e2e`` and ``tokenmap-short-nomap-e2e``
+the default configuration with ``audio_context="auto"`` (short windows encoded as their audio
+plus a margin, guarded; :mod:`tokenmap.context`) with the task's map and without one,
+``stock-e2e`` stock faster-whisper on stock
+CTranslate2 with the runtime settings tokenmap gives itself (the anchor of every
+end-to-end figure) and ``stock-untuned-e2e`` the same without them, as users run it.
 """
 
 from __future__ import annotations
@@ -67,8 +73,11 @@ class BenchOptions:
     heavy_per_group: int = 0  # distil-spec, e2e, stock only on the first N of each set/domain/lang (0 = all)
     map_modes: tuple = ("per-task",)  # "multi" / "balanced" add systems tokenmap-multi / tokenmap-balanced
     teacher: tuple = ()  # teacher transcript files of map mode "taught" (tokenmap.balance.teacher)
-    learn: str = ""  # the model's transcripts of other recordings of the scripted prompts (tokenmap-learned)
-    recall: str = ""  # a recall index of those recordings (`tokenmap recall`): system tokenmap-recall
+    learn: str = ""  # the model's transcripts of other prompts' recordings (tokenmap-learned)
+    recall: str = ""  # a recall index of other prompts' recordings (`tokenmap recall`): system tokenmap-recall
+    # a recall index of the whole prompt inventory, the measured prompts' own studio takes through another codec
+    # included (system tokenmap-recall-inventory; exempt from the leak guard and reported under that label)
+    recall_inventory: str = ""
 
     def __post_init__(self) -> None:
         unknown = set(self.systems) - set(ALL_SYSTEMS)
@@ -100,9 +109,12 @@ class RunState:
     tokenizer: object = None
     fw: object = None
     tm: object = None
-    stock: object = None  # StockServer, or None
+    tm_exact: object = None
+    stock: object = None  # StockServer with tokenmap's runtime settings, or None
+    stock_untuned: object = None  # StockServer with faster-whisper's defaults, or None
     stock_skipped: str | None = None
     recall: object = None  # the RecallIndex of options.recall, or None
+    recall_inventory: object = None  # the RecallIndex of options.recall_inventory, or None
     failed: dict = field(default_factory=dict)  # utterance id -> {system: error}: left out of the rows
 
     def token_map(self, domain: str, lang: str):
@@ -135,6 +147,8 @@ def load_state(options: BenchOptions, maps: BenchMaps) -> RunState:
     state = RunState(eng, maps, tokenizer=Tokenizer.from_file(str(model_dir / "tokenizer.json")))
     if options.recall and maps.learned:
         state.recall = load_recall(options.recall, state.tokenizer, model_dir)
+    if options.recall_inventory and maps.learned:
+        state.recall_inventory = load_recall(options.recall_inventory, state.tokenizer, model_dir)
     if "e2e" in options.systems:
         import faster_whisper
 
@@ -142,16 +156,22 @@ def load_state(options: BenchOptions, maps: BenchMaps) -> RunState:
         state.fw = faster_whisper.WhisperModel(str(model_dir), **kw)
         # no cost_model: the model drafts on the curve of its own decoder precision, as users get it
         state.tm = WhisperModel(str(model_dir), token_map=None, session_cache=False, **kw)
+        state.tm_exact = WhisperModel(str(model_dir), token_map=None, session_cache=False, exact=True, **kw)
     if "stock" in options.systems:
         state.stock, state.stock_skipped = start_server(options, str(model_dir))
+        if "e2e" in options.systems and state.stock is not None:
+            state.stock_untuned, _ = start_server(options, str(model_dir), tuned=False)
     return state
 
 
 def stock_runner(state: RunState, system: str):
-    """``stock`` / ``stock-e2e`` on the utterance the stock process last prepared;
+    """``stock`` / ``stock-e2e`` / ``stock-untuned-e2e`` on the utterance the stock process last prepared;
     ``Output.stats["timed_s"]`` is the time measured inside that process."""
+    server = state.stock_untuned if system.startswith("stock-untuned") else state.stock
+    op = system.replace("-untuned", "")
+
     def run() -> sysm.Output:
-        answer = state.stock.run(system)
+        answer = server.run(op)
         if system == "stock":
             return sysm.Output(answer["token_ids"], {"timed_s": answer["seconds"]})
         return sysm.Output([], {"text": answer["text"], "timed_s": answer["seconds"]})
@@ -175,15 +195,23 @@ def features(utt: Recording):
     return ctranslate2.StorageView.from_array(np.ascontiguousarray(mel, dtype=np.float32)), len(audio) / SR
 
 
-def e2e_runner(model, utt: Recording, timestamps: bool, state: RunState, token_map=None, recall=None):
-    """``transcribe()`` of the whole file by ``model``; tokenmap's model with ``token_map`` and ``recall``."""
+def e2e_runner(model, utt: Recording, timestamps: bool, state: RunState, token_map=None, recall=None,
+               audio_context: str | None = None):
+    """``transcribe()`` of the whole file by ``model``; tokenmap's model with ``token_map``, ``recall`` and
+    ``audio_context`` (its short-context counters go into the output's stats)."""
+    ours = model is state.tm or model is state.tm_exact
+    extra = {"audio_context": audio_context or "full"} if ours else {}
+
     def run() -> sysm.Output:
-        if model is state.tm:
+        if ours:
             model.token_map, model.recall = token_map, recall
         segments, _ = model.transcribe(utt.audio, language=utt.lang, beam_size=1, vad_filter=False,
-                                       without_timestamps=not timestamps, temperature=0.0)
+                                       without_timestamps=not timestamps, temperature=0.0, **extra)
         text = " ".join(s.text.strip() for s in segments)
-        return sysm.Output([], {"text": text})
+        stats = {"text": text}
+        if ours:
+            stats.update({k: v for k, v in model.last_stats().items() if k in ("short_windows", "guarded")})
+        return sysm.Output([], stats)
     return run
 
 
@@ -225,6 +253,9 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
             runners["tokenmap-learned"] = spec(state._load(learned), f"learned {task}")
             if state.recall is not None:
                 runners["tokenmap-recall"] = spec(state._load(learned), f"recall {task}", recall=state.recall)
+            if state.recall_inventory is not None:
+                runners["tokenmap-recall-inventory"] = spec(state._load(learned), f"recall-inventory {task}",
+                                                            recall=state.recall_inventory)
         if utt.domain in MISMATCH_FOR:
             runners["tokenmap-mismatch"] = spec(state.token_map(MISMATCH_DOMAIN, utt.lang), f"mismatch {task}")
     if "oracle" in chosen:
@@ -238,6 +269,12 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
         runners["fw-e2e"] = e2e_runner(state.fw, utt, options.timestamps, state)
         runners["tokenmap-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
                                              state.token_map(utt.domain, utt.lang))
+        runners["tokenmap-exact-e2e"] = e2e_runner(state.tm_exact, utt, options.timestamps, state,
+                                                   state.token_map(utt.domain, utt.lang))
+        runners["tokenmap-short-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
+                                                   state.token_map(utt.domain, utt.lang), audio_context="auto")
+        runners["tokenmap-short-nomap-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
+                                                         audio_context="auto")
         if learned and state.recall is not None:  # what a user of a scripted domain runs: learned map + recall
             runners["tokenmap-recall-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
                                                         state._load(learned), state.recall)
@@ -245,6 +282,8 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
         runners["stock"] = stock_runner(state, "stock")
         if "e2e" in chosen:
             runners["stock-e2e"] = stock_runner(state, "stock-e2e")
+            if state.stock_untuned is not None:
+                runners["stock-untuned-e2e"] = stock_runner(state, "stock-untuned-e2e")
     return runners
 
 
@@ -266,10 +305,12 @@ def run_utterance(state: RunState, utt: Recording, options: BenchOptions, index:
     runners = build_runners(state, utt, mel, enc, greedy_tokens, options, heavy)
     if "stock" in runners:
         try:
-            state.stock.prepare(utt, state.eng.prompt(utt.lang, options.timestamps))
-        except RuntimeError as exc:  # the stock process died: go on without it
+            for server in (state.stock, state.stock_untuned):
+                if server is not None:
+                    server.prepare(utt, state.eng.prompt(utt.lang, options.timestamps))
+        except RuntimeError as exc:  # a stock process died: go on without them
             log.warning("%s; stock skipped from here on", exc)
-            state.stock, state.stock_skipped = None, str(exc)
+            state.stock, state.stock_untuned, state.stock_skipped = None, None, str(exc)
             runners = {k: v for k, v in runners.items() if not k.startswith("stock")}
     names = list(runners)
     times: dict = {n: [] for n in names}
@@ -298,11 +339,12 @@ def _row(utt, name, times, out: sysm.Output, audio_s, encode_s, state: RunState,
     stats = out.stats
     row = {"id": utt.id, "system": name, "kind": "e2e" if e2e else "decoder", "domain": utt.domain,
            "lang": utt.lang, "voice": utt.voice, "set": utt.set, "task": utt.task, "regime": utt.regime,
-           "audio_s": audio_s,
+           "audio_s": audio_s, "bucket": duration_bucket(utt.duration or audio_s),
            "decoder_s": statistics.median(times), "times": [round(t, 6) for t in times],
            "encode_s": encode_s, "ref": utt.text}
     if e2e:
         row["text"] = stats.get("text", "")
+        row.update({k: stats[k] for k in ("short_windows", "guarded") if k in stats})
         return row
     row.update(text=state.text(out.tokens), tokens=len(out.tokens), identical=list(out.tokens) == list(reference),
                token_ids=list(out.tokens))
@@ -312,6 +354,19 @@ def _row(utt, name, times, out: sysm.Output, audio_s, encode_s, state: RunState,
     if out.drafts_log:
         row["drafts_log"] = out.drafts_log
     return row
+
+
+#: upper bounds (s) of the duration buckets of the end-to-end tables
+BUCKETS = ((2.0, "< 2 s"), (5.0, "2-5 s"), (10.0, "5-10 s"), (30.0, "10-30 s"))
+
+
+def duration_bucket(seconds: float) -> str:
+    """The duration bucket of a file of ``seconds``.
+
+    >>> duration_bucket(1.2), duration_bucket(7.0), duration_bucket(45.0)
+    ('< 2 s', '5-10 s', '> 30 s')
+    """
+    return next((name for limit, name in BUCKETS if seconds < limit), "> 30 s")
 
 
 def peak_rss_mb() -> float:
@@ -349,6 +404,8 @@ def run_benchmark(utterances: list[Recording], options: BenchOptions, maps: Benc
         info = state.stock.close()
         result["peak_rss_mb"]["stock"] = info.get("peak_rss_mb")
         result["stock_versions"] = info.get("versions", {})
+    if state.stock_untuned is not None:
+        result["peak_rss_mb"]["stock-untuned"] = state.stock_untuned.close().get("peak_rss_mb")
     if state.stock_skipped:
         result["stock_skipped"] = state.stock_skipped
     result["failed_runs"] = state.failed

@@ -213,6 +213,8 @@ def summarize(rows: Sequence[Mapping], baseline: Mapping[str, float] | None = No
     out["identity"] = sum(ident) / len(ident) if ident else math.nan
     pairs = [(r["ref"], r["text"]) for r in rows if r.get("ref")]
     out["wer"] = wer(pairs) if pairs else math.nan
+    out["short_windows"] = sum(r.get("short_windows", 0) for r in rows)
+    out["guarded"] = sum(r.get("guarded", 0) for r in rows)
     return out
 
 

@@ -32,9 +32,11 @@ PAPER_TABLE_I = [
     ("paper: small + token map", "CI-AVSR", 1.09, 51.1, 1.83),
     ("paper: small + token map", "Internal", 1.35, 97.1, 3.96),
 ]
-DECODER_ORDER = ("greedy", "tokenmap", "tokenmap-learned", "tokenmap-recall", "tokenmap-mismatch", "oracle",
+DECODER_ORDER = ("greedy", "tokenmap", "tokenmap-learned", "tokenmap-recall", "tokenmap-recall-inventory",
+                 "tokenmap-mismatch", "oracle",
                  "greedy-nots", "distil-spec", "stock")
-E2E_ORDER = ("fw-e2e", "tokenmap-e2e", "tokenmap-recall-e2e", "stock-e2e")
+E2E_ORDER = ("fw-e2e", "tokenmap-e2e", "tokenmap-exact-e2e", "tokenmap-short-e2e", "tokenmap-short-nomap-e2e",
+             "tokenmap-recall-e2e", "stock-e2e", "stock-untuned-e2e")
 
 
 def fmt(x, digits: int = 2) -> str:
@@ -65,10 +67,11 @@ def system_table(systems: dict) -> str:
 
 
 def e2e_table(systems: dict) -> str:
-    rows = [[s, v["n"], fmt(v["decoder_s"], 2), fmt(v["rtf"], 3), fmt(v.get("S")), fmt(v.get("S_vs_stock")),
-             pct(v["wer"])] for s, v in ((s, systems[s]) for s in E2E_ORDER if s in systems)]
-    return table(["system", "utts", "transcribe s (sum of medians)", "RTF", "S vs fw-e2e", "S vs stock-e2e",
-                  "WER %"], rows)
+    rows = [[s, v["n"], fmt(v["decoder_s"], 2), fmt(v["rtf"], 3), fmt(v.get("S_vs_stock")),
+             fmt(v.get("S_vs_untuned")), fmt(v.get("S")), pct(v["wer"])]
+            for s, v in ((s, systems[s]) for s in E2E_ORDER if s in systems)]
+    return table(["system", "utts", "transcribe s (sum of medians)", "RTF", "S vs tuned stock",
+                  "S vs untuned stock", "S vs fw-e2e", "WER %"], rows)
 
 
 def group_table(groups: dict, name: str) -> str:
@@ -200,11 +203,30 @@ def regime_e2e_text(agg: dict) -> str:
             s = systems.get(name)
             if s:
                 rows.append([regime, set_, f"`{name}`", str(s["n"]), fmt(s["audio_s"] / s["n"], 1),
-                             fmt(s["decoder_s"], 2), fmt(s.get("S")), fmt(s.get("S_vs_stock"))])
+                             fmt(s["decoder_s"], 2), fmt(s.get("S_vs_stock")), fmt(s.get("S_vs_untuned")),
+                             fmt(s.get("S"))])
     if not rows:
         return "no end-to-end rows"
     return table(["regime", "set", "system", "utts", "audio s per utterance", "transcribe s (sum of medians)",
-                  "S vs fw-e2e", "S vs stock-e2e"], rows)
+                  "S vs tuned stock", "S vs untuned stock", "S vs fw-e2e"], rows)
+
+
+def bucket_e2e_text(agg: dict) -> str:
+    """End to end per duration bucket and language: speed against tuned stock, WER, and how often the
+    short-context guard sent a window back to 30 s."""
+    rows = []
+    for field in ("bucket", "lang"):
+        for key, systems in (agg.get("groups") or {}).get(field, {}).items():
+            for name in E2E_ORDER[1:]:
+                s = systems.get(name)
+                if s:
+                    guard = f"{s['guarded']} of {s['short_windows']}" if s.get("short_windows") else "–"
+                    rows.append([f"{field} {key}", f"`{name}`", str(s["n"]), fmt(s.get("S_vs_stock")),
+                                 fmt(s.get("S_vs_untuned")), pct(s["wer"]), guard])
+    if not rows:
+        return "no end-to-end rows"
+    return table(["group", "system", "files", "S vs tuned stock", "S vs untuned stock", "WER %",
+                  "guard: windows sent back to 30 s"], rows)
 
 
 def header_text(result: dict) -> str:
@@ -226,6 +248,7 @@ def markdown(result: dict) -> str:
              "### Decoder, per system", system_table(agg["systems"]),
              "### End to end (transcribe)", e2e_table(agg["systems"]),
              "### End to end, per regime", regime_e2e_text(agg),
+             "### End to end, per duration and language", bucket_e2e_text(agg),
              "### Per domain × language", group_table(agg["groups"]["task"], "task"),
              "### Per voice", group_table(agg["groups"]["voice"], "voice"),
              "### Per set", group_table(agg["groups"]["set"], "set"),
@@ -243,6 +266,7 @@ def markdown(result: dict) -> str:
 DEFINITIONS = """- S = Σ T_greedy / Σ T_system over the group's utterances (token-map paper eq. 3), T = median of the \
 repetitions of the decoder call on one 30 s window (encoder excluded; distil-spec includes its draft encoder and is \
 compared with greedy without timestamps). `S vs stock` divides stock's time by ours (> 1: we are faster).
+- Stock is faster-whisper 1.2.1 on stock CTranslate2 4.8.5 in its own process. *Tuned stock* (`stock`, `stock-e2e`) runs with the OpenMP thread wait and glibc malloc settings tokenmap applies to itself (`OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT=100000 MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=536870912 MALLOC_TOP_PAD_=67108864`): the anchor of every end-to-end figure. *Untuned stock* (`stock-untuned-e2e`) runs with faster-whisper's defaults, as users run it today. Both decode greedily at temperature 0 (no fallback).
 - A_r = accepted / drafted draft tokens (eq. 4); A_l = accepted tokens per verified draft (eq. 5).
 - oracle fraction = (T_greedy − T_map) / (T_greedy − T_oracle): the share of a perfect drafter's saving the map gets.
 - identical = token-identical to greedy `generate` on the fork (int8 batched logits can flip near-ties).

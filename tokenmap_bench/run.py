@@ -21,7 +21,7 @@ from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap_bench import metrics as M
 from tokenmap_bench.aggregate import aggregate
-from tokenmap_bench.data import (BenchMaps, check_teacher_disjoint, ensure_learned_maps, ensure_maps,
+from tokenmap_bench.data import (BenchMaps, check_disjoint, ensure_learned_maps, ensure_maps,
                                  ensure_shared_map, load_manifest, machine_info)
 from tokenmap_bench.harness import BenchOptions, run_benchmark
 from tokenmap_bench.metrics import spearman
@@ -52,7 +52,7 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
     t0 = time.perf_counter()
     utterances = load_manifest(manifest, limit)
     corpora = corpora or ROOT / "corpora"
-    check_teacher_disjoint(utterances, options.teacher)
+    check_disjoint(utterances, learn=options.learn, teacher=options.teacher, recall=options.recall)
     if progress:
         progress("maps", None)
     maps = bench_maps(utterances, options, corpora, out_root / "maps")

@@ -2,9 +2,15 @@
 
 The stock environment (``.venv-stock``: faster-whisper 1.2.1 on stock
 CTranslate2 4.8.5) is created by ``make bench-stock``. When it is missing
-the ``stock`` system is skipped with a warning naming that command. The
-runner is a long-lived process (``--serve``) so that ``stock`` is timed in
+the ``stock`` systems are skipped with a warning naming that command. The
+runner is a long-lived process (``--serve``) so that stock is timed in
 the same interleaved rotation as the other systems.
+
+Two runners: ``stock`` gets the runtime settings tokenmap applies to itself
+(:func:`tuned_environment`: the OpenMP thread wait policy and the glibc
+malloc policy, as environment variables), so that every end-to-end figure
+measures drafting and not those settings; ``stock-untuned`` gets neither
+(:func:`untuned_environment`), as users run faster-whisper today.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tokenmap.threads import without_policy
+from tokenmap import memory, threads
 from tokenmap.decode.reference import GREEDY_KW
 
 log = logging.getLogger("tokenmap")
@@ -23,6 +29,31 @@ log = logging.getLogger("tokenmap")
 RUNNER = Path(__file__).with_name("stock_runner.py")
 STOCK_HINT = ("no stock environment at {path}: run `make bench-stock` (python3 -m venv .venv-stock && "
               ".venv-stock/bin/pip install faster-whisper==1.2.1 ctranslate2==4.8.5)")
+
+
+def tuned_environment(environ: dict | None = None) -> dict:
+    """``environ`` (default: this process's) with tokenmap's thread wait and malloc policies as variables.
+
+    >>> env = tuned_environment({})
+    >>> env["OMP_WAIT_POLICY"], env["MALLOC_ARENA_MAX"]
+    ('ACTIVE', '1')
+    """
+    env = threads.without_policy(environ)
+    env.update(threads.POLICY)
+    env.update(memory.ENVIRONMENT)
+    return env
+
+
+def untuned_environment(environ: dict | None = None) -> dict:
+    """``environ`` without the variables tokenmap's policies would set: faster-whisper's defaults.
+
+    >>> untuned_environment({"OMP_WAIT_POLICY": "ACTIVE", "MALLOC_ARENA_MAX": "1", "HOME": "/root"})
+    {'HOME': '/root'}
+    """
+    env = dict(threads.without_policy(environ, state="applied"))
+    for name in memory.ENVIRONMENT:
+        env.pop(name, None)
+    return env
 
 
 def stock_python(path: str) -> Path | None:
@@ -36,15 +67,13 @@ class StockServer:
 
     Each run is timed inside the stock process (:meth:`run` returns those
     seconds); the main process waits meanwhile, so the 2 cores are not shared.
-    The runner gets the user's environment without the thread wait policy
-    tokenmap sets for itself (:mod:`tokenmap.threads`): stock faster-whisper
-    as users run it (``env`` replaces that environment).
+    ``env`` is the runner's environment (:func:`tuned_environment` or
+    :func:`untuned_environment`); glibc and libgomp read it at start.
     """
 
-    def __init__(self, exe: Path, options, model_dir: str, env: dict | None = None):
+    def __init__(self, exe: Path, options, model_dir: str, env: dict):
         self.proc = subprocess.Popen([str(exe), str(RUNNER), "--serve"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                     env=without_policy() if env is None else env)
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         self.call({"op": "load", "model_dir": model_dir, "compute_type": options.compute_type,
                    "threads": options.threads, "timestamps": options.timestamps, "generate_kw": GREEDY_KW})
 
@@ -78,14 +107,16 @@ class StockServer:
         return info
 
 
-def start_server(options, model_dir: str):
-    """A :class:`StockServer`, or ``(None, reason)`` when the stock environment is missing or fails."""
+def start_server(options, model_dir: str, tuned: bool = True):
+    """``(StockServer, None)``, or ``(None, reason)`` when the stock environment is missing or fails.
+
+    ``tuned``: the runner gets tokenmap's runtime settings (:func:`tuned_environment`)."""
     exe = stock_python(options.stock_python)
     if exe is None:
         log.warning(STOCK_HINT.format(path=options.stock_python))
         return None, STOCK_HINT.format(path=options.stock_python)
     try:
-        return StockServer(exe, options, model_dir), None
+        return StockServer(exe, options, model_dir, tuned_environment() if tuned else untuned_environment()), None
     except (OSError, RuntimeError, ValueError) as exc:
         log.warning("stock runner failed: %s", exc)
         return None, f"stock runner failed: {exc}"
