@@ -20,12 +20,13 @@ from .errors import fail
               help="CTranslate2 compute type, as given to `tokenmap transcribe`.")
 @click.option("--decoder-compute-type", type=click.Choice(["auto", "same", "float32", "int8"]), default="auto",
               show_default=True, help="As for `tokenmap transcribe`: the curve is measured for the decoder's "
-                                      "precision (auto: float32 when --compute-type is int8).")
+                                      "precision (auto: as --compute-type, float32 with --exact).")
+@click.option("--exact", is_flag=True, help="Calibrate the float32 decoder that `tokenmap transcribe --exact` uses.")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256), help="intra_threads.")
 @click.option("--max-tokens", default=32, show_default=True, type=click.IntRange(1, 64),
               help="Measure batches of 1..N tokens.")
 @click.option("--reps", default=5, show_default=True, type=click.IntRange(1, 100), help="Repetitions (median).")
-def calibrate(model, compute_type, decoder_compute_type, threads, max_tokens, reps):
+def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tokens, reps):
     """Time a verify pass of 1..N tokens on the real path (engine call, logits, rules); save the curve."""
     from tqdm import tqdm
 
@@ -38,7 +39,7 @@ def calibrate(model, compute_type, decoder_compute_type, threads, max_tokens, re
         model_dir = model_dir_for(model)
     except TokenizerError as exc:
         fail(exc)
-    compute_type = decoder_type(compute_type, decoder_compute_type)  # the curve is the decoder's
+    compute_type = decoder_type(compute_type, decoder_compute_type, exact)  # the curve is the decoder's
     click.echo(f"decoder compute type: {compute_type}")
     bar = tqdm(total=reps, unit=" round", file=sys.stderr, disable=not sys.stderr.isatty(), desc="calibrate")
     try:

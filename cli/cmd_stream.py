@@ -72,16 +72,18 @@ def summary_line(s: dict, interrupted: bool) -> str:
               help="Seconds of audio between updates.")
 @click.option("--realtime", is_flag=True, help="Play the file at wall-clock speed (default: as fast as possible).")
 @click.option("--beta", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
-              help="Verification bias toward the previous hypothesis (0 = exact greedy).")
+              help="Verification bias toward the previous hypothesis (0 = greedy; exactly greedy with --exact).")
 @click.option("--mask-k", type=click.IntRange(0, 50), default=0, show_default=True,
               help="Hide the last k tentative tokens on screen (display only).")
 @click.option("--jsonl", is_flag=True, help="One JSON object per update, then a summary object.")
 @click.option("--scratch", is_flag=True, help="Also decode every update from scratch to measure the speed-up.")
 @click.option("--compute-type", type=click.Choice(["int8", "float32", "int8_float32"]), default="int8",
               show_default=True)
+@click.option("--exact", is_flag=True, help="Decode an int8 model with a float32 copy: verification then equals "
+                                          "plain greedy decoding (slower).")
 @click.option("--threads", type=click.IntRange(1, 64), default=None, help="CPU threads [default: all, at most 8].")
 def stream(source, model, map_path, language, update, realtime, beta, mask_k, jsonl, scratch, compute_type,
-           threads):
+           exact, threads):
     """Live captions of SOURCE (an audio file, or 'mic' for the microphone).
 
     Every update re-decodes the growing buffer with the previous hypothesis as
@@ -92,7 +94,8 @@ def stream(source, model, map_path, language, update, realtime, beta, mask_k, js
     from tokenmap.audio import AudioError, load_audio
 
     try:  # the model first, as `transcribe` does: the same errors and exit codes for the same inputs
-        engine = StreamEngine.load(model, compute_type=compute_type, threads=threads, token_map=map_path)
+        engine = StreamEngine.load(model, compute_type=compute_type, threads=threads, token_map=map_path,
+                                   exact=exact)
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
         fail(exc, exit_code=2)
     try:

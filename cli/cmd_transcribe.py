@@ -32,6 +32,9 @@ def _summary(t) -> str:
             f"{s['verify_passes']} verify passes, decoder {s['decoder_seconds']:.2f} s, "
             f"{s['tokens_per_second']:.0f} tok/s"
         )
+    if s.get("short_windows"):
+        line += (f"; short audio context on {s['short_windows']} window(s), {s['guarded']} sent back to 30 s "
+                 "by the guard (may differ from the 30 s transcript by a word)")
     return line
 
 
@@ -78,11 +81,20 @@ def _emit(transcript, fmt: str, output_dir: Path | None, many: bool) -> None:
               show_default=True, help="Weight precision on the CPU.")
 @click.option("--decoder-compute-type", type=click.Choice(["auto", "same", "float32", "int8"]), default="auto",
               show_default=True,
-              help="Decoder precision. auto: float32 when --compute-type is int8 (the map then gives the plain "
-                   "transcript); same: int8 throughout (faster, a few transcripts differ).")
+              help="Decoder precision. auto: as --compute-type (int8 throughout, the fastest), or float32 with "
+                   "--exact; same, float32, int8: explicitly.")
+@click.option("--exact", is_flag=True,
+              help="Decode an int8 model with a float32 copy of it: the transcript with a map then equals plain "
+                   "greedy decoding of that configuration, at a slower decoder and twice the model memory. "
+                   "Without it, int8 drafting may change a word where the model's top two choices nearly tie.")
 @click.option("--encoder", type=click.Choice(["auto", "fork", "stock"]), default="auto", show_default=True,
               help="Encoder engine. auto: stock CTranslate2 in a worker process when `make stock-encoder` "
                    "installed it (faster, same output), else the fork in process.")
+@click.option("--audio-context", type=click.Choice(["full", "auto"]), default="full", show_default=True,
+              help="full: encode every window as 30 s, as Whisper does. auto: encode a short window as its "
+                   "audio plus a margin (several times faster on commands and prompts); a guard sends a window "
+                   "whose output looks broken (no end, repeats, timestamps past the audio, low confidence) back "
+                   "to 30 s. auto may change a transcript by a word: see docs/BENCHMARKS.md, 'Short audio'.")
 @click.option("--threads", type=click.IntRange(1, 64), default=None,
               help="CPU threads for CTranslate2 [default: all visible cores, at most 8].")
 @click.option("--beam-size", type=click.IntRange(1, 16), default=1, show_default=True,
@@ -92,8 +104,8 @@ def _emit(transcript, fmt: str, output_dir: Path | None, many: bool) -> None:
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="txt", show_default=True)
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write FILE-stem.FORMAT files here (as each finishes) instead of printing.")
-def transcribe(files, model, map_path, recall_path, language, task, compute_type, decoder_compute_type, encoder,
-               threads, beam_size, vad, word_timestamps, fmt, output_dir):
+def transcribe(files, model, map_path, recall_path, language, task, compute_type, decoder_compute_type, exact,
+               encoder, audio_context, threads, beam_size, vad, word_timestamps, fmt, output_dir):
     """Transcribe audio FILES (any format FFmpeg reads) with Whisper.
 
     \b
@@ -103,6 +115,7 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
       tokenmap transcribe --map maint.tmap report.wav
       tokenmap transcribe --map maint.tmap --map incar.tmap report.wav
       tokenmap transcribe --map ivr.tmap --recall prompts.trec call.wav
+      tokenmap transcribe --audio-context auto --map ivr.tmap -l en prompt.wav
 
     A summary line per file (audio duration, wall time, real-time factor, and
     the speculative statistics with --map) goes to stderr. A file that fails
@@ -114,7 +127,8 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
 
     try:
         whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=list(map_path) or None,
-                             decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall_path)
+                             decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall_path,
+                             exact=exact, audio_context=audio_context)
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
         fail(exc, exit_code=2)
     if output_dir is not None:

@@ -1,4 +1,5 @@
-"""An int8 encoder with a float32 decoder: map decoding gives that configuration's plain output."""
+"""Decoder precision: int8 throughout by default; ``exact`` decodes an int8 model with a float32 copy,
+and map decoding then gives that configuration's plain output."""
 
 import numpy as np
 import pytest
@@ -11,18 +12,19 @@ FILES = ["en-agent-pass.flac", "en-basic-pbx-ivr-main.flac", "en-conf-getpin.fla
          "en-tt-weasels.flac", "en-vm-record-prepend.flac", "es-conf-getpin.flac", "fr-conf-getpin.flac"]
 
 
-@pytest.mark.parametrize("compute_type, requested, expected", [
-    ("int8", "auto", "float32"), ("int8", None, "float32"), ("int8_float32", "auto", "float32"),
-    ("int16", "auto", "float32"), ("float32", "auto", "float32"), ("default", "auto", "default"),
-    ("int8", "same", "int8"), ("float32", "int8", "int8"),
+@pytest.mark.parametrize("compute_type, requested, exact, expected", [
+    ("int8", "auto", False, "int8"), ("int8", None, False, "int8"), ("int8", "auto", True, "float32"),
+    ("int8", None, True, "float32"), ("int8_float32", "auto", True, "float32"), ("int16", "auto", True, "float32"),
+    ("float32", "auto", True, "float32"), ("default", "auto", True, "default"),
+    ("int8", "same", True, "int8"), ("float32", "int8", False, "int8"),
 ])
-def test_decoder_compute_type(compute_type, requested, expected):
-    assert decoder_compute_type(compute_type, requested) == expected
+def test_decoder_compute_type(compute_type, requested, exact, expected):
+    assert decoder_compute_type(compute_type, requested, exact) == expected
 
 
 def test_describe_names_the_exact_and_the_fast_mode():
-    assert "float32 decoder" in describe("int8") and "plain transcript" in describe("int8")
-    assert "not identical" in describe("int8", "same") or "differ" in describe("int8", "same")
+    assert "float32 decoder" in describe("int8", exact=True) and "plain transcript" in describe("int8", exact=True)
+    assert "differ" in describe("int8") and "--exact" in describe("int8")
 
 
 def test_split_engine_routes_encode_and_decoder_calls():
@@ -93,7 +95,7 @@ def test_drafts_keep_the_split_configurations_greedy_output(split, base_model_di
 
 
 @pytest.mark.model
-def test_int8_model_decodes_with_a_float32_copy_by_default(base_model_dir, data_dir):
+def test_int8_model_decodes_at_int8_by_default_and_with_a_float32_copy_when_exact(base_model_dir, data_dir):
     from faster_whisper.audio import decode_audio
 
     from tokenmap import WhisperModel
@@ -102,14 +104,13 @@ def test_int8_model_decodes_with_a_float32_copy_by_default(base_model_dir, data_
     def decoder(engine):
         return engine.decoder if isinstance(engine, SplitEngine) else engine
 
-    exact = WhisperModel(str(base_model_dir), device="cpu", compute_type="int8", cpu_threads=2)
+    exact = WhisperModel(str(base_model_dir), device="cpu", compute_type="int8", cpu_threads=2, exact=True)
     assert exact.decoder_compute_type == "float32"
     assert decoder(exact.model._engine).compute_type == "float32"
-    fast = WhisperModel(str(base_model_dir), device="cpu", compute_type="int8", cpu_threads=2,
-                        decoder_compute_type="same", encoder="fork")
+    fast = WhisperModel(str(base_model_dir), device="cpu", compute_type="int8", cpu_threads=2, encoder="fork")
     assert fast.decoder_compute_type == "int8" and not isinstance(fast.model._engine, SplitEngine)
     assert fast.model._engine.compute_type.startswith("int8")
-    plain = load_model(str(base_model_dir), compute_type="int8", threads=2)  # no map: the same configuration
+    plain = load_model(str(base_model_dir), compute_type="int8", threads=2, exact=True)  # no map, same configuration
     assert decoder(plain.model).compute_type == "float32"
     audio = decode_audio(str(data_dir / "en-basic-pbx-ivr-main.flac"))
 
@@ -146,8 +147,8 @@ def test_calibrate_measures_the_decoders_precision(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("TOKENMAP_CALIBRATION_DIR")
     runner = CliRunner()
+    assert runner.invoke(cli, ["calibrate", "--max-tokens", "2", "--exact"]).exit_code == 0
     assert runner.invoke(cli, ["calibrate", "--max-tokens", "2"]).exit_code == 0
-    assert runner.invoke(cli, ["calibrate", "--max-tokens", "2", "--decoder-compute-type", "same"]).exit_code == 0
     assert seen == ["float32", "int8"]
     assert sorted(p.name.split("-")[1] for p in (tmp_path / "tokenmap" / "calibration").glob("*.json")) == \
         ["float32", "int8"]
@@ -166,8 +167,9 @@ def test_doctor_shows_the_encoder_and_decoder_choice_and_why(monkeypatch, tmp_pa
     monkeypatch.setenv("TOKENMAP_STOCK_CT2", str(tmp_path / "none"))
     info = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).stdout)
     assert info["encoder"].startswith("the fork's own encoder") and "make stock-encoder" in info["encoder"]
-    assert "float32 decoder" in info["decoder (--compute-type int8)"]
+    assert "int8 encoder and decoder" in info["decoder (--compute-type int8)"]
+    assert "float32 decoder" in info["decoder (--exact)"]
     (tmp_path / "none" / "ctranslate2").mkdir(parents=True)
     (tmp_path / "none" / "ctranslate2" / "__init__.py").write_text("")
     info = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).stdout)
-    assert info["encoder"].startswith("stock CTranslate2 in a worker process") and "faster" in info["encoder"]
+    assert info["encoder"].startswith("stock CTranslate2 in a worker process") and "1e-4" in info["encoder"]

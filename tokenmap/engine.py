@@ -222,7 +222,8 @@ def engine_info(model_dir=None) -> dict:
 def _precision_report() -> dict:
     """Which engine encodes and which precision decodes by default, and why (:mod:`tokenmap.precision`)."""
     _, reason = choose_encoder("auto")
-    return {"encoder": reason, "decoder (--compute-type int8)": describe("int8")}
+    return {"encoder": reason, "decoder (--compute-type int8)": describe("int8"),
+            "decoder (--exact)": describe("int8", exact=True)}
 
 
 def _thread_report() -> str:
@@ -276,14 +277,14 @@ class Engine:
 
 def open_engine(model: str | os.PathLike = "base", compute_type: str = "int8", threads: int | None = None,
                 decoder_compute_type: str | None = "auto", encoder: str = "auto", *, token_map=None,
-                fw_model=None, without_fork: str = "raise", **load_kwargs) -> Engine:
+                fw_model=None, without_fork: str = "raise", exact: bool = False, **load_kwargs) -> Engine:
     """Open ``model`` (anything :func:`tokenmap.models.resolve_model` accepts) for decoding on this machine.
 
     ``threads`` defaults to :func:`default_threads`.  Without the fork's
     decoder-step API, ``without_fork`` decides: ``"raise"`` :class:`EngineError`,
     ``"warn"`` (log why once, :func:`warn_drafting_off`) or ``"quiet"``; the last
-    two return an engine with ``drafting`` False.  With the fork, ``decoder_compute_type`` and ``encoder``
-    choose the precision of each half (:func:`tokenmap.precision.build_engine`).
+    two return an engine with ``drafting`` False.  With the fork, ``decoder_compute_type``, ``exact`` and
+    ``encoder`` choose the precision of each half (:func:`tokenmap.precision.build_engine`).
     ``token_map`` (a path, a loaded map, or a list of them) is loaded for the
     model's tokenizer before the engine is set up (:func:`load_token_maps`).
     ``fw_model`` is a faster-whisper model already loaded from the same
@@ -308,7 +309,7 @@ def open_engine(model: str | os.PathLike = "base", compute_type: str = "int8", t
     if not drafting:
         return Engine(model_dir, threads, fw_model.model, tokenizer, maps, False)
     decoder, encoder_engine = build_engine(fw_model, str(model_dir), compute_type, decoder_compute_type, encoder,
-                                           cpu_threads=threads, **load_kwargs)
+                                           cpu_threads=threads, exact=exact, **load_kwargs)
     return Engine(model_dir, threads, fw_model.model, tokenizer, maps, True, decoder, encoder_engine)
 
 

@@ -1,17 +1,18 @@
-"""Encoder and decoder precision: an int8 encoder with a float32 decoder.
+"""Encoder and decoder precision: fast by default, exact on request.
 
 Map decoding verifies a draft in one batched decoder pass and keeps what the
 model's own argmax agrees with. At float32 the batched logits equal the
 step-wise ones, so the map changes speed and nothing else. At int8 they do not
 (the GEMM kernel picks a different blocking for several rows than for one), so
-near-ties flip and a few transcripts differ from plain decoding.
+near-ties flip and some transcripts differ from plain decoding by a word or a
+comma, at the same word error rate.
 
-The encoder runs once per window and holds most of the int8 speed gain; the
-decoder's steps cost about the same at float32 as at int8 on the CPUs measured
-(docs/BENCHMARKS.md). So ``decoder_compute_type="auto"`` (the default) keeps
-the requested int8 for the encoder and decodes with a float32 copy of the same
-model: exact, at a small price in decoder speed and memory. ``"same"`` decodes
-at the encoder's compute type (int8 throughout: faster, not identical).
+``decoder_compute_type="auto"`` (the default) decodes at the encoder's
+compute type: int8 throughout, the fastest configuration. ``exact=True`` makes
+``auto`` decode a quantized model with a float32 copy of it instead, whose
+output equals plain greedy decoding of that configuration, at the price of a
+second copy of the weights and a slower decoder. ``"same"``, ``"float32"`` and
+``"int8"`` choose explicitly.
 
 :class:`SplitEngine` routes ``encode`` to one ``ctranslate2.models.Whisper``
 and every decoder call (``generate``, ``detect_language``, ``align`` and the
@@ -20,9 +21,9 @@ fork's step API) to the other; the encoder output is an ordinary float32
 
 Example::
 
-    >>> decoder_compute_type("int8")
-    'float32'
-    >>> decoder_compute_type("int8", "same"), decoder_compute_type("float32")
+    >>> decoder_compute_type("int8"), decoder_compute_type("int8", exact=True)
+    ('int8', 'float32')
+    >>> decoder_compute_type("int8", "same", exact=True), decoder_compute_type("float32")
     ('int8', 'float32')
 """
 
@@ -38,30 +39,32 @@ logger = logging.getLogger("tokenmap")
 QUANTIZED = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16")
 CHOICES = ("auto", "same", "float32", "int8")
 ENCODERS = ("auto", "fork", "stock")
-#: what the stock encoder gains, as measured (docs/BENCHMARKS.md, "Engine: encoder gap")
-STOCK_GAIN = ("with tokenmap's memory policy in both, encodes 1.02x faster than the fork in process, IPC "
-              "included, and 1.03x end to end on short commands (1.2-1.3x and 1.11x without the policy)")
+#: why the stock encoder is preferred (figures: docs/BENCHMARKS.md, "Engine")
+STOCK_GAIN = ("stock CTranslate2's encoder is the one stock faster-whisper runs, and not slower than the fork's; "
+              "its output equals the fork's to within 1e-4, not bit for bit")
 
 
-def decoder_compute_type(compute_type: str, requested: str | None = "auto") -> str:
+def decoder_compute_type(compute_type: str, requested: str | None = "auto", exact: bool = False) -> str:
     """The decoder's compute type for an encoder at ``compute_type``.
 
-    ``auto`` (or None): float32 when ``compute_type`` is quantized, else
-    ``compute_type``; ``same``: ``compute_type``; anything else is used as given.
+    ``auto`` (or None): ``compute_type``, or float32 when ``exact`` and
+    ``compute_type`` is quantized; ``same``: ``compute_type``; anything else is
+    used as given.
     """
     if requested in (None, "auto"):
-        return "float32" if compute_type in QUANTIZED else compute_type
+        return "float32" if exact and compute_type in QUANTIZED else compute_type
     if requested == "same":
         return compute_type
     return requested
 
 
-def describe(compute_type: str, requested: str | None = "auto") -> str:
+def describe(compute_type: str, requested: str | None = "auto", exact: bool = False) -> str:
     """One line for ``tokenmap doctor``: which precision decodes, and why."""
-    decoder = decoder_compute_type(compute_type, requested)
+    decoder = decoder_compute_type(compute_type, requested, exact)
     if decoder == compute_type and compute_type in QUANTIZED:
-        return (f"{compute_type} encoder and decoder (--decoder-compute-type same): fastest, but batched "
-                f"{compute_type} logits differ from step logits, so a few map transcripts differ from plain decoding")
+        return (f"{compute_type} encoder and decoder: fastest; batched {compute_type} logits differ from step "
+                f"logits, so some map transcripts differ from plain decoding by a word (--exact: a float32 "
+                f"decoder whose output equals plain decoding)")
     if decoder == compute_type:
         return f"{compute_type} encoder and decoder: map decoding gives the plain transcript"
     return (f"{compute_type} encoder, {decoder} decoder (a second copy of the model): batched {decoder} logits "
@@ -97,15 +100,14 @@ def choose_encoder(requested: str = "auto") -> tuple[str, str]:
     """``(engine, reason)``: ``"stock"`` (worker process) or ``"fork"`` (in process) encodes.
 
     ``auto`` picks the stock worker when ``make stock-encoder`` installed it:
-    its output is bit-identical and it encodes faster (docs/BENCHMARKS.md).
+    it is the encoder stock faster-whisper runs (docs/BENCHMARKS.md, "Engine").
     """
     if requested == "fork":
         return "fork", "the fork's own encoder, in process (asked for)"
     if requested not in ("auto", "stock"):
         raise ValueError(f"encoder must be one of {', '.join(ENCODERS)}, not {requested!r}")
     if stock_installed():
-        return "stock", (f"stock CTranslate2 in a worker process ({stock_dir()}): {STOCK_GAIN}, "
-                         "bit-identical encoder output")
+        return "stock", f"stock CTranslate2 in a worker process ({stock_dir()}): {STOCK_GAIN}"
     if requested == "stock":
         raise StockEncoderError(f"no stock CTranslate2 in {stock_dir()}; run `make stock-encoder`")
     return "fork", (f"the fork's own encoder, in process: no stock CTranslate2 in {stock_dir()} "
@@ -113,7 +115,7 @@ def choose_encoder(requested: str = "auto") -> tuple[str, str]:
 
 
 def build_engine(fw_model, model_path: str, compute_type: str, decoder: str | None = "auto",
-                 encoder: str = "auto", *, cpu_threads: int, **load_kwargs) -> tuple[str, str]:
+                 encoder: str = "auto", *, cpu_threads: int, exact: bool = False, **load_kwargs) -> tuple[str, str]:
     """Give faster-whisper model ``fw_model`` the encoder and decoder this configuration asks for.
 
     ``fw_model.model`` (the fork's model at ``compute_type``) stays the decoder
@@ -121,7 +123,7 @@ def build_engine(fw_model, model_path: str, compute_type: str, decoder: str | No
     encodes; otherwise it becomes a :class:`SplitEngine`. Returns the decoder's
     compute type and the encoder's engine (``"fork"`` or ``"stock"``).
     """
-    decoder_type = decoder_compute_type(compute_type, decoder)
+    decoder_type = decoder_compute_type(compute_type, decoder, exact)
     fork = fw_model.model
     on_cpu = getattr(fork, "device", "cpu") == "cpu"
     encoder_engine, reason = choose_encoder(encoder) if on_cpu else ("fork", "not on the CPU")

@@ -56,7 +56,8 @@ class TranscribeOptions:
 
 
 def load_model(model: str = "base", compute_type: str = "int8", threads: int | None = None, token_map=None,
-               decoder_compute_type: str = "auto", encoder: str = "auto", recall=None):
+               decoder_compute_type: str = "auto", encoder: str = "auto", recall=None, exact: bool = False,
+               audio_context: str = "full"):
     """Load a Whisper model for CPU decoding.
 
     ``model`` is anything :func:`tokenmap.models.resolve_model` accepts;
@@ -64,24 +65,27 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     them, one per task, or a map set from ``tokenmap build --balance``) turns on
     token-map speculative decoding; on stock CTranslate2 (no engine fork) the
     model decodes as plain faster-whisper after one warning.
-    ``decoder_compute_type`` (``auto``: an int8 encoder with a float32
-    decoder) and ``encoder`` (``auto``: stock CTranslate2 in a worker when
-    installed) are :func:`tokenmap.engine.open_engine`'s and apply with or
-    without a map, so a map changes the speed and not the transcript. ``recall``
+    ``exact`` (a float32 decoder for an int8 model, whose output equals plain
+    greedy decoding), ``decoder_compute_type`` and ``encoder`` (``auto``: stock
+    CTranslate2 in a worker when installed) are :func:`tokenmap.engine.open_engine`'s
+    and apply with or without a map. ``audio_context`` (``auto``: short windows
+    are encoded as their audio plus a margin, guarded; :mod:`tokenmap.context`)
+    needs the engine fork, with or without a map. ``recall``
     (a ``tokenmap recall`` index) drafts segments heard before, with or without a map. Raises ``ModelError``.
     """
     model_dir = resolve_model(model)
     threads = threads or default_threads()
     logger.info("loading %s (%s, %d threads)", model_dir, compute_type, threads)
-    if token_map is not None or recall is not None:
+    if token_map is not None or recall is not None or audio_context != "full":
         return WhisperModel(
             str(model_dir), token_map=token_map, device="cpu", compute_type=compute_type, cpu_threads=threads,
-            decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall,
+            decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall, exact=exact,
+            audio_context=audio_context,
         )
     plain = faster_whisper.WhisperModel(str(model_dir), device="cpu", compute_type=compute_type, cpu_threads=threads)
     # the configuration map decoding would use, where the fork can draft
     open_engine(model_dir, compute_type, threads, decoder_compute_type, encoder, fw_model=plain,
-                without_fork="quiet", device="cpu")
+                without_fork="quiet", exact=exact, device="cpu")
     return plain
 
 

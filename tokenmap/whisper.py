@@ -44,6 +44,7 @@ import faster_whisper
 import numpy as np
 
 from tokenmap.audio import audio_input
+from tokenmap.context import WINDOW_FRAMES, AudioContext, Guard
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import SessionCache, default_drafter
 from tokenmap.decode.rules import SpecialTokens, supports_fast_path
@@ -83,6 +84,8 @@ class SpeculativeEngine:
         self.adaptive = adaptive and cost is not None
         self.session = session or (lambda: None)
         self.recorder = None  # a RecallIndex that every decoded window is added to (`tokenmap recall`)
+        self.guard = Guard()  # judges windows decoded on a short audio context
+        self.text = lambda ids: ""  # token ids -> text, for the guard (set by WhisperModel)
         self._local = threading.local()
         self._bypass_logged: set[str] = set()
         self._bypass_lock = threading.Lock()
@@ -90,11 +93,13 @@ class SpeculativeEngine:
     def __getattr__(self, name):
         return getattr(self._engine, name)
 
-    def note_window(self, seconds: float, mel=None) -> None:
-        """The audio length (and log-mel features) of the window this thread encoded last (for the next
-        ``generate``)."""
+    def note_window(self, seconds: float, mel=None, short=None) -> None:
+        """The audio length and log-mel features (all 30 s) of the window this thread encoded last, for the
+        next ``generate``; ``short``: its encoder output when it was encoded on a short audio context."""
         self._local.seconds = seconds
         self._local.mel = mel
+        self._local.short = short
+        self._local.full = None  # the full-context encoder output, once the guard asked for it
 
     def _thread_stats(self) -> DecodeStats:
         if not hasattr(self._local, "stats"):
@@ -123,12 +128,45 @@ class SpeculativeEngine:
         return stats
 
     def generate(self, features, prompts, **kwargs):
-        results = self._generate(features, prompts, **kwargs)
+        short = getattr(self._local, "short", None)
+        if short is not None and features is short:
+            features, results = self._guarded(features, prompts, kwargs)
+        else:
+            results = self._generate(features, prompts, **kwargs)
         if self.recorder is not None and len(prompts) == 1:
             frames = np.asarray(features)
             self.recorder.add_window(frames[0] if frames.ndim == 3 else frames, results[0].sequences_ids[0],
                                      self.special.timestamp_begin, mel=getattr(self._local, "mel", None))
         return results
+
+    def _guarded(self, short, prompts, kwargs):
+        """``(encoder output, results)`` of a window encoded on a short context: the short decode when
+        the guard accepts it, else the full context's (kept for the window's later calls)."""
+        if self._local.full is None:
+            results = self._generate(short, prompts, **kwargs)
+            why = self._rejected(results, prompts, kwargs)
+            stats = self._thread_stats()
+            stats.short_windows += 1
+            if why is None:
+                return short, results
+            stats.guarded += 1
+            logger.debug("short audio context rejected (%s): decoding the window with 30 s", why)
+            import ctranslate2
+
+            mel = np.ascontiguousarray(np.asarray(self._local.mel, dtype=np.float32).reshape(1, -1, WINDOW_FRAMES))
+            self._local.full = self._engine.encode(ctranslate2.StorageView.from_array(mel))
+        return self._local.full, self._generate(self._local.full, prompts, **kwargs)
+
+    def _rejected(self, results, prompts, kwargs) -> str | None:
+        """Why the guard rejects a short-context result (None: it is kept)."""
+        if len(results) != 1:
+            return "a batch"
+        tokens = list(results[0].sequences_ids[0])
+        score = results[0].scores[0] if results[0].scores else 0.0
+        finished = len(prompts[0]) + len(tokens) < kwargs.get("max_length", 448) - 1
+        return self.guard.reason(tokens, seconds=getattr(self._local, "seconds", None) or 30.0, score=score,
+                                 no_speech_prob=getattr(results[0], "no_speech_prob", 0.0), finished=finished,
+                                 timestamp_begin=self.special.timestamp_begin, text=self.text(tokens))
 
     def _generate(self, features, prompts, **kwargs):
         batch = len(prompts)
@@ -200,16 +238,22 @@ class WhisperModel(faster_whisper.WhisperModel):
     and ``session_cache`` (drafters after the map), ``adaptive`` (let the
     cost curve and the running acceptance decide how far to draft),
     ``cost_model`` (a :class:`tokenmap.decode.cost.CostModel`; default: this
-    machine's calibration or the built-in curve), ``decoder_compute_type``
-    (``"auto"``: an int8 ``compute_type`` encodes at int8 and decodes with a
-    float32 copy of the model, so map decoding gives the plain transcript of
-    that configuration; ``"same"``: int8 throughout, faster but not identical),
+    machine's calibration or the built-in curve), ``exact`` (False: decode at
+    ``compute_type``, the fastest; True: an int8 ``compute_type`` decodes with a
+    float32 copy of the model, so the transcript equals plain greedy decoding of
+    that configuration), ``decoder_compute_type`` (``"auto"``: as ``exact``
+    says; ``"same"``, ``"float32"``, ``"int8"``: explicitly),
     ``encoder`` (``"auto"``: stock CTranslate2 in a worker process when
     ``make stock-encoder`` installed it, else the fork; ``"fork"``, ``"stock"``;
     see :mod:`tokenmap.precision`), ``recall`` (path or
     :class:`tokenmap.recall.RecallIndex` from ``tokenmap recall``: segments heard
     before, drafted whole where their audio is heard again, at a window's start
-    or inside it). All other arguments are
+    or inside it), ``audio_context`` (``"full"``: every window is encoded as
+    30 s, as faster-whisper does; ``"auto"``: a window is encoded as its audio
+    plus a margin, and the guard of :mod:`tokenmap.context` sends a window whose
+    output looks broken back to the full context; or an
+    :class:`tokenmap.context.AudioContext`; ``transcribe(audio_context=...)``
+    overrides it per call). All other arguments are
     faster-whisper's; ``cpu_threads=0`` (faster-whisper's default, CTranslate2's
     own choice) becomes :func:`tokenmap.engine.default_threads`, so the engine
     runs with the thread count its cost curve was calibrated for.
@@ -221,7 +265,8 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
                  session_cache: bool = True, adaptive: bool = True, cost_model=None,
-                 decoder_compute_type: str = "auto", encoder: str = "auto", recall=None, **kwargs):
+                 decoder_compute_type: str = "auto", encoder: str = "auto", recall=None, exact: bool = False,
+                 audio_context="full", **kwargs):
         model_dir = resolve_model(model_size_or_path)
         if not kwargs.get("cpu_threads"):  # one thread count for the engine and its calibrated cost curve
             kwargs["cpu_threads"] = default_threads()
@@ -229,10 +274,12 @@ class WhisperModel(faster_whisper.WhisperModel):
         load = {k: kwargs[k] for k in ("device", "device_index", "num_workers") if k in kwargs}
         engine = open_engine(model_dir, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
                              decoder_compute_type, encoder, token_map=token_map, fw_model=self, without_fork="warn",
-                             **load)
+                             exact=exact, **load)
         self.drafting = engine.drafting
         self.token_map = engine.token_map
         self.recall = None
+        self.audio_context = as_audio_context(audio_context)
+        self._context_local = threading.local()
         if not self.drafting:
             self.session_cache = None
             return
@@ -244,6 +291,8 @@ class WhisperModel(faster_whisper.WhisperModel):
         cost = cost_model if cost_model is not None else engine.cost
         self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost, adaptive,
                                        session=lambda: self.token_map)
+        eot = special.eot
+        self.model.text = lambda ids: self.hf_tokenizer.decode([t for t in ids if t < eot])
 
     def _make_drafter(self, controllers=None, seconds: float | None = None, audio=None, mel=None):
         return default_drafter(self.token_map, self.model.special.timestamp_begin, self._prompt_lookup,
@@ -252,29 +301,50 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     def encode(self, features):
         """faster-whisper's ``encode``; notes how much audio the window holds (drafts end with a guess
-        of its closing timestamp)."""
-        if self.drafting:
-            self.model.note_window(content_seconds(features), features)
-        return super().encode(features)
+        of its closing timestamp) and, on a short audio context, encodes only that much of it."""
+        if not self.drafting:
+            return super().encode(features)
+        array = np.asarray(features)
+        seconds = content_seconds(array)
+        context = getattr(self._context_local, "value", None) or self.audio_context
+        frames = context.frames(seconds) if array.shape[-1] == WINDOW_FRAMES else None
+        if frames is None:
+            self.model.note_window(seconds, features)
+            return super().encode(features)
+        output = super().encode(np.ascontiguousarray(array[..., :frames]))
+        self.model.note_window(seconds, features, short=output)
+        return output
 
-    def transcribe(self, audio, *args, **kwargs):
+    def transcribe(self, audio, *args, audio_context=None, **kwargs):
         """faster-whisper's ``transcribe``, with ``beam_size=1`` (greedy) unless the call sets it.
 
         Draft verification reproduces greedy decoding; beam search has no single
         path to verify and would bypass the map (faster-whisper's default is 5).
+        ``audio_context`` (``"full"``, ``"auto"`` or an :class:`AudioContext`) overrides the
+        model's for this call.
         """
         audio = audio_input(audio)  # arrays faster-whisper would misread: converted or refused, on every path
         bound = inspect.signature(super().transcribe).bind_partial(audio, *args, **kwargs)
         if "beam_size" not in bound.arguments:
             kwargs["beam_size"] = 1
+        context = self.audio_context if audio_context is None else as_audio_context(audio_context)
         if not self.drafting:
+            if context.mode != "full":
+                logger.warning("audio_context=%r needs the engine fork's guard; encoding 30 s windows", context.mode)
             return super().transcribe(audio, *args, **kwargs)
         self.model.take_stats()  # start this thread's counters afresh
+        self._context_local.value = context  # language detection encodes before the segments are read
         segments, info = super().transcribe(audio, *args, **kwargs)
-        return self._remember(segments), info
+        return self._remember(segments, context), info
 
-    def _remember(self, segments):
-        for segment in segments:
+    def _remember(self, segments, context: AudioContext):
+        """``segments`` as faster-whisper yields them, each decoded with ``context``."""
+        segments = iter(segments)
+        while True:
+            self._context_local.value = context  # another transcribe in this thread may have set its own
+            segment = next(segments, None)
+            if segment is None:
+                return
             if self.session_cache is not None:
                 self.session_cache.add(segment.tokens)
             yield segment
@@ -285,6 +355,17 @@ class WhisperModel(faster_whisper.WhisperModel):
         All zero when drafting is off (no engine fork; see ``drafting``).
         """
         return (self.model.current_stats() if self.drafting else DecodeStats()).as_dict()
+
+
+def as_audio_context(value) -> AudioContext:
+    """An :class:`AudioContext` from ``"full"``, ``"auto"`` or an :class:`AudioContext`.
+
+    >>> as_audio_context("auto").mode, as_audio_context(None).mode
+    ('auto', 'full')
+    """
+    if isinstance(value, AudioContext):
+        return value
+    return AudioContext(value or "full")
 
 
 def content_seconds(features, frame_seconds: float = 0.01) -> float:

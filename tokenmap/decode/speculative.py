@@ -41,6 +41,8 @@ class DecodeStats:
     ``drafts``: verify passes that carried a draft; ``passes``: decoder
     passes of any kind; ``tokens``: tokens decided (EOT included);
     ``plain_windows``: windows the controller sent to plain ``generate``;
+    ``short_windows``: windows decoded on a short audio context (:mod:`tokenmap.context`);
+    ``guarded``: of those, windows the guard sent back to the full context;
     ``decoder_seconds``: wall time inside the decoding loop.
     """
 
@@ -53,6 +55,8 @@ class DecodeStats:
     fallbacks: int = 0
     plain_windows: int = 0
     rechecks: int = 0
+    short_windows: int = 0
+    guarded: int = 0
     decoder_seconds: float = 0.0
 
     def add(self, other: "DecodeStats") -> None:

@@ -107,10 +107,12 @@ class StreamEngine:
 
     @classmethod
     def load(cls, model: str = "base", compute_type: str = "int8", threads: int | None = None,
-             token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto") -> "StreamEngine":
-        """Load ``model``; ``decoder_compute_type`` and ``encoder`` as in :func:`tokenmap.engine.open_engine`."""
+             token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto",
+             exact: bool = False) -> "StreamEngine":
+        """Load ``model``; ``decoder_compute_type``, ``encoder`` and ``exact`` as in
+        :func:`tokenmap.engine.open_engine`."""
         engine = open_engine(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
-                             device="cpu")
+                             exact=exact, device="cpu")
         return cls(engine.model, engine.special, engine.tokenizer, engine.token_map, engine.cost)
 
     def token_id(self, token: str) -> int:

@@ -1,0 +1,136 @@
+"""Short audio context: encode a window's audio plus a margin instead of 30 s, guarded.
+
+Whisper's encoder always sees 30 s: a 2 s prompt is encoded with 28 s of
+silence after it, and on a CPU that encoder is most of a short file's time.
+CTranslate2's encoder accepts fewer frames, and the decoder's cross-attention
+then spans fewer frames too. With too little context the model fails in
+known ways: it repeats itself, runs past the audio, or never ends.
+
+:class:`AudioContext` says how many mel frames to encode for a window holding
+``seconds`` of audio (``None``: the full window). :class:`Guard` looks at what
+the decoder wrote on a short context and names the failure it sees; the
+caller then decodes that window again with the full context
+(:class:`tokenmap.whisper.SpeculativeEngine`), so a rejected short decode
+costs one more encoder pass, never a worse transcript on that window. A
+window the guard accepts may still differ from the full-context transcript
+by a word: ``auto`` trades that for speed (docs/BENCHMARKS.md, "Short audio").
+
+Example::
+
+    >>> ctx = AudioContext("auto", margin_s=3.0, min_s=5.0)
+    >>> ctx.frames(1.2), ctx.frames(4.51), ctx.frames(28.0), AudioContext().frames(1.2)
+    (500, 752, None, None)
+    >>> Guard().reason([50365, 400, 500, 50415], seconds=1.0, score=-0.2, no_speech_prob=0.01,
+    ...                finished=True, timestamp_begin=50365, text="Hello.")
+    >>> Guard().reason([50365, 400, 50565], seconds=1.0, score=-0.2, no_speech_prob=0.01,
+    ...                finished=True, timestamp_begin=50365, text="Hello.")
+    'a timestamp 3.0 s past the audio'
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from typing import Sequence
+
+#: mel frames of a full window (30 s at 10 ms)
+WINDOW_FRAMES = 3000
+MODES = ("full", "auto")
+
+
+@dataclass(frozen=True)
+class AudioContext:
+    """How much of a window the encoder sees: ``full`` (30 s) or ``auto`` (the audio, then
+    ``margin_s`` seconds of what follows, at least ``min_s`` in all, never more than 30 s)."""
+
+    mode: str = "full"
+    margin_s: float = 4.0
+    min_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"audio context must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.margin_s < 0 or self.min_s < 0:
+            raise ValueError("the audio context's margin and minimum must be >= 0 seconds")
+
+    def frames(self, seconds: float) -> int | None:
+        """Mel frames to encode for a window with ``seconds`` of audio (an even count), or None
+        for the full window (``full``, or when the context would reach 30 s anyway)."""
+        if self.mode == "full":
+            return None
+        wanted = int(math.ceil(round(max(seconds + self.margin_s, self.min_s) * 100, 6)))
+        wanted += wanted % 2
+        return wanted if wanted < WINDOW_FRAMES else None
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What makes a short-context decode untrustworthy; :meth:`reason` names the first failure seen.
+
+    ``past_audio_s``: a timestamp this far past the window's audio, or past ``min_closing_s`` (Whisper
+    closes a short utterance at a round time, often 2.00 s, with any context); ``compression``:
+    faster-whisper's compression-ratio threshold on the text; ``repeats``: a run of the same 1-8 tokens
+    this many times in a row; ``logprob``: average log-probability per token below this (faster-whisper's
+    ``log_prob_threshold`` is -1.0; a one-word prompt decodes near it with any context, so the guard
+    waits for less); ``no_speech``: ``no_speech_prob`` above this with that low log-probability
+    (faster-whisper would then drop the window as silence); ``tokens_per_s``: more text tokens a second
+    of audio than this.
+
+    The defaults, and :class:`AudioContext`'s, were chosen by replaying greedy decodes of 180
+    Asterisk prompts of the train split (60 each of en, es, fr) at several contexts
+    (``research/short_context.py``); the benchmark measures the test split.
+    """
+
+    past_audio_s: float = 0.5
+    min_closing_s: float = 2.0
+    compression: float = 2.4
+    repeats: int = 3
+    logprob: float = -1.5
+    no_speech: float = 0.6
+    tokens_per_s: float = 12.0
+
+    def reason(self, tokens: Sequence[int], *, seconds: float, score: float, no_speech_prob: float,
+               finished: bool, timestamp_begin: int, text: str) -> str | None:
+        """Why ``tokens`` (a window's output, no prompt, no EOT) should be decoded again with the full
+        context, or None. ``score``: the result's score as CTranslate2 returns it (mean log-probability)."""
+        if not finished:
+            return "no end of text"
+        stamps = [t - timestamp_begin for t in tokens if t >= timestamp_begin]
+        if stamps and max(stamps) * 0.02 > max(seconds + self.past_audio_s, self.min_closing_s):
+            return f"a timestamp {max(stamps) * 0.02 - seconds:.1f} s past the audio"
+        words = [t for t in tokens if t < timestamp_begin]
+        if text and compression_ratio(text) > self.compression:
+            return "repetitive text"
+        if repeated_run(words) >= self.repeats:
+            return "a repeated phrase"
+        low = bool(words) and score * len(tokens) / (len(tokens) + 1) < self.logprob
+        if low and no_speech_prob > self.no_speech:
+            return "no speech"
+        if low:
+            return "a low log-probability"
+        if len(words) > self.tokens_per_s * max(seconds, 1.0):
+            return "more text than the audio can hold"
+        return None
+
+
+def compression_ratio(text: str) -> float:
+    """faster-whisper's: UTF-8 bytes over zlib-compressed bytes (high for repetitive text)."""
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data))
+
+
+def repeated_run(tokens: Sequence[int], longest: int = 8) -> int:
+    """The most times any sequence of 1 to ``longest`` tokens repeats back to back in ``tokens``.
+
+    >>> repeated_run([1, 2, 3, 2, 3, 2, 3, 4]), repeated_run([1, 2, 3]), repeated_run([])
+    (3, 1, 0)
+    """
+    best = 1 if tokens else 0
+    n = len(tokens)
+    for period in range(1, longest + 1):
+        run = 0
+        for i in range(period, n):
+            run = run + 1 if tokens[i] == tokens[i - period] else 0
+            best = max(best, 1 + run // period)
+    return best
