@@ -75,7 +75,7 @@ log = logging.getLogger("tokenmap")
 FRAMES = 50  # one second of encoder frames
 CHUNKS = 5
 MAX_FRAMES = 1500  # a 30 s window
-THRESHOLD = 0.9  # cosine above which a stored segment is drafted
+THRESHOLD = 0.9  # cosine above which a stored segment is drafted (chosen on the bench's test prompts)
 MEL_BANDS = 56  # the mel bands below about 4 kHz (of 80)
 MEL_CHUNK = 10  # mel frames (10 ms) averaged into one chunk
 MEL_CHUNKS = 10  # one second
@@ -240,8 +240,15 @@ class RecallIndex:
 
     @classmethod
     def load(cls, path: str | os.PathLike, fingerprint: str | None = None, encoder: str | None = None,
-             vocab_size: int | None = None, verify: bool = True) -> "RecallIndex":
-        """Read and check an index: container, checksum, tokenizer ``fingerprint``, ``encoder`` identity, arrays."""
+             vocab_size: int | None = None, verify: bool = True,
+             timestamp_begin: int | None = None) -> "RecallIndex":
+        """Read and check an index: container, checksum, tokenizer ``fingerprint``, ``encoder`` identity, arrays.
+
+        Any problem is one :class:`~tokenmap.maps.schema.MapFormatError` line, so that a lookup in an
+        accepted index can neither fail nor draft outside the vocabulary: the arrays' shapes agree
+        (``mel`` rows of :data:`MEL_SIZE`), fingerprints are finite unit vectors (or zeros for a missing
+        mel one), offsets run from 0 to the token count in non-empty steps, token ids are in the
+        vocabulary and, given ``timestamp_begin``, each segment is text then a timestamp."""
         path = Path(path)
         buf, header = open_map(path, verify)
         if header["format_version"] != RECALL_VERSION:
@@ -255,10 +262,48 @@ class RecallIndex:
             raise fail(path, "recorded by an older tokenmap (no mel fingerprints): "
                              "record it again with `tokenmap recall`")
         arrays = array_views(buf, header, path)
-        problem = check_arrays(arrays, RECALL_LAYOUT, {}, vocab_size_of(header, vocab_size, path))
+        problem = (check_arrays(arrays, RECALL_LAYOUT, {"MEL": MEL_SIZE}, vocab_size_of(header, vocab_size, path))
+                   or _fingerprint_problem(arrays) or _segment_problem(arrays, header, timestamp_begin))
         if problem:
             raise fail(path, f"corrupt recall index ({problem})")
         return cls(header, arrays["vectors"], arrays["mel"], arrays["offsets"], arrays["tokens"], path)
+
+
+def _fingerprint_problem(arrays: dict) -> str | None:
+    """Why the stored fingerprints cannot be what :func:`fingerprint` and :func:`mel_fingerprint` wrote,
+    or None: encoder fingerprints are unit vectors of ``CHUNKS`` chunks, mel ones unit vectors or zeros
+    (none). Rows are checked a block at a time (a float32 copy of a block, not of the index)."""
+    vectors, mel = arrays["vectors"], arrays["mel"]
+    if len(vectors) and (not vectors.shape[1] or vectors.shape[1] % CHUNKS):
+        return f"array 'vectors': rows of {vectors.shape[1]} values, not {CHUNKS} chunks of the encoder width"
+    for name, rows, zero_ok in (("vectors", vectors, False), ("mel", mel, True)):
+        for start in range(0, len(rows), 1024):
+            block = np.asarray(rows[start:start + 1024], dtype=np.float32)
+            norms = np.sqrt(np.einsum("rk,rk->r", block, block))
+            bad = (np.abs(norms - 1) > 0.01) & ~((norms == 0) & zero_ok)
+            if bad.any():
+                return f"array {name!r}: row {start + int(bad.argmax())} is not a unit vector"
+    return None
+
+
+def _segment_problem(arrays: dict, header: dict, timestamp_begin: int | None) -> str | None:
+    """Why the segments' tokens cannot be what :meth:`RecallIndex.add_window` stored, or None: every
+    segment has tokens, and (given ``timestamp_begin``) text tokens, then its length as a timestamp."""
+    offsets, tokens = arrays["offsets"], arrays["tokens"]
+    if "segments" in header and header["segments"] != len(offsets) - 1:
+        return f"header says {header['segments']!r} segments, the arrays hold {len(offsets) - 1}"
+    if len(offsets) > 1 and not (offsets[1:] > offsets[:-1]).all():
+        return f"segment {int(np.argmin(offsets[1:] > offsets[:-1]))} has no tokens"
+    if timestamp_begin is None or not len(tokens):
+        return None
+    closing = np.zeros(len(tokens), bool)
+    closing[offsets[1:] - 1] = True
+    length = tokens[closing].astype(np.int64) - timestamp_begin
+    if not ((length >= 1) & (length <= MAX_FRAMES)).all():
+        return "a segment does not end with its length as a timestamp token"
+    if (tokens[~closing] >= timestamp_begin).any():
+        return "a timestamp token inside a segment's text"
+    return None
 
 
 def model_fields(model_dir, hf_tokenizer) -> dict:
@@ -280,7 +325,8 @@ def load_recall(recall, hf_tokenizer, model_dir) -> RecallIndex | None:
     if recall is None or isinstance(recall, RecallIndex):
         return recall
     fields = model_fields(model_dir, hf_tokenizer)
-    index = RecallIndex.load(recall, fields["fingerprint"], fields["encoder"], fields["vocab_size"])
+    index = RecallIndex.load(recall, fields["fingerprint"], fields["encoder"], fields["vocab_size"],
+                             timestamp_begin=SpecialTokens.from_model_dir(str(model_dir)).timestamp_begin)
     log.info("recall index %s: %d segments", recall, len(index))
     return index
 

@@ -11,62 +11,114 @@ and talks one JSON line per request: ``{"in": NAME, "out": NAME, "shape": [b, me
 (both shared-memory blocks created by the parent) is answered by
 ``{"shape": [...]}`` once the encoder output is in ``out``, or ``{"error": "..."}``.
 The first line it writes is ``{"ready": true, "version": "4.8.5"}``.
+
+The parent owns the blocks; the worker attaches them without a resource
+tracker (which would remove them when the worker exits). When the parent is
+gone (its end of stdin closes, or the worker's parent process changes, checked
+every half second, in case another process still holds that pipe) or stops
+reading the answers, the worker removes the blocks it knows, since nobody else
+will, and exits quietly. Ctrl-C reaches the whole process group: the worker
+ignores it and leaves stopping to its parent.
 """
 
 import json
+import mmap
 import os
+import signal
 import sys
-from multiprocessing import resource_tracker, shared_memory
+import threading
+import time
 
 import numpy as np
 
-
-def _attach(name, cache):
-    if name not in cache:
-        # the parent owns every block; keep the resource tracker from unlinking it at exit
-        block = shared_memory.SharedMemory(name=name, track=False) if sys.version_info >= (3, 13) \
-            else _untracked(name)
-        cache[name] = block
-    return cache[name]
+PARENT_CHECK = 0.5  # seconds between checks that the parent is still there
 
 
-def _untracked(name):
-    block = shared_memory.SharedMemory(name=name)
-    try:
-        resource_tracker.unregister(block._name, "shared_memory")  # noqa: SLF001 (no public switch before 3.13)
-    except Exception:  # pragma: no cover - tracker absent
-        pass
+class Block:
+    """A shared-memory block the parent created, mapped here (``name`` without the leading slash)."""
+
+    def __init__(self, name):
+        import _posixshmem  # what multiprocessing.shared_memory uses, minus its resource tracker
+
+        self.name = name
+        fd = _posixshmem.shm_open("/" + name, os.O_RDWR, mode=0o600)
+        try:
+            self.map = mmap.mmap(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+        self.size = len(self.map)
+
+    def unlink(self):
+        import _posixshmem
+
+        try:
+            _posixshmem.shm_unlink("/" + self.name)
+        except OSError:
+            pass
+
+
+def _attach(role, name, blocks):
+    """The block ``name`` for ``role`` ("in" or "out"); a block the parent replaced is let go."""
+    block = blocks.get(role)
+    if block is None or block.name != name:
+        if block is not None:
+            block.map.close()
+        block = blocks[role] = Block(name)
     return block
+
+
+def _answer(model, req, blocks):
+    import ctranslate2
+
+    shape = tuple(req["shape"])
+    src = np.ndarray(shape, dtype=np.float32, buffer=_attach("in", req["in"], blocks).map)
+    enc = np.asarray(model.encode(ctranslate2.StorageView.from_array(src)))
+    dst = _attach("out", req["out"], blocks)
+    if enc.nbytes > dst.size:
+        raise ValueError(f"output of {enc.nbytes} bytes does not fit the {dst.size}-byte block")
+    np.ndarray(enc.shape, dtype=np.float32, buffer=dst.map)[...] = enc
+    return {"shape": list(enc.shape)}
+
+
+def _leave(blocks):
+    """Stdin closed or the parent is gone: remove the blocks (the parent, if alive, has no more use for
+    them, and a parent that died cannot) and exit at once, without unloading the model."""
+    for block in list(blocks.values()):
+        block.unlink()
+    os._exit(0)
+
+
+def _watch_parent(parent, blocks):
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK)
+    _leave(blocks)
 
 
 def serve(model_dir, compute_type, threads, stdin, out):
     import ctranslate2
 
+    blocks = {}
+    parent = os.getppid()
+    threading.Thread(target=_watch_parent, args=(parent, blocks), daemon=True).start()
     model = ctranslate2.models.Whisper(model_dir, device="cpu", compute_type=compute_type,
                                        intra_threads=int(threads))
-    out.write(json.dumps({"ready": True, "version": ctranslate2.__version__}) + "\n")
-    out.flush()
-    blocks = {}
-    for line in stdin:
-        try:
-            req = json.loads(line)
-            shape = tuple(req["shape"])
-            src = np.ndarray(shape, dtype=np.float32, buffer=_attach(req["in"], blocks).buf)
-            enc = np.asarray(model.encode(ctranslate2.StorageView.from_array(src)))
-            dst_block = _attach(req["out"], blocks)
-            if enc.nbytes > dst_block.size:
-                raise ValueError(f"output of {enc.nbytes} bytes does not fit the {dst_block.size}-byte block")
-            np.ndarray(enc.shape, dtype=np.float32, buffer=dst_block.buf)[...] = enc
-            answer = {"shape": list(enc.shape)}
-        except Exception as exc:  # one line back, the worker stays up
-            answer = {"error": f"{type(exc).__name__}: {exc}"}
-        out.write(json.dumps(answer) + "\n")
+    try:
+        out.write(json.dumps({"ready": True, "version": ctranslate2.__version__}) + "\n")
         out.flush()
-    for block in blocks.values():
-        block.close()
+        for line in stdin:
+            try:
+                answer = _answer(model, json.loads(line), blocks)
+            except Exception as exc:  # one line back, the worker stays up
+                answer = {"error": f"{type(exc).__name__}: {exc}"}
+            out.write(json.dumps(answer) + "\n")
+            out.flush()
+    except (BrokenPipeError, ConnectionError):  # the parent stopped reading: it is gone
+        pass
+    _leave(blocks)
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # library output goes to stderr, never into the protocol
     serve(*sys.argv[1:4], sys.stdin, protocol)

@@ -3,7 +3,11 @@
 Accepted inputs (each may also be gzip-compressed, ``.gz``):
 
 * ``.txt`` - one utterance a line;
-* ``.jsonl`` - one JSON object a line with ``text`` and optional ``domain``, ``lang``;
+* ``.jsonl`` - one JSON object a line with ``text`` and optional ``domain``, ``lang``
+  (teacher transcripts too); a line that is not a JSON object, or longer than
+  ``MAX_LINE_BYTES``, raises :class:`CorpusError` naming the file and line
+  (the file is damaged or not JSON lines); an object without a ``text``
+  string is skipped and counted;
 * ``.csv`` / ``.tsv`` - a header row; the text column is ``text_column``
   (default ``text``), optional ``domain`` / ``lang`` columns;
 * directories - every file above, walked in sorted order.
@@ -11,8 +15,8 @@ Accepted inputs (each may also be gzip-compressed, ``.gz``):
 The domain defaults to the parent folder name; in a ``<domain>/<lang>/train.txt``
 layout (the parent looks like a language code) the grandparent is the domain
 and the parent the language.  Bad lines (binary, not UTF-8, longer than
-``MAX_CHARS``) are skipped and counted; an empty corpus or an unreadable file
-raises :class:`CorpusError` with a one-line message.
+``MAX_CHARS``) are skipped and counted, empty ones skipped; an empty corpus or
+an unreadable file raises :class:`CorpusError` with a one-line message.
 
 Example::
 
@@ -39,6 +43,8 @@ log = logging.getLogger("tokenmap")
 
 MAX_CHARS = 10_000
 _MAX_BYTES = 4 * MAX_CHARS + 16  # a UTF-8 char is at most 4 bytes
+#: the longest JSON line read (a record with its fields and escapes); a longer one is refused
+MAX_LINE_BYTES = 1 << 20
 KINDS = {".txt": "txt", ".jsonl": "jsonl", ".csv": "csv", ".tsv": "tsv"}
 #: Whisper's language codes (a folder with one of these names is a language)
 WHISPER_LANGS = frozenset("""
@@ -163,18 +169,28 @@ def _open_binary(path: Path, gz: bool):
     return f
 
 
-def _lines(path: Path, gz: bool, stats: CorpusStats) -> Iterator[str]:
-    """Decoded, length-checked lines of a file; bad ones are counted in ``stats``."""
+def _lines(path: Path, gz: bool, stats: CorpusStats, limit: int | None = None) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of a file, decoded and length-checked; bad lines are counted in ``stats``.
+
+    Without ``limit``, a line longer than ``MAX_CHARS`` is skipped (and read no
+    further than ``_MAX_BYTES`` at a time); with it, a line longer than ``limit``
+    bytes raises :class:`CorpusError` naming the line, after reading at most
+    that many bytes of it."""
     f = _open_binary(path, gz)
+    number = 0
     try:
         while True:
             try:
-                raw = f.readline(_MAX_BYTES)
+                raw = f.readline((limit or _MAX_BYTES) + 1)
             except (OSError, EOFError, gzip.BadGzipFile) as exc:
                 raise CorpusError(f"{path}: cannot read ({exc})") from exc
             if not raw:
                 return
-            if len(raw) >= _MAX_BYTES and not raw.endswith(b"\n"):
+            number += 1
+            if len(raw) > (limit or _MAX_BYTES) and not raw.endswith(b"\n"):
+                if limit:
+                    raise CorpusError(f"{path}:{number}: a line longer than {limit // (1 << 20)} MB "
+                                      "(is the file JSON lines, one record a line?)")
                 stats.skipped["too long"] += 1
                 while raw and not raw.endswith(b"\n"):  # drain the rest of the line
                     raw = f.readline(1 << 20)
@@ -187,34 +203,23 @@ def _lines(path: Path, gz: bool, stats: CorpusStats) -> Iterator[str]:
             if _CONTROL_RE.search(line):
                 stats.skipped["binary"] += 1
                 continue
-            if len(line) > MAX_CHARS:
+            if not limit and len(line) > MAX_CHARS:
                 stats.skipped["too long"] += 1
                 continue
-            yield line.rstrip("\r\n")
+            yield number, line.rstrip("\r\n")
     finally:
         f.close()
 
 
 def _records(path: Path, kind: str, gz: bool, stats: CorpusStats, text_column: str) -> Iterator[tuple]:
     """(text, domain, lang) records of one file; domain/lang may be None."""
-    lines = _lines(path, gz, stats)
+    if kind == "jsonl":
+        yield from _json_records(path, gz, stats)
+        return
+    lines = (line for _, line in _lines(path, gz, stats))
     if kind == "txt":
         for line in lines:
             yield line, None, None
-    elif kind == "jsonl":
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                text = obj["text"]
-            except (ValueError, KeyError, TypeError):
-                stats.skipped["bad JSON line"] += 1
-                continue
-            if not isinstance(text, str):
-                stats.skipped["bad JSON line"] += 1
-                continue
-            yield text, _str_or_none(obj.get("domain")), _str_or_none(obj.get("lang"))
     else:
         reader = csv.DictReader(lines, delimiter="\t" if kind == "tsv" else ",")
         if reader.fieldnames is None:
@@ -228,6 +233,28 @@ def _records(path: Path, kind: str, gz: bool, stats: CorpusStats, text_column: s
                 stats.skipped["bad CSV row"] += 1
                 continue
             yield text, row.get("domain") or None, row.get("lang") or None
+
+
+def _json_records(path: Path, gz: bool, stats: CorpusStats) -> Iterator[tuple]:
+    """(text, domain, lang) of each JSON line; a line that is not a JSON object is an error naming it."""
+    for number, line in _lines(path, gz, stats, limit=MAX_LINE_BYTES):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"{path}:{number}: not JSON ({exc.msg}: column {exc.colno})") from None
+        except (ValueError, RecursionError):  # a number too long to convert, nesting too deep
+            raise CorpusError(f"{path}:{number}: not a JSON object") from None
+        if not isinstance(obj, dict):
+            raise CorpusError(f"{path}:{number}: a JSON {type(obj).__name__}, not an object with a \"text\"")
+        text = obj.get("text")
+        if not isinstance(text, str):
+            stats.skipped["bad JSON line"] += 1
+        elif len(text) > MAX_CHARS:
+            stats.skipped["too long"] += 1
+        else:
+            yield text, _str_or_none(obj.get("domain")), _str_or_none(obj.get("lang"))
 
 
 def _str_or_none(value) -> str | None:
