@@ -27,14 +27,17 @@ def test_txt_domain_and_lang_from_folders(tmp_path):
 
 def test_jsonl_csv_tsv_gz(tmp_path):
     (tmp_path / "a.jsonl").write_text(json.dumps({"text": "Hello.", "domain": "ivr", "lang": "fr"}) + "\n"
-                                      + "not json\n" + json.dumps({"nope": 1}) + "\n", encoding="utf-8")
+                                      + json.dumps({"nope": 1}) + "\n", encoding="utf-8")
     (tmp_path / "b.csv").write_text("id,sentence\n1,\"Pump, 3.\"\n", encoding="utf-8")
     (tmp_path / "c.tsv").write_text("sentence\tdomain\nValve ok.\tplant\n", encoding="utf-8")
     with gzip.open(tmp_path / "d.txt.gz", "wt", encoding="utf-8") as f:
         f.write("Zipped line.\n")
     utts, stats = _read([tmp_path / "a.jsonl", tmp_path / "d.txt.gz"])
     assert [(u.text, u.domain, u.lang) for u in utts] == [("Hello.", "ivr", "fr"), ("Zipped line.", tmp_path.name, "")]
-    assert stats.skipped["bad JSON line"] == 2
+    assert stats.skipped["bad JSON line"] == 1  # an object without a text
+    (tmp_path / "e.jsonl").write_text(json.dumps({"text": "Hello."}) + "\nnot json\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"e\.jsonl:2: not JSON"):
+        _read([tmp_path / "e.jsonl"])
     utts, _ = _read([tmp_path / "b.csv", tmp_path / "c.tsv"], text_column="sentence")
     assert [(u.text, u.domain) for u in utts] == [("Pump, 3.", tmp_path.name), ("Valve ok.", "plant")]
     with pytest.raises(CorpusError, match="no column 'text'.*--text-column"):

@@ -41,7 +41,7 @@ CHOICES = ("auto", "same", "float32", "int8")
 ENCODERS = ("auto", "fork", "stock")
 #: why the stock encoder is preferred (figures: docs/BENCHMARKS.md, "Engine")
 STOCK_GAIN = ("stock CTranslate2's encoder is the one stock faster-whisper runs, and not slower than the fork's; "
-              "its output equals the fork's to within 1e-4, not bit for bit")
+              "its output equals the fork's within 1e-4 (bit for bit on the CPU measured, not promised on every CPU)")
 
 
 def decoder_compute_type(compute_type: str, requested: str | None = "auto", exact: bool = False) -> str:

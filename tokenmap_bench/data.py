@@ -76,12 +76,19 @@ def recording_key(path: str) -> str:
 
     Asterisk builds every codec package of a voice from one take, so ``x.g722`` and
     ``x.wav`` are the same recording (the bench's leak guard compares these keys).
+    Under an Asterisk ``sounds`` folder the name keeps its subfolders.
 
     >>> recording_key("/usr/share/asterisk/sounds/en_US_f_Allison/agent-pass.g722")
     'en_US_f_Allison/agent-pass'
+    >>> recording_key("/usr/share/asterisk/sounds/es_MX_f_Allison/digits/5.wav")
+    'es_MX_f_Allison/digits/5'
+    >>> recording_key("/usr/share/pocketsphinx/test/data/librivox/clip-0870.wav")
+    'librivox/clip-0870'
     """
-    path = Path(path)
-    return f"{path.parent.name}/{path.stem}"
+    parts = Path(path).with_suffix("").parts
+    if "sounds" in parts[:-2]:
+        return "/".join(parts[parts.index("sounds") + 1:])
+    return "/".join(parts[-2:])
 
 
 def load_manifest(path: str | os.PathLike, limit: int | None = None) -> list[Recording]:
@@ -114,25 +121,27 @@ def load_manifest(path: str | os.PathLike, limit: int | None = None) -> list[Rec
 
 #: the Asterisk voice folder of each language (a teacher line's ``prompt`` and ``lang`` name a recording)
 ASTERISK_VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
-#: mel-fingerprint cosine at or above which a recall index is taken to hold a measured recording (the same
-#: take through the 8 kHz codec: 0.95-0.997; two different prompts of one voice: at most 0.8)
-SAME_AUDIO_COSINE = 0.93
+#: mel-fingerprint cosine at or above which a recall index's segment may be a measured recording: the same
+#: take through the 8 kHz codec gives 0.95-0.997, another prompt of the same voice that starts alike up to 0.96,
+#: so a match also needs the segment's text to be the start of the measured reference (:func:`_same_take`)
+SAME_AUDIO_COSINE = 0.95
 
 
-def check_disjoint(utterances, learn: str = "", teacher=(), recall: str = "") -> None:
+def check_disjoint(utterances, learn: str = "", teacher=(), recall: str = "", text_of=None) -> None:
     """Raise :class:`BenchDataError` when what a system learns from holds audio this run measures.
 
     ``learn`` and ``teacher`` (JSON lines) are checked by utterance ``id`` and by the
     recordings their lines name (``recording``, or ``prompt`` with ``lang``), the same
     studio take in any codec; ``recall`` (an index) by the recordings its header lists
     and by audio content: the mel fingerprint of each measured file's start against
-    the index's (:data:`SAME_AUDIO_COSINE`).
+    the index's (:data:`SAME_AUDIO_COSINE`), with the matched segment's text (``text_of``:
+    token ids to text) the start of the measured reference.
     """
     for option, path in [("--learn", learn)] + [("--teacher", t) for t in teacher]:
         if path and str(path).endswith(".jsonl"):
             _check_lines(option, Path(path), utterances)
     if recall:
-        _check_index(Path(recall), utterances)
+        _check_index(Path(recall), utterances, text_of)
 
 
 def _line_recordings(line: dict) -> set:
@@ -144,7 +153,8 @@ def _line_recordings(line: dict) -> set:
 
 def _refuse(path: Path, option: str, what: str, count: int, example: str) -> BenchDataError:
     return BenchDataError(f"{path} ({option}) holds {what} of {count} utterances this run measures (e.g. {example}): "
-                          "learn from other recordings (the train split), or label the figure as such")
+                          "learn from other recordings (the train split); an index of the whole inventory goes to "
+                          "--recall-inventory, whose figure is labelled as such")
 
 
 def _check_lines(option: str, path: Path, utterances) -> None:
@@ -162,7 +172,7 @@ def _check_lines(option: str, path: Path, utterances) -> None:
         raise _refuse(path, option, "transcripts of the recordings", len(hits), sorted(hits)[0])
 
 
-def _check_index(path: Path, utterances) -> None:
+def _check_index(path: Path, utterances, text_of=None) -> None:
     from tokenmap.recall import RecallIndex
 
     index = RecallIndex.load(path)
@@ -170,20 +180,37 @@ def _check_index(path: Path, utterances) -> None:
     hits = {keys[k] for k in set(index.header.get("recordings") or ()) & set(keys)}
     if hits:
         raise _refuse(path, "--recall", "the recordings", len(hits), sorted(hits)[0])
-    same = [u.id for u in utterances if nearest_recorded(index, u) >= SAME_AUDIO_COSINE]
+    same = [u.id for u in utterances if _same_take(index, u, text_of)]
     if same:
         raise _refuse(path, "--recall", "audio that sounds like the start", len(same), same[0])
 
 
-def nearest_recorded(index, utt: Recording) -> float:
-    """The highest mel-fingerprint cosine between the start of ``utt``'s audio and a segment of ``index``."""
+def _same_take(index, utt: Recording, text_of=None) -> bool:
+    """Whether ``index`` holds a segment that sounds like the start of ``utt`` and, given ``text_of``
+    and a reference, says what the reference starts with (at most half its words wrong)."""
+    from tokenmap_bench.metrics import normalize_text, word_errors
+
+    cosine, tokens = nearest_recorded(index, utt)
+    if cosine < SAME_AUDIO_COSINE:
+        return False
+    if text_of is None or not utt.text:
+        return True
+    said = normalize_text(text_of(tokens)).split()
+    start = " ".join(normalize_text(utt.text).split()[:max(len(said), 1)])
+    errors, words = word_errors(start, " ".join(said))
+    return errors <= 0.5 * max(words, 1)
+
+
+def nearest_recorded(index, utt: Recording) -> tuple[float, list[int]]:
+    """``(cosine, tokens)``: the segment of ``index`` whose mel fingerprint is closest to the start of
+    ``utt``'s audio."""
     import numpy as np
 
     from tokenmap.recall import mel_candidates
     from tokenmap_bench.harness import features
 
     mel = np.asarray(features(utt)[0])[0]
-    return index.nearest_mel(mel_candidates(mel, 0))[0]
+    return index.nearest_mel(mel_candidates(mel, 0))
 
 
 def corpus_path(corpora: Path, domain: str, lang: str) -> Path:

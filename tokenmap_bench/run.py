@@ -52,7 +52,8 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
     t0 = time.perf_counter()
     utterances = load_manifest(manifest, limit)
     corpora = corpora or ROOT / "corpora"
-    check_disjoint(utterances, learn=options.learn, teacher=options.teacher, recall=options.recall)
+    check_disjoint(utterances, learn=options.learn, teacher=options.teacher, recall=options.recall,
+                   text_of=_decoder_of(options.model) if options.recall else None)
     if progress:
         progress("maps", None)
     maps = bench_maps(utterances, options, corpora, out_root / "maps")
@@ -67,6 +68,17 @@ def bench(manifest: str | Path, options: BenchOptions, out_root: Path, corpora: 
     paths = write_all(result, out_dir)
     sink.path.unlink(missing_ok=True)  # results.json holds every row now
     return result, paths
+
+
+def _decoder_of(model: str):
+    """Token ids -> text with ``model``'s tokenizer (timestamps and special tokens left out)."""
+    from tokenizers import Tokenizer
+
+    from tokenmap.models import resolve_model
+
+    tokenizer = Tokenizer.from_file(str(resolve_model(model) / "tokenizer.json"))
+    eot = tokenizer.token_to_id("<|endoftext|>")
+    return lambda ids: tokenizer.decode([t for t in ids if t < eot])
 
 
 def bench_maps(utterances, options: BenchOptions, corpora: Path, cache: Path) -> BenchMaps:
