@@ -6,6 +6,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -116,3 +117,20 @@ def make_corpus(tmp_path_factory):
         return path
 
     return make
+
+
+class ForkStandIn:
+    """What the stock encoder's fallback is asked for: ``encode(features, to_cpu=...)``; counts the calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def encode(self, features, to_cpu=False):
+        self.calls += 1
+        return ("fork", np.asarray(features).shape)
+
+
+@pytest.fixture
+def fork_stand_in():
+    """The class :class:`ForkStandIn`: a stand-in for the fork's model as a fallback encoder."""
+    return ForkStandIn

@@ -4,7 +4,7 @@ import pytest
 
 from tokenmap.context import AudioContext, Guard, compression_ratio, repeated_run
 
-TB = 50365  # <|0.00|> of the multilingual vocabulary
+TB = 50364  # <|0.00|> of the multilingual vocabulary
 OK = dict(seconds=2.0, score=-0.2, no_speech_prob=0.01, finished=True, timestamp_begin=TB, text="Hello there.")
 
 
@@ -13,6 +13,9 @@ def test_context_frames_cover_the_audio_and_margin_within_the_window():
     assert ctx.frames(1.0) == 300 and ctx.frames(3.333) == 534  # even, rounded up
     assert AudioContext("auto", margin_s=2.0, min_s=10.0).frames(1.0) == 1000
     assert ctx.frames(28.0) is None and ctx.frames(29.99) is None  # 30 s anyway: the full window
+    capped = AudioContext("auto", margin_s=2.0, min_s=0.0, max_s=24.0)
+    assert capped.frames(22.0) == 2400 and capped.frames(22.1) is None  # past max_s: the full window
+    assert AudioContext("auto", margin_s=2.0, max_s=30.0).frames(27.0) == 2900
     assert AudioContext("full").frames(1.0) is None
     with pytest.raises(ValueError, match="one of full, auto"):
         AudioContext("short")
@@ -80,7 +83,7 @@ def test_a_rejected_short_window_is_decoded_again_with_the_full_context(base_mod
     engine = model.model
     engine.guard = Guard(logprob=0.0)  # every window fails: the full context decides
     try:
-        short, stats = _decode(model, path, audio_context=AudioContext("auto", margin_s=1.0, min_s=0.0))
+        short, stats = _decode(model, path, audio_context=AudioContext("auto", margin_s=1.0, min_s=0.0, max_s=30.0))
     finally:
         engine.guard = Guard()
     assert stats["short_windows"] == stats["guarded"] >= 1

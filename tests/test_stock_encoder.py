@@ -10,17 +10,6 @@ from tokenmap.precision import SplitEngine, choose_encoder
 from tokenmap.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
 
 
-class ForkStandIn:
-    """What the fallback is asked for: ``encode(features, to_cpu=...)``."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def encode(self, features, to_cpu=False):
-        self.calls += 1
-        return ("fork", np.asarray(features).shape)
-
-
 @pytest.fixture
 def broken_stock(tmp_path):
     """A 'stock CTranslate2' directory whose package fails on import: the worker dies at start."""
@@ -48,8 +37,8 @@ def test_choose_encoder_follows_the_installation(tmp_path, monkeypatch):
         choose_encoder("gpu")
 
 
-def test_a_dead_worker_falls_back_to_the_fork_once(broken_stock, caplog):
-    fork = ForkStandIn()
+def test_a_dead_worker_falls_back_to_the_fork_once(broken_stock, caplog, fork_stand_in):
+    fork = fork_stand_in()
     enc = StockEncoder("unused", directory=broken_stock, fallback=fork)
     features = np.zeros((1, 80, 3000), np.float32)
     with caplog.at_level(logging.WARNING, logger="tokenmap"):

@@ -27,17 +27,6 @@ SHM = Path("/dev/shm")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class ForkStandIn:
-    """What the fallback is asked for: ``encode(features, to_cpu=...)``."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def encode(self, features, to_cpu=False):
-        self.calls += 1
-        return ("fork", np.asarray(features).shape)
-
-
 def _segments() -> set[str]:
     return {p.name for p in SHM.glob("psm_*")}
 
@@ -158,7 +147,7 @@ def test_a_killed_worker_is_replaced_once(stock, inputs, expected, shm, caplog):
 
 
 @pytest.mark.model
-def test_a_worker_that_dies_again_gives_up_with_one_line(stock, inputs, shm, monkeypatch, caplog):
+def test_a_worker_that_dies_again_gives_up_with_one_line(stock, inputs, shm, monkeypatch, caplog, fork_stand_in):
     """The replacement dies too: no third worker; the fallback takes over, or one error line."""
     receive = _Worker.receive
 
@@ -168,7 +157,7 @@ def test_a_worker_that_dies_again_gives_up_with_one_line(stock, inputs, shm, mon
         return receive(self, timeout)
 
     monkeypatch.setattr(_Worker, "receive", dying)
-    fork = ForkStandIn()
+    fork = fork_stand_in()
     enc = StockEncoder(stock, "int8", threads=2, fallback=fork)
     with caplog.at_level(logging.WARNING, logger="tokenmap"):
         assert enc.encode(inputs[0]) == ("fork", (1, 80, 3000))
@@ -225,8 +214,8 @@ def test_killing_every_child_prints_no_traceback(stock, shm):
 # -- 2. hung --------------------------------------------------------------------------------------
 @pytest.mark.model
 @pytest.mark.parametrize("with_fallback", [True, False])
-def test_a_hung_worker_times_out(stock, inputs, expected, shm, caplog, with_fallback):
-    fork = ForkStandIn() if with_fallback else None
+def test_a_hung_worker_times_out(stock, inputs, expected, shm, caplog, with_fallback, fork_stand_in):
+    fork = fork_stand_in() if with_fallback else None
     enc = StockEncoder(stock, "int8", threads=2, fallback=fork)
     try:
         np.testing.assert_array_equal(np.asarray(enc.encode(inputs[0])), expected[0])

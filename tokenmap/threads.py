@@ -21,6 +21,14 @@ It leaves the environment alone when the user set either variable, or set
 ``TOKENMAP_THREAD_WAIT=default``. Child processes inherit the setting; pass
 :func:`without_policy` as their environment to run them with the defaults.
 
+numpy's BLAS (OpenBLAS in its wheels) keeps threads of its own, which also
+spin for a while after each call. faster-whisper computes a file's log-mel
+features with one BLAS product; on a short file the engine starts right after
+it, and on 2 cores those spinning threads took the engine's: decoder steps
+and short encodes ran at half speed. :func:`blas_single_thread` holds numpy's
+BLAS to one thread while tokenmap transcribes (``WhisperModel.transcribe``),
+and :data:`BLAS_ENVIRONMENT` is the same for a child process.
+
 Example::
 
     >>> env = {}
@@ -36,6 +44,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -45,6 +54,8 @@ logger = logging.getLogger("tokenmap")
 
 #: the variables set, with their values (spin about a millisecond, then sleep)
 POLICY = {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "100000"}
+#: numpy's BLAS on one thread, for a child process (:func:`blas_single_thread` in this one)
+BLAS_ENVIRONMENT = {"OPENBLAS_NUM_THREADS": "1"}
 OPT_OUT = "TOKENMAP_THREAD_WAIT"
 
 #: what :func:`apply_wait_policy` did in this process (None until it ran)
@@ -123,3 +134,21 @@ def install() -> str:
     if status is None:
         status = apply_wait_policy()
     return status
+
+
+_blas = None  # threadpoolctl's controller of the BLAS libraries loaded, made on first use
+
+
+@contextlib.contextmanager
+def blas_single_thread():
+    """numpy's BLAS on one thread inside the block (a no-op where threadpoolctl finds no BLAS)."""
+    global _blas
+    if _blas is None:
+        from threadpoolctl import ThreadpoolController
+
+        _blas = ThreadpoolController().select(user_api="blas")
+    if not _blas.lib_controllers:
+        yield
+        return
+    with _blas.limit(limits=1):
+        yield

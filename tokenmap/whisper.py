@@ -52,6 +52,7 @@ from tokenmap.decode.speculative import DecodeStats, decode_window
 from tokenmap.engine import default_threads, open_engine
 from tokenmap.models import resolve_model
 from tokenmap.recall import load_recall
+from tokenmap.threads import blas_single_thread
 
 logger = logging.getLogger("tokenmap")
 
@@ -334,15 +335,18 @@ class WhisperModel(faster_whisper.WhisperModel):
             return super().transcribe(audio, *args, **kwargs)
         self.model.take_stats()  # start this thread's counters afresh
         self._context_local.value = context  # language detection encodes before the segments are read
-        segments, info = super().transcribe(audio, *args, **kwargs)
+        with blas_single_thread():  # the features' BLAS product must leave no threads spinning
+            segments, info = super().transcribe(audio, *args, **kwargs)
         return self._remember(segments, context), info
 
     def _remember(self, segments, context: AudioContext):
-        """``segments`` as faster-whisper yields them, each decoded with ``context``."""
+        """``segments`` as faster-whisper yields them, each decoded with ``context`` (and numpy's BLAS
+        on one thread: :func:`tokenmap.threads.blas_single_thread`)."""
         segments = iter(segments)
         while True:
             self._context_local.value = context  # another transcribe in this thread may have set its own
-            segment = next(segments, None)
+            with blas_single_thread():
+                segment = next(segments, None)
             if segment is None:
                 return
             if self.session_cache is not None:

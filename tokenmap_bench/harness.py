@@ -22,7 +22,7 @@ with the task's map (session cache off, so repetitions stay independent),
 configuration (a float32 decoder), ``tokenmap-short-e2e`` and ``tokenmap-short-nomap-e2e``
 the default configuration with ``audio_context="auto"`` (short windows encoded as their audio
 plus a margin, guarded; :mod:`tokenmap.context`) with the task's map and without one,
-``stock-e2e`` stock faster-whisper on stock
+``tokenmap-mismatch-e2e`` open speech with the maintenance map, ``stock-e2e`` stock faster-whisper on stock
 CTranslate2 with the runtime settings tokenmap gives itself (the anchor of every
 end-to-end figure) and ``stock-untuned-e2e`` the same without them, as users run it.
 """
@@ -275,6 +275,9 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
                                                    state.token_map(utt.domain, utt.lang), audio_context="auto")
         runners["tokenmap-short-nomap-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
                                                          audio_context="auto")
+        if utt.domain in MISMATCH_FOR:  # open speech with the map of another domain: the "no slower" check
+            runners["tokenmap-mismatch-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
+                                                          state.token_map(MISMATCH_DOMAIN, utt.lang))
         if learned and state.recall is not None:  # what a user of a scripted domain runs: learned map + recall
             runners["tokenmap-recall-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
                                                         state._load(learned), state.recall)

@@ -7,8 +7,8 @@ runner is a long-lived process (``--serve``) so that stock is timed in
 the same interleaved rotation as the other systems.
 
 Two runners: ``stock`` gets the runtime settings tokenmap applies to itself
-(:func:`tuned_environment`: the OpenMP thread wait policy and the glibc
-malloc policy, as environment variables), so that every end-to-end figure
+(:func:`tuned_environment`: the OpenMP thread wait policy, numpy's BLAS on one
+thread and the glibc malloc policy, as environment variables), so that every end-to-end figure
 measures drafting and not those settings; ``stock-untuned`` gets neither
 (:func:`untuned_environment`), as users run faster-whisper today.
 """
@@ -40,6 +40,7 @@ def tuned_environment(environ: dict | None = None) -> dict:
     """
     env = threads.without_policy(environ)
     env.update(threads.POLICY)
+    env.update(threads.BLAS_ENVIRONMENT)
     env.update(memory.ENVIRONMENT)
     return env
 
@@ -51,7 +52,7 @@ def untuned_environment(environ: dict | None = None) -> dict:
     {'HOME': '/root'}
     """
     env = dict(threads.without_policy(environ, state="applied"))
-    for name in memory.ENVIRONMENT:
+    for name in (*memory.ENVIRONMENT, *threads.BLAS_ENVIRONMENT):
         env.pop(name, None)
     return env
 
