@@ -8,7 +8,7 @@ import pytest
 
 from tokenmap_bench.data import BenchDataError, Recording, check_disjoint
 
-TB = 50365
+TB = 50364
 
 
 def _measured(data_dir: Path, name: str = "en-agent-pass") -> Recording:
