@@ -59,14 +59,14 @@ test: setup tools
 	$(PY) -m pytest
 
 # The main job: compile a domain corpus into a token map, then transcribe
-# held-out real recordings with it (these prompts are not in the map's corpus).
+# held-out real recordings with it and a short audio context (these prompts are not in the map's corpus).
 DEMO_MAP := demo-out/telephony-en.tmap
 $(DEMO_MAP): corpora/telephony/en/train.txt | setup
 	$(BIN)/tokenmap build corpora/telephony/en/train.txt -o $@ --force
 
 demo: setup $(DEMO_MAP)
 	$(BIN)/tokenmap inspect $(DEMO_MAP) --prefix "Please enter your"
-	$(BIN)/tokenmap transcribe --language en --map $(DEMO_MAP) \
+	$(BIN)/tokenmap transcribe --language en --map $(DEMO_MAP) --audio-context auto \
 		tests/data/en-vm-record-prepend.flac tests/data/en-ss-noservice.flac tests/data/en-agent-pass.flac
 
 # Benchmark data: Debian TTS voices and real speech, PyPI piper voice; audio is

@@ -146,8 +146,9 @@ def replay(args):
 def _guards() -> dict:
     from tokenmap.context import Guard
 
-    return {"none": None, "guard": Guard(), "lp-1.25": Guard(logprob=-1.25), "lp-1.5": Guard(logprob=-1.5),
-            "no-lp": Guard(logprob=-99.0)}
+    return {"none": None, "guard": Guard(), "lp-1.0": Guard(logprob=-1.0), "lp-1.25": Guard(logprob=-1.25),
+            "no-lp": Guard(logprob=-99.0), "past-0.75": Guard(past_audio_s=0.75),
+            "past-1.0": Guard(past_audio_s=1.0)}
 
 
 def _closest(contexts: dict, frames, margin) -> str | None:

@@ -25,7 +25,7 @@ def test_context_frames_cover_the_audio_and_margin_within_the_window():
 
 @pytest.mark.parametrize("change, reason", [
     (dict(finished=False), "no end of text"),
-    (dict(tokens=[TB, 400, TB + 150]), "past the audio"),
+    (dict(tokens=[TB, 400, TB + 160]), "past the audio"),
     (dict(seconds=0.8, tokens=[TB, 400, TB + 130]), "past the audio"),
     (dict(text="la la la la la la la la la la la la la la la la la la la la"), "repetitive text"),
     (dict(tokens=[TB, 1, 2, 1, 2, 1, 2, TB + 50], text="Hi."), "a repeated phrase"),

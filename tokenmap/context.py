@@ -87,7 +87,7 @@ class Guard:
     (``research/short_context.py``); the benchmark measures the test split.
     """
 
-    past_audio_s: float = 0.5
+    past_audio_s: float = 1.0
     min_closing_s: float = 2.0
     compression: float = 2.4
     repeats: int = 3
