@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see README, "The engine").
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock clean
+.PHONY: help demo test setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock bench-hour clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
@@ -24,6 +24,7 @@ help:
 	@echo "make bench-learn the model's transcripts of the train split's 8 kHz prompts, and recall indexes"
 	@echo "make bench-quick the quick benchmark (about 10 minutes on 2 cores)"
 	@echo "make bench       the full benchmark; regenerates docs/BENCHMARKS.md"
+	@echo "make bench-hour  an hour of real speech through transcribe: memory over time, RTF (3-9 minutes on 2 cores)"
 	@echo "make clean       remove the virtual environment"
 
 setup: $(STAMP) models stock-encoder
@@ -119,6 +120,11 @@ bench: bench-data bench-stock bench-learn
 	$(BIN)/tokenmap bench --map-mode per-task,inferred --learn $(LEARN) --recall $(RECALL) \
 		--recall-inventory $(RECALL_INVENTORY) \
 		--heavy-per-group 2 --reps-open 15 --update-docs docs/BENCHMARKS.md
+
+# An hour of Asterisk prompts and LibriVox clips (built into the user's cache, never committed), transcribed
+# as `tokenmap transcribe --map` does, with resident memory sampled while it runs (benchmarks/hour_bench.py).
+bench-hour: bench-data
+	$(PY) benchmarks/hour_bench.py
 
 clean:
 	rm -rf $(VENV) $(STOCK)

@@ -54,16 +54,105 @@ def _progress_bar(path: str):
     return bar, update
 
 
-def _emit(transcript, fmt: str, output_dir: Path | None, many: bool) -> None:
-    from tokenmap.writers import render
+#: formats written segment by segment as they are decoded (json needs the whole transcript)
+STREAMED = ("txt", "srt", "vtt", "tsv")
 
-    text = render(transcript, fmt)
-    if output_dir is None:
-        if many and fmt == "txt":
-            click.echo(f"==> {transcript.path} <==")
-        click.echo(text, nl=False)
-        return
-    _write_atomic(output_dir / f"{Path(transcript.path).stem}.{fmt}", text)
+
+def _piece(fmt: str, index: int, segment) -> str:
+    """The text that segment number ``index`` (from 1) adds to ``render(transcript, fmt)``.
+
+    The rendered formats are a header (:func:`_header`) followed by one piece per segment,
+    so a file written piece by piece equals the one rendered at the end.
+    """
+    from tokenmap.writers import Transcript, render
+
+    piece = render(Transcript("", "", 0.0, [segment]), fmt)[len(_header(fmt)):]
+    if fmt == "srt":  # blocks are numbered and separated by a blank line
+        piece = ("\n" if index > 1 else "") + str(index) + piece[1:]
+    return piece
+
+
+def _header(fmt: str) -> str:
+    """What ``render`` gives for a transcript without segments (vtt's and tsv's first lines)."""
+    from tokenmap.writers import Transcript, render
+
+    return render(Transcript("", "", 0.0, []), fmt)
+
+
+class _Output:
+    """Where one file's transcript goes: stdout, or ``NAME.FMT`` in the output folder.
+
+    txt, srt, vtt and tsv go out a segment at a time, as each is decoded: on stdout, or with
+    ``-o`` into ``NAME.FMT.partial``, flushed after every segment and renamed to ``NAME.FMT``
+    when the file is done, so ``NAME.FMT`` is always complete (and an older one stays until
+    then). json is written when the file is done. :meth:`abandon` after a failure removes a
+    partial file that holds no segment and returns the path of one that does.
+    """
+
+    def __init__(self, path: str, fmt: str, output_dir: Path | None, many: bool):
+        self.fmt, self.count = fmt, 0
+        self.banner = f"==> {path} <==\n" if output_dir is None and many and fmt == "txt" else ""
+        self.target = None if output_dir is None else output_dir / f"{Path(path).stem}.{fmt}"
+        self.partial = None if self.target is None else self.target.with_name(f"{self.target.name}.partial")
+        self._file = None
+        self._started = False
+
+    def segment(self, segment) -> None:
+        """Write ``segment`` now (streamed formats); called by ``transcribe_file`` per segment."""
+        if self.fmt in STREAMED:
+            self.count += 1
+            self._write(_piece(self.fmt, self.count, segment))
+
+    def finish(self, transcript) -> None:
+        """The file is done: complete the output (and move the partial file into place)."""
+        if self.fmt not in STREAMED:
+            from tokenmap.writers import render
+
+            if self.target is None:
+                click.echo(self.banner + render(transcript, self.fmt), nl=False)
+            else:
+                _write_atomic(self.target, render(transcript, self.fmt))
+            return
+        self._write("")
+        if self._file is not None:
+            self._file.close()
+            os.replace(self.partial, self.target)
+
+    def abandon(self) -> Path | None:
+        """After a failure: the partial file when it holds decoded segments (else it is removed)."""
+        if self._file is None:
+            return None
+        self._file.close()
+        if self.count:
+            return self.partial
+        self.partial.unlink(missing_ok=True)
+        return None
+
+    def _write(self, text: str) -> None:
+        if not self._started:
+            self._started = True
+            text = (self.banner if self.target is None else "") + _header(self.fmt) + text
+            if self.target is not None:
+                self._file = open(self.partial, "w", encoding="utf-8")
+        if not text:
+            return
+        if self._file is not None:
+            self._file.write(text)
+            self._file.flush()
+            return
+        from tqdm import tqdm
+
+        with tqdm.external_write_mode(file=sys.stdout):  # clears a progress bar on the same terminal
+            click.echo(text, nl=False)
+            sys.stdout.flush()
+
+
+def _failure(path: str, exc: Exception, partial: Path | None) -> str:
+    """The one error line for a file that failed (naming the partial output it left, if any)."""
+    from tokenmap.audio import AudioError
+
+    line = str(exc) if isinstance(exc, AudioError) else f"{path}: transcription failed ({type(exc).__name__}: {exc})"
+    return line + (f"; the segments decoded before are in {partial}" if partial else "")
 
 
 @click.command()
@@ -107,7 +196,8 @@ def _emit(transcript, fmt: str, output_dir: Path | None, many: bool) -> None:
 @click.option("--word-timestamps", is_flag=True, help="Add word-level timestamps (json output).")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="txt", show_default=True)
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write FILE-stem.FORMAT files here (as each finishes) instead of printing.")
+              help="Write FILE-stem.FORMAT files here instead of printing. txt, srt, vtt and tsv are written "
+                   "segment by segment into FILE-stem.FORMAT.partial, renamed when the file is done.")
 def transcribe(files, model, map_path, recall_path, language, task, compute_type, decoder_compute_type, exact,
                encoder, audio_context, threads, beam_size, vad, word_timestamps, fmt, output_dir):
     """Transcribe audio FILES (any format FFmpeg reads) with Whisper.
@@ -142,19 +232,19 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
     failed = 0
     for path in files:
         bar, update = _progress_bar(path)
+        out = _Output(path, fmt, output_dir, many=len(files) > 1)
         try:
-            result = transcribe_file(whisper, path, options, progress=update)
-        except AudioError as exc:
+            result = transcribe_file(whisper, path, options, progress=update, on_segment=out.segment)
+        except (AudioError, RuntimeError, ValueError, MemoryError) as exc:
             failed += 1
-            report(exc)
+            report(_failure(path, exc, out.abandon()))
             continue
-        except (RuntimeError, ValueError, MemoryError) as exc:
-            failed += 1
-            report(f"{path}: transcription failed ({type(exc).__name__}: {exc})")
-            continue
+        except BaseException:  # Ctrl-C: the segments decoded so far stay in the partial file
+            out.abandon()
+            raise
         finally:
             bar.close()
-        _emit(result, fmt, output_dir, many=len(files) > 1)
+        out.finish(result)
         click.echo(_summary(result), err=True)
     if failed:
         fail(f"{failed} of {len(files)} file(s) failed")

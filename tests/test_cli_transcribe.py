@@ -202,3 +202,79 @@ def test_vad_is_off_unless_asked(monkeypatch, tmp_path):
     assert transcriber.TranscribeOptions().vad is False
     assert run("-l", "en", audio).exit_code == 0 and fake.kwargs["vad_filter"] is False
     assert run("--vad", "-l", "en", audio).exit_code == 0 and fake.kwargs["vad_filter"] is True
+
+
+def _segments(n):
+    from types import SimpleNamespace
+
+    return [SimpleNamespace(start=2.0 * i, end=2.0 * i + 1.5, text=f" Segment\tnumber {i}.", words=None,
+                            avg_logprob=-0.1, no_speech_prob=0.01) for i in range(n)]
+
+
+@pytest.mark.parametrize("fmt", ["txt", "srt", "vtt", "tsv"])
+def test_pieces_add_up_to_the_rendered_file(fmt):
+    from tokenmap.writers import Segment, Transcript, render
+    from tokenmap_cli.cmd_transcribe import _header, _piece
+
+    for n in (0, 1, 3):
+        segs = [Segment(s.start, s.end, s.text) for s in _segments(n)]
+        streamed = _header(fmt) + "".join(_piece(fmt, i, s) for i, s in enumerate(segs, 1))
+        assert streamed == render(Transcript("a.wav", "en", 9.0, segs), fmt)
+
+
+class _Watched(_FakeModel):
+    """Yields segments, recording what the output folder holds before each one."""
+
+    def __init__(self, segments, folder, fail_after=None):
+        super().__init__(segments)
+        self.folder, self.fail_after, self.seen = folder, fail_after, []
+
+    def transcribe(self, audio, **kwargs):
+        _, info = super().transcribe(audio, **kwargs)
+
+        def segments():
+            for i, seg in enumerate(self.segments):
+                if i == self.fail_after:
+                    raise RuntimeError("engine gave up")
+                self.seen.append({p.name: p.read_text() for p in self.folder.iterdir()})
+                yield seg
+
+        return segments(), info
+
+
+@pytest.mark.parametrize("fmt", ["srt", "txt"])
+def test_output_is_written_segment_by_segment(monkeypatch, tmp_path, fmt):
+    import tokenmap.transcriber as transcriber
+
+    out, audio = tmp_path / "out", tmp_path / "talk.wav"
+    out.mkdir()
+    _write_wav(audio, (3000 * np.sin(np.arange(16000) / 5)).astype(int))
+    fake = _Watched(_segments(3), out)
+    monkeypatch.setattr(transcriber, "load_model", lambda *a, **k: fake)
+    result = run("-l", "en", "-f", fmt, "-o", out, audio)
+    assert result.exit_code == 0, result.output
+    partial = f"talk.{fmt}.partial"
+    assert fake.seen[0] == {}  # nothing before the first segment
+    assert fake.seen[2][partial].count("Segment") == 2 and f"talk.{fmt}" not in fake.seen[2]
+    final = (out / f"talk.{fmt}").read_text()
+    assert final.count("Segment") == 3 and not (out / partial).exists()
+
+
+def test_a_failure_keeps_the_segments_decoded_and_says_where(monkeypatch, tmp_path):
+    import tokenmap.transcriber as transcriber
+
+    out, audio = tmp_path / "out", tmp_path / "talk.wav"
+    out.mkdir()
+    (out / "talk.srt").write_text("an older transcript\n")
+    _write_wav(audio, (3000 * np.sin(np.arange(16000) / 5)).astype(int))
+    monkeypatch.setattr(transcriber, "load_model", lambda *a, **k: _Watched(_segments(3), out, fail_after=2))
+    result = run("-l", "en", "-f", "srt", "-o", out, audio)
+    assert result.exit_code == 1
+    assert "transcription failed (RuntimeError: engine gave up)" in result.stderr
+    assert "talk.srt.partial" in result.stderr and len(result.stderr.strip().splitlines()) == 2
+    assert (out / "talk.srt.partial").read_text().count("Segment") == 2
+    assert (out / "talk.srt").read_text() == "an older transcript\n"
+    monkeypatch.setattr(transcriber, "load_model", lambda *a, **k: _Watched(_segments(3), out, fail_after=0))
+    (out / "talk.srt.partial").unlink()
+    result = run("-l", "en", "-f", "vtt", "-o", out, audio)
+    assert result.exit_code == 1 and "partial" not in result.stderr and not list(out.glob("*.partial"))

@@ -97,14 +97,21 @@ def transcribe_file(
     path: str | os.PathLike,
     options: TranscribeOptions = TranscribeOptions(),
     progress: Callable[[float, float], None] | None = None,
+    on_segment: Callable[[Segment], None] | None = None,
 ) -> Transcript:
-    """Transcribe one file; ``progress(done_seconds, total_seconds)`` is called per segment."""
+    """Transcribe one file; ``progress(done_seconds, total_seconds)`` is called per segment.
+
+    ``on_segment(segment)`` is called with each :class:`Segment` as soon as it is decoded (before
+    ``progress``), so a caller can write a long file's transcript while the rest is still decoding.
+    """
     audio = load_audio(path)
-    return transcribe_audio(model, audio, str(path), options, progress)
+    return transcribe_audio(model, audio, str(path), options, progress, on_segment)
 
 
-def transcribe_audio(model, audio: np.ndarray, name: str, options: TranscribeOptions, progress=None) -> Transcript:
-    """Transcribe a decoded ``audio`` array (mono, 16 kHz, shape ``[samples]``; see :func:`audio_input`)."""
+def transcribe_audio(model, audio: np.ndarray, name: str, options: TranscribeOptions, progress=None,
+                     on_segment=None) -> Transcript:
+    """Transcribe a decoded ``audio`` array (mono, 16 kHz, shape ``[samples]``; see :func:`audio_input`);
+    ``progress`` and ``on_segment`` as in :func:`transcribe_file`."""
     audio = audio_input(audio, name)
     duration = len(audio) / SAMPLE_RATE
     started = time.perf_counter()
@@ -115,6 +122,8 @@ def transcribe_audio(model, audio: np.ndarray, name: str, options: TranscribeOpt
     for seg in segments_iter:
         words = tuple(Word(w.start, w.end, w.word, w.probability) for w in (seg.words or ()))
         segments.append(Segment(seg.start, seg.end, seg.text, words, seg.avg_logprob, seg.no_speech_prob))
+        if on_segment:
+            on_segment(segments[-1])
         if progress:
             progress(min(seg.end, duration), duration)
     if progress:
