@@ -189,6 +189,7 @@ def engine_info(model_dir=None) -> dict:
         "faster-whisper": _version("faster-whisper"),
         "numpy": _version("numpy"),
         "tokenizers": _version("tokenizers"),
+        "runtime settings": runtime_settings(),
     }
     try:
         ct2 = _import_ctranslate2()
@@ -217,6 +218,26 @@ def engine_info(model_dir=None) -> dict:
     if model_dir is not None:
         info.update({("cpu" if k == "cpu" else f"cpu {k}"): v for k, v in cpu_report(model_dir).items()})
     return info
+
+
+def runtime_settings() -> str:
+    """One line for ``tokenmap doctor``: the process-wide settings ``import tokenmap`` applied here.
+
+    They hold for the whole process, a host program's own threads and allocations included (the
+    thread wait policy also reaches child processes through the environment), so the line names
+    each one applied with the variable that turns it off before the import.
+    """
+    applied = []
+    if memory.status == "applied":
+        applied.append(f"glibc malloc: one arena, no mmap, trim threshold 512 MB, top pad 64 MB "
+                       f"({memory.OPT_OUT}=default to leave glibc's defaults)")
+    if threads.status == "applied":
+        applied.append(f"OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT=100000 in the environment "
+                       f"({threads.OPT_OUT}=default to leave OpenMP's defaults)")
+    if not applied:
+        return (f"none applied by tokenmap in this process (malloc: {memory.status or 'not run'}, "
+                f"thread wait: {threads.status or 'not run'})")
+    return "set on `import tokenmap` for the whole process, not only the engine: " + "; ".join(applied)
 
 
 def _precision_report() -> dict:
