@@ -22,7 +22,7 @@ def test_text_equals_faster_whisper(data_dir, fw_model, tmp_path):
     result = run("--language", "en", "--format", "json", "--output-dir", tmp_path, audio)
     assert result.exit_code == 0, result.output
     ours = json.loads((tmp_path / "en-agent-pass.json").read_text())
-    segments, _ = fw_model.transcribe(str(audio), language="en", beam_size=1, vad_filter=False)
+    segments, _ = fw_model.transcribe(str(audio), language="en", beam_size=1, vad_filter=True)
     assert ours["text"] == "".join(s.text for s in segments).strip()
     assert "password" in ours["text"].lower()
     assert "RTF" in result.stderr
@@ -87,11 +87,11 @@ def test_bad_inputs_in_one_batch(data_dir, tmp_path, sox):
 
 @pytest.mark.slow
 def test_one_hour_file(tmp_path, data_dir, sox):
-    """An hour of mostly silence with speech at the end: --vad keeps it quick."""
+    """An hour of mostly silence with speech at the end: VAD keeps it quick."""
     long = tmp_path / "hour.wav"
     sox("-n", "-r", "16000", "-c", "1", tmp_path / "gap.wav", "trim", "0", "3595")
     sox(tmp_path / "gap.wav", data_dir / "en-conf-getpin.flac", long)
-    result = run("--vad", "--language", "en", "-f", "srt", "-o", tmp_path, long)
+    result = run("--language", "en", "-f", "srt", "-o", tmp_path, long)
     assert result.exit_code == 0, result.output
     srt = (tmp_path / "hour.srt").read_text()
     assert "00:59:5" in srt and "conference" in srt.lower()
@@ -109,7 +109,7 @@ def test_transcribe_with_map_reports_statistics(data_dir, tmp_path, fw_model):
     result = run("--map", tmap, "-l", "en", "-f", "json", "-o", tmp_path, audio)
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "en-ss-noservice.json").read_text())
-    segments, _ = fw_model.transcribe(str(audio), language="en", beam_size=1, vad_filter=False)
+    segments, _ = fw_model.transcribe(str(audio), language="en", beam_size=1, vad_filter=True)
     expected = "".join(s.text for s in segments).strip()
     stats = data["stats"]
     assert stats["windows"] >= 1 and stats["verify_passes"] >= 1
@@ -191,17 +191,17 @@ class _FakeModel:
         return iter(self.segments), SimpleNamespace(language="en", language_probability=1.0)
 
 
-def test_vad_is_off_unless_asked(monkeypatch, tmp_path):
-    """Silero VAD dropped whole sentences of a read passage (research/vad_table.py): --vad opts in."""
+def test_vad_is_on_unless_turned_off(monkeypatch, tmp_path):
+    """Without VAD, Whisper repeated sentences after pauses (research/vad_table.py): --no-vad opts out."""
     import tokenmap.transcriber as transcriber
 
     fake = _FakeModel()
     monkeypatch.setattr(transcriber, "load_model", lambda *a, **k: fake)
     audio = tmp_path / "tone.wav"
     _write_wav(audio, (3000 * np.sin(np.arange(16000) / 5)).astype(int))
-    assert transcriber.TranscribeOptions().vad is False
-    assert run("-l", "en", audio).exit_code == 0 and fake.kwargs["vad_filter"] is False
-    assert run("--vad", "-l", "en", audio).exit_code == 0 and fake.kwargs["vad_filter"] is True
+    assert transcriber.TranscribeOptions().vad is True
+    assert run("-l", "en", audio).exit_code == 0 and fake.kwargs["vad_filter"] is True
+    assert run("--no-vad", "-l", "en", audio).exit_code == 0 and fake.kwargs["vad_filter"] is False
 
 
 def _segments(n):
