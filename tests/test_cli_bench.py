@@ -44,7 +44,7 @@ def test_teacher_of_measured_audio_is_refused(tmp_path, data_dir):
     teacher = _teacher(tmp_path, "telephony/en-agent-pass.flac")
     result = CliRunner().invoke(bench, ["--manifest", str(manifest), "--out", str(tmp_path), "--map-mode",
                                         "per-task,taught", "--teacher", str(teacher)])
-    assert result.exit_code == 1 and "teacher transcripts of 1 utterances this run decodes" in result.output
+    assert result.exit_code == 1 and "(--teacher) holds transcripts of the recordings of 1 utterances" in result.output
     result = CliRunner().invoke(bench, ["--manifest", str(manifest), "--out", str(tmp_path), "--map-mode",
                                         "per-task,taught"])
     assert result.exit_code == 1 and "map mode taught needs --teacher" in result.output
