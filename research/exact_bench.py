@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tokenmap_bench.data import Recording, load_manifest  # noqa: E402
@@ -38,6 +40,7 @@ from tokenmap.maps.mapfile import load_maps  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
 from tokenmap.decode.rules import SpecialTokens  # noqa: E402
 from tokenmap.decode.speculative import decode_window  # noqa: E402
+from tokenmap.context import AudioContext  # noqa: E402
 
 SYSTEMS = ("greedy-int8", "greedy-f32dec", "map-int8", "map-f32dec")
 
@@ -64,6 +67,8 @@ def main():
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--out", default="")
     ap.add_argument("--report", default="", help="only report an earlier --out file (adds WER against the manifest)")
+    ap.add_argument("--audio-context", default="full", choices=["full", "auto"],
+                    help="auto: encode each file as tokenmap's short audio context does (tokenmap.context)")
     args = ap.parse_args()
     args.set = args.set or ["telephony"]
     systems = args.systems.split(",")
@@ -95,8 +100,12 @@ def main():
         maps[task] = load_maps(out)[0]
     controllers = {(t, ct): ControllerSet(costs[ct]) for t in maps for ct in costs}
     rows, t_start = [], time.time()
+    context = AudioContext(args.audio_context)
     for i, u in enumerate(utts):
-        mel, _ = features(u)
+        mel, seconds = features(u)
+        frames = context.frames(min(seconds, 30.0))
+        if frames:
+            mel = ctranslate2.StorageView.from_array(np.ascontiguousarray(np.asarray(mel)[:, :, :frames]))
         enc = models["int8"].encode(mel)
         prompt = [special.sot, index[f"<|{u.lang}|>"], index["<|transcribe|>"]]
         times, out = collections.defaultdict(list), {}
