@@ -169,7 +169,9 @@ def run_child(config: str, wav: Path, tmap: Path, every: float) -> dict:
     """One configuration in this (fresh) process; the result as a dict."""
     import tempfile
 
-    import tokenmap  # noqa: F401  (first: the thread and memory policies, as the command has them)
+    from tokenmap import memory  # first: the thread wait policy, set on import
+
+    memory.install()  # the malloc policy, as the tokenmap command applies it (TOKENMAP_MALLOC=default: off)
     from tokenmap.transcriber import TranscribeOptions, load_model, transcribe_file
     from tokenmap_cli.cmd_transcribe import _Output
 

@@ -52,6 +52,7 @@ def test_children_get_the_policy_through_their_environment():
 
 ENCODE_TWICE = """
 import json, resource, numpy as np, tokenmap, tokenmap.memory as m, ctranslate2
+m.install()  # what the tokenmap command and WhisperModel(malloc_policy=True) do
 from tokenmap.models import resolve_model
 model = ctranslate2.models.Whisper(str(resolve_model("tiny.en")), device="cpu", compute_type="int8", intra_threads=1)
 mel = ctranslate2.StorageView.from_array(np.zeros((1, 80, 3000), np.float32))
@@ -79,3 +80,36 @@ def test_a_second_encode_reuses_the_first_ones_buffers():
     default = _encode_twice({memory.OPT_OUT: "default"})
     assert applied["status"] == "applied" and default["status"] == "off"
     assert applied["faults"] < 1000 < 12000 < default["faults"], (applied, default)
+
+
+IMPORT_ONLY = "import tokenmap, tokenmap.memory as m; print(m.status)"
+
+
+def _status_after_import(extra: dict) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != memory.OPT_OUT}
+    env.update(extra)
+    return subprocess.run([sys.executable, "-c", IMPORT_ONLY], env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@pytest.mark.skipif(memory._glibc() is None, reason="glibc only")
+def test_a_library_import_leaves_malloc_alone_unless_asked():
+    """The policy keeps a host's freed memory resident: importing tokenmap does not apply it, unless
+    ``TOKENMAP_MALLOC=tokenmap`` asks."""
+    assert _status_after_import({}) == "None"
+    assert _status_after_import({memory.OPT_OUT: "tokenmap"}) == "applied"
+
+
+def test_the_encoder_worker_gets_the_policy_unless_the_user_decided():
+    assert memory.worker_environment({"PATH": "/bin"}) == {"PATH": "/bin", **ENVIRONMENT}
+    assert memory.worker_environment({memory.OPT_OUT: "default"}) == {memory.OPT_OUT: "default"}
+    assert memory.worker_environment({"MALLOC_ARENA_MAX": "4"}) == {"MALLOC_ARENA_MAX": "4"}
+
+
+@pytest.mark.skipif(memory._glibc() is None, reason="glibc only")
+def test_the_tokenmap_command_applies_it():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != memory.OPT_OUT}
+    script = ("from click.testing import CliRunner; from tokenmap_cli.main import cli; import tokenmap.memory as m; "
+              "CliRunner().invoke(cli, ['models', '--help']); print(m.status)")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "applied"

@@ -15,9 +15,11 @@ The package is laid out by what each part does:
 The heavy pieces (CTranslate2, faster-whisper) are imported lazily, so that
 ``import tokenmap`` stays cheap and the map builder works without the engine.
 Importing the package first sets the engine threads' wait policy
-(:mod:`tokenmap.threads`), which must happen before CTranslate2 loads, and
-how large buffers are allocated (:mod:`tokenmap.memory`), which must happen
-before a model is loaded.
+(:mod:`tokenmap.threads`), which must happen before CTranslate2 loads. How
+large buffers are allocated (:mod:`tokenmap.memory`) changes the whole
+process, so the import applies it only when ``TOKENMAP_MALLOC=tokenmap`` asks;
+the ``tokenmap`` command and ``WhisperModel(..., malloc_policy=True)`` apply it
+before they load a model.
 """
 
 import importlib
@@ -27,7 +29,7 @@ from tokenmap import memory as _memory
 from tokenmap import threads as _threads
 
 _threads.install()
-_memory.install()
+_memory.install_if_asked()
 
 __version__ = "0.1.0"
 

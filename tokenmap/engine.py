@@ -221,11 +221,13 @@ def engine_info(model_dir=None) -> dict:
 
 
 def runtime_settings() -> str:
-    """One line for ``tokenmap doctor``: the process-wide settings ``import tokenmap`` applied here.
+    """One line for ``tokenmap doctor``: the process-wide settings tokenmap applied here.
 
     They hold for the whole process, a host program's own threads and allocations included (the
     thread wait policy also reaches child processes through the environment), so the line names
-    each one applied with the variable that turns it off before the import.
+    each one applied with the variable that turns it off. The thread wait policy is set on
+    ``import tokenmap``; the malloc policy by the ``tokenmap`` command, by
+    ``WhisperModel(..., malloc_policy=True)`` or on import with ``TOKENMAP_MALLOC=tokenmap``.
     """
     applied = []
     if memory.status == "applied":
@@ -235,9 +237,9 @@ def runtime_settings() -> str:
         applied.append(f"OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT=100000 in the environment "
                        f"({threads.OPT_OUT}=default to leave OpenMP's defaults)")
     if not applied:
-        return (f"none applied by tokenmap in this process (malloc: {memory.status or 'not run'}, "
+        return (f"none applied by tokenmap in this process (malloc: {memory.status or 'not asked for'}, "
                 f"thread wait: {threads.status or 'not run'})")
-    return "set on `import tokenmap` for the whole process, not only the engine: " + "; ".join(applied)
+    return "set by tokenmap for the whole process, not only the engine: " + "; ".join(applied)
 
 
 def _precision_report() -> dict:

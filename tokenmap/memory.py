@@ -18,11 +18,18 @@ unchanged, so is every transcript; the cost is a resident size that stays at
 its peak (docs/BENCHMARKS.md, "Page faults").
 
 A thread takes its arena at its first allocation, so this only reaches
-models loaded afterwards: ``tokenmap/__init__.py`` calls it on import. It
-does nothing off glibc (macOS, Windows, musl), and leaves glibc alone when the
-user set any ``MALLOC_*`` variable or ``GLIBC_TUNABLES``, or set
-``TOKENMAP_MALLOC=default``. Child processes get the same policy through
-their environment (:func:`child_environment`), which glibc reads at start.
+models loaded afterwards. The policy holds for the whole process, a host
+program's own allocations included: after a transient peak, freed memory stays
+resident (``research/host_alloc.py``). So it is applied where tokenmap owns the
+process: the ``tokenmap`` command (:func:`install` before any model loads),
+the stock encoder worker (:func:`worker_environment`), and a library process
+that asks for it, with ``WhisperModel(..., malloc_policy=True)`` or
+``TOKENMAP_MALLOC=tokenmap`` in its environment (then on import,
+:func:`install_if_asked`). It does nothing off glibc (macOS, Windows, musl),
+and leaves glibc alone when the user set any ``MALLOC_*`` variable or
+``GLIBC_TUNABLES``, or set ``TOKENMAP_MALLOC=default``. Child processes get the
+same policy through their environment (:func:`child_environment`), which glibc
+reads at start.
 
 Example::
 
@@ -61,7 +68,7 @@ SETTINGS = (
 )
 #: the same settings as environment variables, for child processes
 ENVIRONMENT = {variable: str(value) for _, _, value, variable in SETTINGS}
-OPT_OUT = "TOKENMAP_MALLOC"
+OPT_OUT = "TOKENMAP_MALLOC"  # "default": never apply the policy; "tokenmap": apply it on import
 
 #: what :func:`apply_malloc_policy` did in this process (None until it ran)
 status: str | None = None
@@ -139,3 +146,23 @@ def install() -> str:
     if status is None:
         status = apply_malloc_policy()
     return status
+
+
+def install_if_asked(environ: Mapping[str, str] | None = None) -> str | None:
+    """:func:`install` when ``TOKENMAP_MALLOC=tokenmap`` asks for the policy on import; else None."""
+    environ = os.environ if environ is None else environ
+    return install() if environ.get(OPT_OUT, "").lower() == "tokenmap" else None
+
+
+def worker_environment(environ: Mapping[str, str] | None = None) -> dict:
+    """A copy of ``environ`` with the policy for a worker process tokenmap owns (the stock encoder):
+    given unless the user set ``TOKENMAP_MALLOC=default``, a ``MALLOC_*`` variable or ``GLIBC_TUNABLES``.
+
+    >>> worker_environment({})["MALLOC_ARENA_MAX"], worker_environment({OPT_OUT: "default"})
+    ('1', {'TOKENMAP_MALLOC': 'default'})
+    """
+    env = dict(os.environ if environ is None else environ)
+    if env.get(OPT_OUT, "").lower() in ("default", "0", "off", "no") or _user_set(env):
+        return env
+    env.update(ENVIRONMENT)
+    return env

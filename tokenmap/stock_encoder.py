@@ -54,7 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmap.memory import child_environment
+from tokenmap.memory import worker_environment
 from tokenmap.threads import without_policy
 
 logger = logging.getLogger("tokenmap")
@@ -270,7 +270,7 @@ class StockEncoder:
         self.timeout = encoder_timeout(timeout)
         # the encoder's long parallel regions gain nothing from spinning threads: OpenMP defaults there;
         # its 72 MB attention buffers gain from the heap policy (tokenmap.memory), which glibc reads at start
-        self._env = dict(child_environment(without_policy()),
+        self._env = dict(worker_environment(without_policy()),
                          PYTHONPATH=os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")]))
         self._argv = [sys.executable, str(CHILD), str(model_dir), compute_type, str(threads)]
         self._lock = threading.Lock()
