@@ -42,14 +42,13 @@ MODES = ("full", "auto")
 @dataclass(frozen=True)
 class AudioContext:
     """How much of a window the encoder sees: ``full`` (30 s) or ``auto`` (the audio, then
-    ``margin_s`` seconds of what follows, at least ``min_s`` in all, rounded up to ``step_s``;
-    the full window when that would exceed ``max_s`` or 30 s)."""
+    ``margin_s`` seconds of what follows, at least ``min_s`` in all; the full window when that
+    would exceed ``max_s`` or 30 s)."""
 
     mode: str = "full"
     margin_s: float = 4.0
     min_s: float = 5.0
     max_s: float = 30.0
-    step_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -63,8 +62,6 @@ class AudioContext:
         if self.mode == "full":
             return None
         wanted = int(math.ceil(round(max(seconds + self.margin_s, self.min_s) * 100, 6)))
-        step = max(int(round(self.step_s * 100)), 2)
-        wanted = -(-wanted // step) * step
         wanted += wanted % 2
         return wanted if wanted < min(WINDOW_FRAMES, self.max_s * 100 + 1) else None
 
