@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see README, "The engine").
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock bench-hour clean
+.PHONY: help demo test setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock bench-hour shapes clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
@@ -25,6 +25,7 @@ help:
 	@echo "make bench-quick the quick benchmark (about 10 minutes on 2 cores)"
 	@echo "make bench       the full benchmark; regenerates docs/BENCHMARKS.md"
 	@echo "make bench-hour  an hour of real speech through transcribe: memory over time, RTF (3-9 minutes on 2 cores)"
+	@echo "make shapes      random-weight models of the shapes of small, medium, large-v3, turbo (~/.cache/tokenmap/shapes)"
 	@echo "make clean       remove the virtual environment"
 
 setup: $(STAMP) models stock-encoder
@@ -58,6 +59,10 @@ tools:
 
 test: setup tools
 	$(PY) -m pytest
+
+# Random-weight CTranslate2 models of the real Whisper shapes, to measure what each size costs.
+shapes: $(STAMP)
+	$(PY) benchmarks/model_shapes.py
 
 # The main job: compile a domain corpus into a token map, then transcribe
 # held-out real recordings with it and a short audio context (these prompts are not in the map's corpus).

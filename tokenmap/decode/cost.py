@@ -233,6 +233,19 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
     return fallback
 
 
+def _prompt(model_dir: Path, special: SpecialTokens, multilingual: bool) -> list[int]:
+    """``<|startoftranscript|><|en|><|transcribe|>`` in this model's own ids (large-v3's
+    ``<|yue|>`` moves ``<|transcribe|>`` up by one), or ``<|startoftranscript|>`` alone."""
+    if not multilingual:
+        return [special.sot]
+    txt = model_dir / "vocabulary.txt"
+    vocab = (txt.read_text(encoding="utf-8").split("\n") if txt.is_file()
+             else json.loads((model_dir / "vocabulary.json").read_text(encoding="utf-8")))
+    index = {tok: i for i, tok in enumerate(vocab)}
+    return [special.sot, index.get("<|en|>", special.sot + 1),
+            index.get("<|transcribe|>", special.no_timestamps - 4)]
+
+
 def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max_tokens: int = MAX_TOKENS,
               reps: int = 5, progress=None) -> CostModel:
     """Measure a verify pass as the decoder pays for it, for 1..max_tokens tokens.
@@ -266,8 +279,7 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
     audio = np.random.default_rng(0).normal(0, 1e-3, 16000 * 30).astype(np.float32)
     features = extractor(audio)[:, :3000]
     encoded = model.encode(ctranslate2.StorageView.from_array(features[None].astype(np.float32)))
-    sot = special.sot
-    prompt = [sot, sot + 1, sot + 101] if model.is_multilingual else [sot]
+    prompt = _prompt(Path(model_dir), special, model.is_multilingual)
     rules = RuleSet.from_generate_kwargs(special, prompt)
     state, _ = model.prefill(encoded, prompt)
     base = state.current_step
