@@ -78,7 +78,7 @@ class SpeculativeEngine:
     """
 
     def __init__(self, engine, special: SpecialTokens, make_drafter, cost=None, adaptive: bool = True,
-                 session=None):
+                 session=None, text=None):
         self._engine = engine
         self.special = special
         self.make_drafter = make_drafter
@@ -87,7 +87,7 @@ class SpeculativeEngine:
         self.session = session or (lambda: None)
         self.recorder = None  # a RecallIndex that every decoded window is added to (`tokenmap recall`)
         self.guard = Guard()  # judges windows decoded on a short audio context
-        self.text = lambda ids: ""  # token ids -> text, for the guard (set by WhisperModel)
+        self.text = text or (lambda ids: "")  # token ids -> text, for the guard's compression ratio
         self._local = threading.local()
         self._bypass_logged: set[str] = set()
         self._bypass_lock = threading.Lock()
@@ -297,9 +297,8 @@ class WhisperModel(faster_whisper.WhisperModel):
         self._prompt_lookup = prompt_lookup
         cost = cost_model if cost_model is not None else engine.cost
         self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost, adaptive,
-                                       session=lambda: self.token_map)
-        eot = special.eot
-        self.model.text = lambda ids: self.hf_tokenizer.decode([t for t in ids if t < eot])
+                                       session=lambda: self.token_map,
+                                       text=lambda ids: self.hf_tokenizer.decode([t for t in ids if t < special.eot]))
 
     def _make_drafter(self, controllers=None, seconds: float | None = None, audio=None, mel=None):
         return default_drafter(self.token_map, self.model.special.timestamp_begin, self._prompt_lookup,
