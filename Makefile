@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see README, "The engine").
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock bench-hour shapes clean
+.PHONY: help demo test setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock bench-hour shapes bench-sizes clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
@@ -26,6 +26,7 @@ help:
 	@echo "make bench       the full benchmark; regenerates docs/BENCHMARKS.md"
 	@echo "make bench-hour  an hour of real speech through transcribe: memory over time, RTF (3-9 minutes on 2 cores)"
 	@echo "make shapes      random-weight models of the shapes of small, medium, large-v3, turbo (~/.cache/tokenmap/shapes)"
+	@echo "make bench-sizes calibrate the shapes, time their encoders, project S and end to end per size (~25 min)"
 	@echo "make clean       remove the virtual environment"
 
 setup: $(STAMP) models stock-encoder
@@ -130,6 +131,24 @@ bench: bench-data bench-stock bench-learn
 # as `tokenmap transcribe --map` does, with resident memory sampled while it runs (benchmarks/hour_bench.py).
 bench-hour: bench-data
 	$(PY) benchmarks/hour_bench.py
+
+# Projected speed of each Whisper size: the shapes' curves and encoder costs, and base's greedy tokens
+# and end-to-end times (benchmarks/model_projection.py says how). Writes results/sizes/projection.md.
+SIZES := small medium large-v3-turbo large-v3
+SHAPES_DIR := $(HOME)/.cache/tokenmap/shapes
+bench-sizes: shapes bench-data bench-stock
+	for m in $(SIZES); do $(BIN)/tokenmap calibrate --model $(SHAPES_DIR)/$$m --reps 5 && \
+		$(BIN)/tokenmap calibrate --model $(SHAPES_DIR)/$$m --exact --reps 5 || exit 1; done
+	$(PY) benchmarks/model_costs.py base $(SIZES) --reps 5 --encoder-reps 3 --encoder-seconds 5,6,8,12,20,30 \
+		--json results/sizes/costs.json --md results/sizes/costs.md
+	$(BIN)/tokenmap bench --manifest bench-data/e2e-all.jsonl --systems e2e,stock --reps 1 --e2e-reps 3 --out results/sizes/e2e
+	$(BIN)/tokenmap bench --manifest bench-data/e2e-all.jsonl --systems tokenmap --reps 3 --out results/sizes/ts
+	$(BIN)/tokenmap bench --manifest bench-data/e2e-all.jsonl --systems tokenmap --no-timestamps --reps 3 \
+		--out results/sizes/nots
+	$(PY) benchmarks/model_projection.py $$(ls -d results/sizes/e2e/2*/ | tail -1)results.json \
+		--decoder-run $$(ls -d results/sizes/ts/2*/ | tail -1)results.json \
+		--no-timestamps-run $$(ls -d results/sizes/nots/2*/ | tail -1)results.json \
+		--costs results/sizes/costs.json --md results/sizes/projection.md
 
 clean:
 	rm -rf $(VENV) $(STOCK)

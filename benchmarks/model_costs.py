@@ -35,7 +35,7 @@ COMPUTE_TYPES = ("int8", "float32")
 class Bench:
     """One loaded model, with encoder output, state and rules ready."""
 
-    def __init__(self, model_dir: Path, compute_type: str, threads: int):
+    def __init__(self, model_dir: Path, compute_type: str, threads: int, encoder_seconds=(6, 30)):
         import ctranslate2
         import numpy as np
         from faster_whisper.feature_extractor import FeatureExtractor
@@ -53,10 +53,14 @@ class Bench:
         feats = FeatureExtractor(feature_size=self.model.n_mels)(audio)[:, :3000]
         self.full = ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None], dtype=np.float32))
         self.short = ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None, :, :600], dtype=np.float32))
+        self.contexts = {s: ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None, :, : min(100 * s, 3000)],
+                                                                                    dtype=np.float32))
+                         for s in encoder_seconds}
         self.prompt = _prompt(Path(model_dir), special, self.model.is_multilingual)
         self.rules = RuleSet.from_generate_kwargs(special, self.prompt)
         self.encoded = self.model.encode(self.short)  # warm-up; the decoder reads the 30 s output below
         self.encoded = self.model.encode(self.full)
+        self.encoded_at = {s: self.model.encode(v) for s, v in self.contexts.items()}
         self.state, _ = self.model.prefill(self.encoded, self.prompt)
         self.base = self.state.current_step
         self.tok = 220
@@ -79,12 +83,12 @@ class Bench:
 
     def run(self, what):
         t0 = time.perf_counter()
-        if what == "encoder_30s":
-            self.model.encode(self.full)
-        elif what == "encoder_6s":
-            self.model.encode(self.short)
+        if what.startswith("encoder_"):
+            self.model.encode(self.contexts[int(what[len("encoder_"):-1])])
         elif what == "prefill":
             self.model.prefill(self.encoded, self.prompt)
+        elif what.startswith("prefill_"):
+            self.model.prefill(self.encoded_at[int(what[len("prefill_"):-1])], self.prompt)
         elif what == "step":
             self.step()
         else:
@@ -92,18 +96,20 @@ class Bench:
         return (time.perf_counter() - t0) * 1000.0
 
 
-def measure(name: str, model_dir: Path, threads: int, reps: int, encoder_reps: int, compute_types):
+def measure(name: str, model_dir: Path, threads: int, reps: int, encoder_reps: int, compute_types,
+            encoder_seconds=(6, 30)):
     benches = {}
     for ct in compute_types:
         print(f"  loading {name} {ct} ...", flush=True)
-        benches[ct] = Bench(model_dir, ct, threads)
-    decoder = ["prefill", "step"] + [f"pass_{k}" for k in PASSES]
-    samples = {ct: {w: [] for w in ["encoder_30s", "encoder_6s"] + decoder} for ct in compute_types}
+        benches[ct] = Bench(model_dir, ct, threads, encoder_seconds)
+    decoder = ["prefill", "step"] + [f"pass_{k}" for k in PASSES] + [f"prefill_{s}s" for s in encoder_seconds]
+    encoders = [f"encoder_{s}s" for s in encoder_seconds]
+    samples = {ct: {w: [] for w in encoders + decoder} for ct in compute_types}
     for r in range(max(reps, encoder_reps)):
         for ct, bench in benches.items():  # alternate compute types round by round
             whats = list(decoder) if r < reps else []
             if r < encoder_reps:
-                whats = ["encoder_30s", "encoder_6s"] + whats
+                whats = encoders + whats
             for w in whats:
                 samples[ct][w].append(bench.run(w))
         print(f"  round {r + 1}/{max(reps, encoder_reps)}", flush=True)
@@ -121,13 +127,15 @@ def table(rows) -> str:
     lines = [head, "|" + " --- |" * 8]
     for r in rows:
         passes = " / ".join(f"{r[f'pass_{k}']:.1f}" for k in PASSES)
-        lines.append(f"| {r['model']} | {r['compute_type']} | {r['encoder_30s']:.0f} | {r['encoder_6s']:.0f} | "
+        lines.append(f"| {r['model']} | {r['compute_type']} | {r['encoder_30s']:.0f} | {r.get('encoder_6s', float('nan')):.0f} | "
                      f"{r['prefill']:.1f} | {r['step']:.1f} | {passes} | {r['reps']} / {r['encoder_reps']} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     from model_shapes import SHAPES, default_root
+
+    from tokenmap.models import resolve_model
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", default=[], metavar="NAME", help=f"default: {', '.join(SHAPES)}")
@@ -136,6 +144,8 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=7, help="rounds of the decoder measurements (median)")
     ap.add_argument("--encoder-reps", type=int, default=3, help="rounds of the encoder measurements (median)")
     ap.add_argument("--compute-types", default=",".join(COMPUTE_TYPES))
+    ap.add_argument("--encoder-seconds", default="6,30",
+                    help="encoder contexts to time, in seconds of audio (comma-separated; 30 and 6 are in the table)")
     ap.add_argument("--json", type=Path, default=Path("/tmp/tm/sizes.json"))
     ap.add_argument("--md", type=Path, default=Path("/tmp/tm/sizes.md"))
     ap.add_argument("--append", action="store_true", help="keep the rows of other models already in --json")
@@ -149,13 +159,14 @@ def main(argv=None) -> int:
     command = "benchmarks/model_costs.py " + " ".join(sys.argv[1:] if argv is None else argv)
     args.json.parent.mkdir(parents=True, exist_ok=True)
     for name in names:
-        model_dir = root / name
+        model_dir = resolve_model(name, download=False) if name == "base" else root / name
         if not (model_dir / "model.bin").is_file():
             print(f"{name}: not built ({model_dir}); run `make shapes`", file=sys.stderr)
             continue
         print(f"{name}", flush=True)
-        rows += measure(name, model_dir, args.threads, args.reps, args.encoder_reps, args.compute_types.split(","))
-        order = {n: i for i, n in enumerate(SHAPES)}
+        rows += measure(name, model_dir, args.threads, args.reps, args.encoder_reps, args.compute_types.split(","),
+                        [int(x) for x in args.encoder_seconds.split(",")])
+        order = {n: i for i, n in enumerate(["base", *SHAPES])}
         rows.sort(key=lambda r: (order.get(r["model"], 99), r["compute_type"]))
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         args.json.write_text(json.dumps({"date": stamp, "command": command, "rows": rows}, indent=1) + "\n")
