@@ -40,9 +40,9 @@ $(STAMP): setup.cfg pyproject.toml
 
 engine:
 	$(PIP) install -q --disable-pip-version-check --force-reinstall --no-deps $(ENGINE)
-	$(PY) -c "from tokenmap.engine import require_step_api; require_step_api()"
+	$(PY) -c "from tokenmap.runtime.engine import require_step_api; require_step_api()"
 
-# Stock CTranslate2 for the encoder worker (tokenmap/stock_encoder.py): the encoder stock
+# Stock CTranslate2 for the encoder worker (tokenmap/runtime/stock_encoder.py): the encoder stock
 # faster-whisper runs, not slower than the fork's, with output equal to the fork's within 1e-4
 # (bit for bit on the AMD EPYC measured; not promised on every CPU). A private directory that only the worker puts on its
 # path (the fork and stock cannot share a process); installed here, never at run time.

@@ -45,7 +45,7 @@ def setup():
     from faster_whisper.audio import decode_audio
     from faster_whisper.feature_extractor import FeatureExtractor
 
-    from tokenmap.engine import require_step_api
+    from tokenmap.runtime.engine import require_step_api
     from tokenmap.decode.rules import RuleSet, SpecialTokens
 
     require_step_api()

@@ -169,7 +169,7 @@ def run_child(config: str, wav: Path, tmap: Path, every: float) -> dict:
     """One configuration in this (fresh) process; the result as a dict."""
     import tempfile
 
-    from tokenmap import memory  # first: the thread wait policy, set on import
+    from tokenmap.runtime import memory  # first: the thread wait policy, set on import
 
     memory.install()  # the malloc policy, as the tokenmap command applies it (TOKENMAP_MALLOC=default: off)
     from tokenmap.transcriber import TranscribeOptions, load_model, transcribe_file

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import tokenmap  # noqa: E402,F401  (its thread policy applies on import)
-import tokenmap.memory  # noqa: E402
+import tokenmap.runtime.memory  # noqa: E402
 
 PASSES = (2, 3, 5, 9, 17)
 COMPUTE_TYPES = ("int8", "float32")
@@ -150,7 +150,7 @@ def main(argv=None) -> int:
     ap.add_argument("--md", type=Path, default=Path("/tmp/tm/sizes.md"))
     ap.add_argument("--append", action="store_true", help="keep the rows of other models already in --json")
     args = ap.parse_args(argv)
-    tokenmap.memory.install()
+    tokenmap.runtime.memory.install()
     root = (args.root or default_root()).expanduser()
     names = args.names or list(SHAPES)
     rows = []

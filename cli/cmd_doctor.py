@@ -17,7 +17,7 @@ def doctor(as_json):
     """
     import json
 
-    from tokenmap.engine import engine_info, fork_wheel_available
+    from tokenmap.runtime.engine import engine_info, fork_wheel_available
     from tokenmap.models import PACKAGED, available_models, cache_dir
 
     states = available_models()

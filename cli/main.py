@@ -58,9 +58,9 @@ def cli(verbose):
     """
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    from tokenmap import memory
+    from tokenmap.runtime import memory
 
-    memory.install()  # this process is tokenmap's: buffers kept for reuse (tokenmap.memory)
+    memory.install()  # this process is tokenmap's: buffers kept for reuse (tokenmap.runtime.memory)
     logging.getLogger("tokenmap").setLevel(level)
 
 

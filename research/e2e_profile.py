@@ -91,7 +91,7 @@ def main():
     import faster_whisper
     from tokenmap.maps.mapfile import load_maps
     from tokenmap.models import resolve_model
-    from tokenmap.threads import without_policy
+    from tokenmap.runtime.threads import without_policy
 
     model_dir = str(resolve_model("base", download=False))
     utts = [json.loads(line) for line in open(args.manifest)]

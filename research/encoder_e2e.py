@@ -3,7 +3,7 @@
     TOKENMAP_STOCK_CT2=DIR python research/encoder_e2e.py --reps 15 --e2e-reps 3
 
 1. encode only: the fork's in-process ``encode`` against
-   :class:`tokenmap.stock_encoder.StockEncoder` (features into shared memory,
+   :class:`tokenmap.runtime.stock_encoder.StockEncoder` (features into shared memory,
    stock CTranslate2 in the worker, output copied back into a StorageView), on
    one real 30 s window, alternating which goes first; min, median and the
    per-pair ratio, and whether the outputs are equal.
@@ -35,7 +35,7 @@ def window(path: Path):
 def encode_only(model_dir, reps: int) -> None:
     import ctranslate2
 
-    from tokenmap.stock_encoder import StockEncoder
+    from tokenmap.runtime.stock_encoder import StockEncoder
 
     fork = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type="int8", intra_threads=2)
     stock = StockEncoder(model_dir, "int8", threads=2)
@@ -86,7 +86,7 @@ def main():
     ap.add_argument("--e2e-reps", type=int, default=3)
     args = ap.parse_args()
     from tokenmap.models import resolve_model
-    from tokenmap.stock_encoder import stock_dir, stock_installed
+    from tokenmap.runtime.stock_encoder import stock_dir, stock_installed
 
     if not stock_installed():
         sys.exit(f"no stock CTranslate2 in {stock_dir()}: run `make stock-encoder`")

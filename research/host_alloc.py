@@ -1,8 +1,8 @@
 """What do tokenmap's import-time process settings do to a host program's own allocations?
 
 Importing ``tokenmap`` calls glibc's ``mallopt`` (one arena, no ``mmap`` for large blocks, trim
-threshold 512 MB, top pad 64 MB: :mod:`tokenmap.memory`) and sets ``OMP_WAIT_POLICY=ACTIVE``
-``GOMP_SPINCOUNT=100000`` (:mod:`tokenmap.threads`) for the whole process. A host that
+threshold 512 MB, top pad 64 MB: :mod:`tokenmap.runtime.memory`) and sets ``OMP_WAIT_POLICY=ACTIVE``
+``GOMP_SPINCOUNT=100000`` (:mod:`tokenmap.runtime.threads`) for the whole process. A host that
 embeds tokenmap gets them for its own work too. This runs a multi-threaded allocation
 workload, unrelated to Whisper, in fresh processes:
 
@@ -94,7 +94,7 @@ def child(use_tokenmap: bool, threads: int, iters: int, burst_mb: int) -> dict:
     """The workload in this process (after ``import tokenmap`` when asked); its measurements."""
     if use_tokenmap:
         import tokenmap  # noqa: F401
-        from tokenmap import memory, threads as waits
+        from tokenmap.runtime import memory, threads as waits
 
         policy = {"malloc": memory.status, "thread wait": waits.status}
     else:

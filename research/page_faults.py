@@ -1,4 +1,4 @@
-"""What do page faults cost the engine's calls, and what does the heap policy of tokenmap.memory win?
+"""What do page faults cost the engine's calls, and what does the heap policy of tokenmap.runtime.memory win?
 
     python research/page_faults.py [--rounds 2] [--reps 4]
 

@@ -4,12 +4,12 @@
 
 Two long-lived stock runners (faster-whisper 1.2.1 on stock CTranslate2 4.8.5, ``.venv-stock``,
 the bench's ``stock_runner``): one with the OpenMP defaults, one with the policy
-:mod:`tokenmap.threads` sets (``OMP_WAIT_POLICY=ACTIVE``, ``GOMP_SPINCOUNT=100000``).
+:mod:`tokenmap.runtime.threads` sets (``OMP_WAIT_POLICY=ACTIVE``, ``GOMP_SPINCOUNT=100000``).
 Per utterance both transcribe the same file (``stock-e2e``: greedy, timestamps on) and
 decode the same encoder output (``stock``: ``generate``), alternating, ``--reps`` times;
 medians per utterance, then sums per regime. Prints the speed of the policy runner
 relative to the default one and whether the texts are equal. ``--policy malloc`` gives the
-second runner the heap policy of :mod:`tokenmap.memory` instead (``MALLOC_ARENA_MAX=1`` ...,
+second runner the heap policy of :mod:`tokenmap.runtime.memory` instead (``MALLOC_ARENA_MAX=1`` ...,
 as environment variables), ``both`` the two together.
 """
 import argparse
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tokenizers import Tokenizer  # noqa: E402
 
-from tokenmap import memory, threads  # noqa: E402
+from tokenmap.runtime import memory, threads  # noqa: E402
 from tokenmap.models import resolve_model  # noqa: E402
 from tokenmap_bench.data import load_manifest, regime_of  # noqa: E402
 from tokenmap_bench.stock import StockServer  # noqa: E402

@@ -4,7 +4,7 @@
 
 Each round starts, in alternating order, one child process per (policy, compute type):
 ``default`` (libgomp's defaults: ``TOKENMAP_THREAD_WAIT=default``) and ``spin`` (what
-:mod:`tokenmap.threads` sets). A child loads base with 2 threads, prefills one real 30 s
+:mod:`tokenmap.runtime.threads` sets). A child loads base with 2 threads, prefills one real 30 s
 window (tests/data/en-basic-pbx-ivr-main.flac) and times, ``--reps`` times each, the
 prefill, one ``forward_step`` and ``forward_batch`` of 2, 3, 5, 9 and 17 tokens (logits to
 numpy, state truncated back), and reports medians in ms plus the largest logit difference
@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tokenmap import threads  # noqa: E402
+from tokenmap.runtime import threads  # noqa: E402
 
 CHILD = r"""
 import json, statistics, sys, time

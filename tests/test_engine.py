@@ -7,7 +7,7 @@ import types
 import pytest
 from click.testing import CliRunner
 
-from tokenmap import engine
+from tokenmap.runtime import engine
 from tokenmap_cli.main import cli
 
 

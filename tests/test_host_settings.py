@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from tokenmap import engine, memory, threads
+from tokenmap.runtime import engine, memory, threads
 
 
 def test_the_line_names_each_setting_applied_and_its_opt_out(monkeypatch):
@@ -34,7 +34,7 @@ def _line_in_a_fresh_process(**extra) -> str:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("MALLOC_", "TOKENMAP_", "OMP_", "GOMP_")) and k != "GLIBC_TUNABLES"}
     env.update(extra)
-    script = "import tokenmap, tokenmap.engine as e; print(e.runtime_settings())"
+    script = "import tokenmap, tokenmap.runtime.engine as e; print(e.runtime_settings())"
     return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                           check=True).stdout.strip()
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from tokenmap import memory
-from tokenmap.memory import ENVIRONMENT, SETTINGS, apply_malloc_policy, child_environment
+from tokenmap.runtime import memory
+from tokenmap.runtime.memory import ENVIRONMENT, SETTINGS, apply_malloc_policy, child_environment
 
 
 class FakeLibc:
@@ -51,7 +51,7 @@ def test_children_get_the_policy_through_their_environment():
 
 
 ENCODE_TWICE = """
-import json, resource, numpy as np, tokenmap, tokenmap.memory as m, ctranslate2
+import json, resource, numpy as np, tokenmap, tokenmap.runtime.memory as m, ctranslate2
 m.install()  # what the tokenmap command and WhisperModel(malloc_policy=True) do
 from tokenmap.models import resolve_model
 model = ctranslate2.models.Whisper(str(resolve_model("tiny.en")), device="cpu", compute_type="int8", intra_threads=1)
@@ -82,7 +82,7 @@ def test_a_second_encode_reuses_the_first_ones_buffers():
     assert applied["faults"] < 1000 < 12000 < default["faults"], (applied, default)
 
 
-IMPORT_ONLY = "import tokenmap, tokenmap.memory as m; print(m.status)"
+IMPORT_ONLY = "import tokenmap, tokenmap.runtime.memory as m; print(m.status)"
 
 
 def _status_after_import(extra: dict) -> str:
@@ -109,7 +109,7 @@ def test_the_encoder_worker_gets_the_policy_unless_the_user_decided():
 @pytest.mark.skipif(memory._glibc() is None, reason="glibc only")
 def test_the_tokenmap_command_applies_it():
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != memory.OPT_OUT}
-    script = ("from click.testing import CliRunner; from tokenmap_cli.main import cli; import tokenmap.memory as m; "
+    script = ("from click.testing import CliRunner; from tokenmap_cli.main import cli; import tokenmap.runtime.memory as m; "
               "CliRunner().invoke(cli, ['models', '--help']); print(m.status)")
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "applied"

@@ -4,7 +4,7 @@ and map decoding then gives that configuration's plain output."""
 import numpy as np
 import pytest
 
-from tokenmap.precision import SplitEngine, decoder_compute_type, describe
+from tokenmap.runtime.precision import SplitEngine, decoder_compute_type, describe
 
 KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,
           suppress_blank=True, suppress_tokens=[-1], max_initial_timestamp_index=50)
@@ -66,7 +66,7 @@ def _encode(engine, path):
 def split(base_model_dir):
     import ctranslate2
 
-    from tokenmap.precision import load_decoder
+    from tokenmap.runtime.precision import load_decoder
 
     encoder = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
     return SplitEngine(encoder, load_decoder(str(base_model_dir), "float32", device="cpu", cpu_threads=2))
@@ -159,7 +159,7 @@ def test_doctor_shows_the_encoder_and_decoder_choice_and_why(monkeypatch, tmp_pa
 
     from click.testing import CliRunner
 
-    from tokenmap.engine import drafting_off_reason
+    from tokenmap.runtime.engine import drafting_off_reason
     from tokenmap_cli.main import cli
 
     if drafting_off_reason() is not None:

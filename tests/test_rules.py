@@ -168,7 +168,7 @@ def _encode(model, audio):
 
 
 def _load(model_dir, tmp_path_factory, compute_type="float32"):
-    from tokenmap.engine import require_step_api
+    from tokenmap.runtime.engine import require_step_api
 
     ctranslate2 = require_step_api()
     model_dir = str(model_dir)

@@ -50,7 +50,7 @@ def test_guard_accepts_a_plain_decode():
 @pytest.fixture(scope="module")
 def fork_model(base_model_dir):
     from tokenmap import WhisperModel
-    from tokenmap.engine import drafting_off_reason
+    from tokenmap.runtime.engine import drafting_off_reason
 
     if drafting_off_reason() is not None:
         pytest.skip("needs the engine fork")
@@ -93,8 +93,8 @@ def test_a_rejected_short_window_is_decoded_again_with_the_full_context(base_mod
 @pytest.mark.model
 def test_auto_context_works_through_the_stock_encoder_worker(base_model_dir, data_dir):
     from tokenmap import WhisperModel
-    from tokenmap.engine import drafting_off_reason
-    from tokenmap.stock_encoder import stock_installed
+    from tokenmap.runtime.engine import drafting_off_reason
+    from tokenmap.runtime.stock_encoder import stock_installed
 
     if drafting_off_reason() is not None or not stock_installed():
         pytest.skip("needs the engine fork and `make stock-encoder`")

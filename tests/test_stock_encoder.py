@@ -6,8 +6,8 @@ import os
 import numpy as np
 import pytest
 
-from tokenmap.precision import SplitEngine, choose_encoder
-from tokenmap.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
+from tokenmap.runtime.precision import SplitEngine, choose_encoder
+from tokenmap.runtime.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import logging
 import pytest
 from click.testing import CliRunner
 
-from tokenmap import engine
+from tokenmap.runtime import engine
 from tokenmap_cli.main import cli
 
 pytestmark = pytest.mark.model

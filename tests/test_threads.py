@@ -4,8 +4,8 @@ import os
 import subprocess
 import sys
 
-from tokenmap import threads
-from tokenmap.threads import POLICY, apply_wait_policy, without_policy
+from tokenmap.runtime import threads
+from tokenmap.runtime.threads import POLICY, apply_wait_policy, without_policy
 
 
 def test_applied_on_a_clean_environment():
@@ -44,10 +44,10 @@ def _child_env(script: str, extra: dict) -> dict:
 
 
 def test_importing_tokenmap_sets_it_before_ctranslate2_loads():
-    script = ("import os, sys, tokenmap, tokenmap.threads as t; import ctranslate2; "
+    script = ("import os, sys, tokenmap, tokenmap.runtime.threads as t; import ctranslate2; "
               "print('status=' + t.status); print('policy=' + os.environ.get('OMP_WAIT_POLICY', '-'))")
     assert _child_env(script, {}) == {"status": "applied", "policy": "ACTIVE"}
-    late = "import ctranslate2, os, tokenmap.threads as t; print('status=' + t.status)"
+    late = "import ctranslate2, os, tokenmap.runtime.threads as t; print('status=' + t.status)"
     assert _child_env(late, {}) == {"status": "late"}
     assert _child_env(script, {threads.OPT_OUT: "default"}) == {"status": "off", "policy": "-"}
 

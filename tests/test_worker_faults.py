@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenmap.stock_encoder import (DEFAULT_TIMEOUT, TIMEOUT_ENV, StockEncoder, StockEncoderError, _Worker,
+from tokenmap.runtime.stock_encoder import (DEFAULT_TIMEOUT, TIMEOUT_ENV, StockEncoder, StockEncoderError, _Worker,
                                     encoder_timeout, stock_dir, stock_installed)
 
 SHM = Path("/dev/shm")
@@ -176,7 +176,7 @@ def test_a_worker_that_dies_again_gives_up_with_one_line(stock, inputs, shm, mon
 KILL_EVERY_CHILD = """
 import os, signal, sys
 import numpy as np
-from tokenmap.stock_encoder import StockEncoder
+from tokenmap.runtime.stock_encoder import StockEncoder
 
 def children():
     found = []
@@ -241,7 +241,7 @@ def test_a_hung_worker_times_out(stock, inputs, expected, shm, caplog, with_fall
 OWNER = """
 import json, os, subprocess, sys, time
 import numpy as np
-from tokenmap.stock_encoder import StockEncoder
+from tokenmap.runtime.stock_encoder import StockEncoder
 
 enc = StockEncoder(sys.argv[1], "int8", threads=2)
 enc.encode(np.zeros((1, 80, 3000), np.float32))

@@ -2,8 +2,8 @@
 
 The package is laid out by what each part does:
 
-* :mod:`tokenmap.engine` opens a Whisper model on the CTranslate2 fork
-  (:func:`~tokenmap.engine.open_engine`) and loads the maps it drafts from;
+* :mod:`tokenmap.runtime.engine` opens a Whisper model on the CTranslate2 fork
+  (:func:`~tokenmap.runtime.engine.open_engine`) and loads the maps it drafts from;
   :mod:`tokenmap.whisper` is the faster-whisper drop-in built on it;
 * :mod:`tokenmap.decode` is the speculative decoder: Whisper's logit rules, the
   reference greedy loop, the verify loop, the drafters and their acceptance control;
@@ -15,8 +15,8 @@ The package is laid out by what each part does:
 The heavy pieces (CTranslate2, faster-whisper) are imported lazily, so that
 ``import tokenmap`` stays cheap and the map builder works without the engine.
 Importing the package first sets the engine threads' wait policy
-(:mod:`tokenmap.threads`), which must happen before CTranslate2 loads. How
-large buffers are allocated (:mod:`tokenmap.memory`) changes the whole
+(:mod:`tokenmap.runtime.threads`), which must happen before CTranslate2 loads. How
+large buffers are allocated (:mod:`tokenmap.runtime.memory`) changes the whole
 process, so the import applies it only when ``TOKENMAP_MALLOC=tokenmap`` asks;
 the ``tokenmap`` command and ``WhisperModel(..., malloc_policy=True)`` apply it
 before they load a model.
@@ -25,8 +25,8 @@ before they load a model.
 import importlib
 import logging
 
-from tokenmap import memory as _memory
-from tokenmap import threads as _threads
+from tokenmap.runtime import memory as _memory
+from tokenmap.runtime import threads as _threads
 
 _threads.install()
 _memory.install_if_asked()
@@ -41,8 +41,8 @@ _LAZY = {
     "load_maps": "tokenmap.maps.mapfile",
     "build_map": "tokenmap.build.builder",
     "Drafter": "tokenmap.decode.drafters",
-    "open_engine": "tokenmap.engine",
-    "EngineError": "tokenmap.engine",
+    "open_engine": "tokenmap.runtime.engine",
+    "EngineError": "tokenmap.runtime.engine",
     "resolve_model": "tokenmap.models",
 }
 

@@ -25,7 +25,7 @@ import faster_whisper
 import numpy as np
 
 from tokenmap.audio import SAMPLE_RATE, audio_input, load_audio
-from tokenmap.engine import default_threads, open_engine
+from tokenmap.runtime.engine import default_threads, open_engine
 from tokenmap.models import resolve_model
 from tokenmap.whisper import WhisperModel
 from tokenmap.writers import Segment, Transcript, Word
@@ -70,7 +70,7 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     model decodes as plain faster-whisper after one warning.
     ``exact`` (a float32 decoder for an int8 model, whose output equals plain
     greedy decoding), ``decoder_compute_type`` and ``encoder`` (``auto``: stock
-    CTranslate2 in a worker when installed) are :func:`tokenmap.engine.open_engine`'s
+    CTranslate2 in a worker when installed) are :func:`tokenmap.runtime.engine.open_engine`'s
     and apply with or without a map. ``audio_context`` (``auto``: short windows
     are encoded as their audio plus a margin, guarded; :mod:`tokenmap.context`)
     needs the engine fork, with or without a map. ``recall``

@@ -13,7 +13,7 @@ Speculative verification reproduces greedy decoding: the model checks one
 drafted path and keeps the prefix its own argmax agrees with. With an int8
 ``compute_type`` the decoder is a float32 copy of the model by default, whose
 batched logits equal its step logits, and the encoder may be stock
-CTranslate2 in a worker process (:mod:`tokenmap.precision`). Beam search
+CTranslate2 in a worker process (:mod:`tokenmap.runtime.precision`). Beam search
 keeps several hypotheses and has no single path to verify, so
 ``transcribe()`` here defaults to ``beam_size=1`` (faster-whisper's default
 is 5); pass ``beam_size`` to choose.
@@ -43,17 +43,17 @@ from dataclasses import dataclass
 import faster_whisper
 import numpy as np
 
-from tokenmap import memory
+from tokenmap.runtime import memory
 from tokenmap.audio import audio_input
 from tokenmap.context import WINDOW_FRAMES, AudioContext, Guard
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import SessionCache, default_drafter
 from tokenmap.decode.rules import SpecialTokens, supports_fast_path
 from tokenmap.decode.speculative import DecodeStats, decode_window
-from tokenmap.engine import default_threads, open_engine
+from tokenmap.runtime.engine import default_threads, open_engine
 from tokenmap.models import resolve_model
 from tokenmap.recall import load_recall
-from tokenmap.threads import blas_single_thread
+from tokenmap.runtime.threads import blas_single_thread
 
 logger = logging.getLogger("tokenmap")
 
@@ -247,7 +247,7 @@ class WhisperModel(faster_whisper.WhisperModel):
     says; ``"same"``, ``"float32"``, ``"int8"``: explicitly),
     ``encoder`` (``"auto"``: stock CTranslate2 in a worker process when
     ``make stock-encoder`` installed it, else the fork; ``"fork"``, ``"stock"``;
-    see :mod:`tokenmap.precision`), ``recall`` (path or
+    see :mod:`tokenmap.runtime.precision`), ``recall`` (path or
     :class:`tokenmap.recall.RecallIndex` from ``tokenmap recall``: segments heard
     before, drafted whole where their audio is heard again, at a window's start
     or inside it), ``audio_context`` (``"full"``: every window is encoded as
@@ -256,16 +256,16 @@ class WhisperModel(faster_whisper.WhisperModel):
     output looks broken back to the full context; or an
     :class:`tokenmap.context.AudioContext`; ``transcribe(audio_context=...)``
     overrides it per call), ``malloc_policy`` (True: apply
-    :mod:`tokenmap.memory`'s policy to this process before the model loads:
+    :mod:`tokenmap.runtime.memory`'s policy to this process before the model loads:
     encodes up to 1.8× faster, but freed memory stays resident for the whole
     process; the ``tokenmap`` command applies it). All other arguments are
     faster-whisper's; ``cpu_threads=0`` (faster-whisper's default, CTranslate2's
-    own choice) becomes :func:`tokenmap.engine.default_threads`, so the engine
+    own choice) becomes :func:`tokenmap.runtime.engine.default_threads`, so the engine
     runs with the thread count its cost curve was calibrated for.
 
     ``drafting`` is False when the loaded CTranslate2 lacks the fork's
     decoder-step API: the model then decodes as plain faster-whisper, after
-    one warning (:func:`tokenmap.engine.warn_drafting_off`).
+    one warning (:func:`tokenmap.runtime.engine.warn_drafting_off`).
     """
 
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
@@ -346,7 +346,7 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     def _remember(self, segments, context: AudioContext):
         """``segments`` as faster-whisper yields them, each decoded with ``context`` (and numpy's BLAS
-        on one thread: :func:`tokenmap.threads.blas_single_thread`)."""
+        on one thread: :func:`tokenmap.runtime.threads.blas_single_thread`)."""
         segments = iter(segments)
         while True:
             self._context_local.value = context  # another transcribe in this thread may have set its own

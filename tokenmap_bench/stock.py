@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tokenmap import memory, threads
+from tokenmap.runtime import memory, threads
 from tokenmap.decode.reference import GREEDY_KW
 
 log = logging.getLogger("tokenmap")

@@ -27,7 +27,7 @@ from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.decode.control import AcceptanceController, ControllerSet
 from tokenmap.decode.speculative import DecodeStats, decode_window
-from tokenmap.engine import open_engine
+from tokenmap.runtime.engine import open_engine
 
 log = logging.getLogger("tokenmap")
 

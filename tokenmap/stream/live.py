@@ -47,7 +47,7 @@ from faster_whisper.feature_extractor import FeatureExtractor
 
 from tokenmap.audio import SAMPLE_RATE
 from tokenmap.decode.reference import GREEDY_KW, greedy_decode
-from tokenmap.engine import open_engine
+from tokenmap.runtime.engine import open_engine
 from tokenmap.decode.drafters import default_drafter
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.rules import DISABLED, SpecialTokens
@@ -110,7 +110,7 @@ class StreamEngine:
              token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto",
              exact: bool = False) -> "StreamEngine":
         """Load ``model``; ``decoder_compute_type``, ``encoder`` and ``exact`` as in
-        :func:`tokenmap.engine.open_engine`."""
+        :func:`tokenmap.runtime.engine.open_engine`."""
         engine = open_engine(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
                              exact=exact, device="cpu")
         return cls(engine.model, engine.special, engine.tokenizer, engine.token_map, engine.cost)

@@ -2,11 +2,11 @@
 
 The engine fork (4.7.1) encodes more slowly than stock CTranslate2 4.8.5 on
 the CPUs measured (docs/BENCHMARKS.md), and the two cannot be loaded into one
-process. :class:`StockEncoder` starts :mod:`tokenmap.stock_encoder_child` with
+process. :class:`StockEncoder` starts :mod:`tokenmap.runtime.stock_encoder_child` with
 a private copy of stock CTranslate2 first on ``PYTHONPATH`` (installed by
 ``make stock-encoder`` into :func:`stock_dir`; never fetched at run time) and
 exposes ``encode(features) -> StorageView`` like ``ctranslate2.models.Whisper``,
-so :class:`tokenmap.precision.SplitEngine` can pair it with the fork's decoder.
+so :class:`tokenmap.runtime.precision.SplitEngine` can pair it with the fork's decoder.
 
 What happens when things go wrong:
 
@@ -54,8 +54,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmap.memory import worker_environment
-from tokenmap.threads import without_policy
+from tokenmap.runtime.memory import worker_environment
+from tokenmap.runtime.threads import without_policy
 
 logger = logging.getLogger("tokenmap")
 
@@ -269,7 +269,7 @@ class StockEncoder:
             raise StockEncoderError(f"no stock CTranslate2 in {directory}; run `make stock-encoder`")
         self.timeout = encoder_timeout(timeout)
         # the encoder's long parallel regions gain nothing from spinning threads: OpenMP defaults there;
-        # its 72 MB attention buffers gain from the heap policy (tokenmap.memory), which glibc reads at start
+        # its 72 MB attention buffers gain from the heap policy (tokenmap.runtime.memory), which glibc reads at start
         self._env = dict(worker_environment(without_policy()),
                          PYTHONPATH=os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")]))
         self._argv = [sys.executable, str(CHILD), str(model_dir), compute_type, str(threads)]

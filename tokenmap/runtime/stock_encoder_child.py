@@ -3,9 +3,9 @@
 Standalone on purpose: it imports only ``ctranslate2`` (stock, from the
 directory the parent puts first on ``PYTHONPATH``) and numpy, because stock
 CTranslate2 and the fork cannot share one process. The parent
-(:mod:`tokenmap.stock_encoder`) starts it by path::
+(:mod:`tokenmap.runtime.stock_encoder`) starts it by path::
 
-    python tokenmap/stock_encoder_child.py MODEL_DIR COMPUTE_TYPE THREADS
+    python tokenmap/runtime/stock_encoder_child.py MODEL_DIR COMPUTE_TYPE THREADS
 
 and talks one JSON line per request: ``{"in": NAME, "out": NAME, "shape": [b, mels, frames]}``
 (both shared-memory blocks created by the parent) is answered by

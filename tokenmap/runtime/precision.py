@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 
-from tokenmap.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
+from tokenmap.runtime.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
 
 logger = logging.getLogger("tokenmap")
 

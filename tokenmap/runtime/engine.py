@@ -15,7 +15,7 @@ goes on as plain faster-whisper.
 :func:`open_engine` is the one way a Whisper model is opened for decoding (the
 library's ``WhisperModel``, ``tokenmap transcribe``, live streaming and the
 benchmarks): the fork check, the model lookup, the thread count, the encoder
-and decoder precision (:mod:`tokenmap.precision`) and the cost curve of a verify
+and decoder precision (:mod:`tokenmap.runtime.precision`) and the cost curve of a verify
 pass.  :func:`load_token_maps` loads the maps it drafts from.
 """
 
@@ -35,13 +35,13 @@ from types import SimpleNamespace
 
 from tokenizers import Tokenizer
 
-from tokenmap import memory, threads
-from tokenmap.threads import warn_if_late
+from tokenmap.runtime import memory, threads
+from tokenmap.runtime.threads import warn_if_late
 from tokenmap.decode.cost import CostModel, load_cost_model
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
-from tokenmap.precision import build_engine, choose_encoder, describe
+from tokenmap.runtime.precision import build_engine, choose_encoder, describe
 from tokenmap.textok import TextTokenizer
 
 FORK_DIST = "ctranslate2-crisperwhisper"
@@ -243,7 +243,7 @@ def runtime_settings() -> str:
 
 
 def _precision_report() -> dict:
-    """Which engine encodes and which precision decodes by default, and why (:mod:`tokenmap.precision`)."""
+    """Which engine encodes and which precision decodes by default, and why (:mod:`tokenmap.runtime.precision`)."""
     _, reason = choose_encoder("auto")
     return {"encoder": reason, "decoder (--compute-type int8)": describe("int8"),
             "decoder (--exact)": describe("int8", exact=True)}
@@ -272,7 +272,7 @@ class Engine:
     """A Whisper model opened by :func:`open_engine`.
 
     ``model`` is the ``ctranslate2.models.Whisper`` that decodes (a
-    :class:`tokenmap.precision.SplitEngine` when another engine encodes);
+    :class:`tokenmap.runtime.precision.SplitEngine` when another engine encodes);
     ``tokenizer`` is the model's ``tokenizers.Tokenizer`` and ``token_map`` what
     :func:`load_token_maps` made of the maps asked for; ``drafting`` is False on
     stock CTranslate2, where the precision fields stay None.
@@ -307,7 +307,7 @@ def open_engine(model: str | os.PathLike = "base", compute_type: str = "int8", t
     decoder-step API, ``without_fork`` decides: ``"raise"`` :class:`EngineError`,
     ``"warn"`` (log why once, :func:`warn_drafting_off`) or ``"quiet"``; the last
     two return an engine with ``drafting`` False.  With the fork, ``decoder_compute_type``, ``exact`` and
-    ``encoder`` choose the precision of each half (:func:`tokenmap.precision.build_engine`).
+    ``encoder`` choose the precision of each half (:func:`tokenmap.runtime.precision.build_engine`).
     ``token_map`` (a path, a loaded map, or a list of them) is loaded for the
     model's tokenizer before the engine is set up (:func:`load_token_maps`).
     ``fw_model`` is a faster-whisper model already loaded from the same

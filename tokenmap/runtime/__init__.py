@@ -1,0 +1,14 @@
+"""What runs a Whisper model on this machine: the engine, its precision, its encoder worker and the host.
+
+* :mod:`~tokenmap.runtime.engine`: the CTranslate2 engine (the fork with a decoder-step API, or
+  stock) and :func:`~tokenmap.runtime.engine.open_model`, the one way a model is opened;
+* :mod:`~tokenmap.runtime.precision`: which compute type decodes and which engine encodes, and the
+  :class:`~tokenmap.runtime.precision.SplitModel` that pairs them;
+* :mod:`~tokenmap.runtime.stock_encoder` (and its worker script ``stock_encoder_child.py``): stock
+  CTranslate2's encoder in a worker process;
+* :mod:`~tokenmap.runtime.threads` and :mod:`~tokenmap.runtime.memory`: the process-wide thread wait
+  and malloc policies;
+* :mod:`~tokenmap.runtime.report`: what ``tokenmap doctor`` prints.
+
+Importing this package imports none of its modules (``import tokenmap`` stays cheap).
+"""
