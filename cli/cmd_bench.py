@@ -11,6 +11,7 @@ Examples::
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -21,22 +22,16 @@ from .errors import fail as _fail
 SYSTEMS = "greedy,tokenmap,oracle,distil-spec,stock,e2e"
 
 
-def _find_bench_package() -> None:
-    """Make the benchmark package importable, or stop with one line.
+def _require_bench() -> None:
+    """Stop with one line when the benchmark's optional dependencies are missing.
 
-    ``tokenmap_bench`` is not installed with tokenmap: it lives in the source
-    checkout, beside this command's folder, and needs the benchmark data.
+    The benchmark package ``tokenmap_bench`` is installed with tokenmap; what it
+    needs beyond tokenmap comes with the ``bench`` extra: jiwer for WER, and
+    matplotlib for plots (skipped with a warning without it).
     """
-    try:
-        import tokenmap_bench  # noqa: F401
-    except ModuleNotFoundError as exc:
-        if exc.name != "tokenmap_bench":
-            raise
-        checkout = Path(__file__).resolve().parent.parent
-        if not (checkout / "tokenmap_bench" / "__init__.py").is_file():
-            _fail("tokenmap bench runs from a source checkout of tokenmap: "
-                  "the benchmark package tokenmap_bench is not installed")
-        sys.path.insert(0, str(checkout))
+    missing = [name for name in ("jiwer",) if importlib.util.find_spec(name) is None]
+    if missing:
+        _fail(f"tokenmap bench needs {' and '.join(missing)}: pip install 'tokenmap[bench]'")
 
 
 class _Progress:
@@ -121,11 +116,11 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
 def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,
           timestamps, out, stock_python, map_modes, learn, recall, recall_inventory, teacher, update_docs):
     """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
-    _find_bench_package()
-    from tokenmap_bench.data import BenchDataError
-    from tokenmap_bench.harness import BenchOptions
-    from tokenmap_bench.report import update_docs as write_docs
-    from tokenmap_bench.run import bench as run_bench
+    _require_bench()
+    from tokenmap_bench import BenchDataError, BenchOptions
+    from tokenmap_bench import bench as run_bench
+    from tokenmap_bench import markdown
+    from tokenmap_bench import update_docs as write_docs
 
     manifest = manifest or Path("bench-data") / ("quick.jsonl" if quick else "full.jsonl")
     if not manifest.is_file():
@@ -153,7 +148,6 @@ def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, 
         _fail(str(exc))
     bar.close()
     if update_docs:
-        from tokenmap_bench.report import markdown
         write_docs(update_docs, markdown(result))
     click.echo(summary(result))
     click.echo(f"wrote {paths['report'].parent}/ (results.json, report.md, {len(paths['plots'])} plots)"
@@ -162,7 +156,7 @@ def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, 
 
 def summary(result: dict) -> str:
     """The end-of-run table: one line per system."""
-    from tokenmap_bench.report import fmt, pct
+    from tokenmap_bench import fmt, pct
 
     systems = result["aggregates"]["systems"]
     lines = [f"{'system':<18} {'utts':>4} {'time s':>8} {'S':>6} {'S/stock':>7} {'A_r%':>6} {'A_l':>5} "

@@ -17,6 +17,16 @@ def test_missing_bench_data_names_the_fix(tmp_path):
     assert "run `make bench-data` first" in result.output
 
 
+def test_missing_bench_extra_names_the_install(tmp_path, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "jiwer" else find_spec(name, *a))
+    result = CliRunner().invoke(bench, ["--manifest", str(tmp_path / "none.jsonl")])
+    assert result.exit_code == 1
+    assert "tokenmap bench needs jiwer: pip install 'tokenmap[bench]'" in result.output
+
+
 def test_unknown_system_is_one_line(tmp_path):
     manifest = tmp_path / "m.jsonl"
     manifest.write_text("")

@@ -1,9 +1,85 @@
 """``tokenmap bench``: speed, acceptance and accuracy of token-map drafting against baselines.
 
+Installed with tokenmap; its own dependencies (jiwer, matplotlib) come with the ``bench``
+extra (``pip install 'tokenmap[bench]'``). It reads the benchmark data of a source
+checkout (``bench-data/``, ``corpora/``), so it runs from the checkout's root.
+
+The public surface is the names below (``__all__``); scripts outside the package
+(``benchmarks/``, ``research/``) import only these, from ``tokenmap_bench`` itself. The
+modules behind them may change.
+
+Running the benchmark:
+
+* :func:`bench` runs one benchmark and writes its results folder, with :class:`BenchOptions`;
+* :func:`report_partial` reports a run that stopped, from its ``rows.partial.jsonl``;
+* :func:`markdown` renders a result, :func:`update_docs` writes it into a Markdown file;
+  :func:`fmt` and :func:`pct` format its figures.
+
+Data:
+
+* :func:`load_manifest` reads a manifest into :class:`Recording` objects; :func:`regime_of`
+  names a domain's regime; :func:`recording_key` names the recording a file was made from;
+* :func:`check_disjoint` refuses learn or teacher data of measured recordings
+  (:class:`BenchDataError`);
+* :func:`ensure_map` builds (or reuses) a task's map in a cache folder;
+* :func:`features` computes the log-mel window the decoder sees first;
+* :func:`synthetic_corpus` is a generated corpus for tests and micro-benchmarks.
+
+Metrics:
+
+* :func:`wer`, :func:`word_errors` and :func:`normalize_text` score transcripts;
+* :func:`spearman` and :func:`unfairness` compare tasks; ``VOICE_BOUND_WER`` is the WER above
+  which a synthetic voice, not the decoder, bounds a task;
+* :func:`greedy_segments` reads the model's greedy segments from a run's results.json.
+
+Baseline: :func:`start_server` starts stock faster-whisper in its own environment
+(:class:`StockServer`).
+
 Modules: :mod:`~tokenmap_bench.data` (manifest, maps, machine),
 :mod:`~tokenmap_bench.systems` (the decoders compared),
 :mod:`~tokenmap_bench.harness` (interleaved timed runs),
 :mod:`~tokenmap_bench.stock` / ``stock_runner.py`` (stock faster-whisper in its own venv),
 :mod:`~tokenmap_bench.metrics` (pure metric functions),
-:mod:`~tokenmap_bench.aggregate`, :mod:`~tokenmap_bench.report`, :mod:`~tokenmap_bench.plots` (output).
+:mod:`~tokenmap_bench.aggregate`, :mod:`~tokenmap_bench.report`, :mod:`~tokenmap_bench.plots` (output),
+:mod:`~tokenmap_bench.fairness` (map modes replayed offline), :mod:`~tokenmap_bench.run` (one run).
 """
+
+import importlib
+
+_PUBLIC = {
+    "bench": "tokenmap_bench.run",
+    "report_partial": "tokenmap_bench.run",
+    "BenchOptions": "tokenmap_bench.harness",
+    "features": "tokenmap_bench.harness",
+    "markdown": "tokenmap_bench.report",
+    "update_docs": "tokenmap_bench.report",
+    "fmt": "tokenmap_bench.report",
+    "pct": "tokenmap_bench.report",
+    "BenchDataError": "tokenmap_bench.data",
+    "Recording": "tokenmap_bench.data",
+    "load_manifest": "tokenmap_bench.data",
+    "regime_of": "tokenmap_bench.data",
+    "recording_key": "tokenmap_bench.data",
+    "check_disjoint": "tokenmap_bench.data",
+    "ensure_map": "tokenmap_bench.data",
+    "synthetic_corpus": "tokenmap_bench.synthetic",
+    "wer": "tokenmap_bench.metrics",
+    "word_errors": "tokenmap_bench.metrics",
+    "normalize_text": "tokenmap_bench.metrics",
+    "spearman": "tokenmap_bench.metrics",
+    "unfairness": "tokenmap_bench.metrics",
+    "VOICE_BOUND_WER": "tokenmap_bench.aggregate",
+    "greedy_segments": "tokenmap_bench.fairness",
+    "StockServer": "tokenmap_bench.stock",
+    "start_server": "tokenmap_bench.stock",
+}
+
+
+def __getattr__(name):
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tokenmap_bench' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = sorted(_PUBLIC)

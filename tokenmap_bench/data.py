@@ -369,6 +369,16 @@ def ensure_maps(utterances, corpora: Path, cache: Path, model: str, mismatch: bo
 
 
 # -- machine -------------------------------------------------------------
+def checkout_root() -> Path:
+    """The source checkout a run reads ``corpora/`` from and records the commit of.
+
+    The current directory when it holds ``corpora/`` (``make bench`` runs from the
+    checkout's root), else the folder above this package (an editable install).
+    """
+    cwd = Path.cwd()
+    return cwd if (cwd / "corpora").is_dir() else Path(__file__).resolve().parents[1]
+
+
 def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

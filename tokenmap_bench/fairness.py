@@ -57,9 +57,10 @@ from tokenmap.decode.rules import SpecialTokens
 from tokenmap.maps.mapfile import TokenMap, load_maps
 from tokenmap.models import resolve_model
 from tokenmap.textok import TextTokenizer
+from tokenmap_bench.data import checkout_root
 from tokenmap_bench.metrics import spearman, unfairness
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = checkout_root()
 
 TASKS = [(d, l) for d in ("maintenance", "incar") for l in ("en", "es", "fr")] + \
         [("telephony", l) for l in ("en", "es", "fr")]

@@ -26,7 +26,7 @@ def _plt():
     try:
         import matplotlib
     except ImportError:
-        log.warning("matplotlib is not installed (pip install -e '.[bench]'): no plots")
+        log.warning("matplotlib is not installed (pip install 'tokenmap[bench]'): no plots")
         return None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -40,12 +40,14 @@ E2E_ORDER = ("fw-e2e", "tokenmap-e2e", "tokenmap-exact-e2e", "tokenmap-short-e2e
 
 
 def fmt(x, digits: int = 2) -> str:
+    """``x`` with ``digits`` decimals, or a dash for a missing value: ``fmt(1.2345) == "1.23"``."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
     return f"{x:.{digits}f}"
 
 
 def pct(x) -> str:
+    """A fraction as a percentage with one decimal: ``pct(0.1234) == "12.3"``."""
     return fmt(x * 100 if x is not None and not math.isnan(x) else math.nan, 1)
 
 
@@ -243,6 +245,8 @@ def header_text(result: dict) -> str:
 
 
 def markdown(result: dict) -> str:
+    """The Markdown report of a run's ``result``: its header, then per regime, per system, end to
+    end, fairness and map-mode tables (what report.md holds and ``update_docs`` writes)."""
     agg = result["aggregates"]
     parts = [header_text(result), "### Per regime (decoder speed-up against plain greedy)", regime_text(agg),
              "### Decoder, per system", system_table(agg["systems"]),

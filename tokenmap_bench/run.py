@@ -21,7 +21,7 @@ from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap_bench import metrics as M
 from tokenmap_bench.aggregate import aggregate
-from tokenmap_bench.data import (BenchMaps, check_disjoint, ensure_learned_maps, ensure_maps,
+from tokenmap_bench.data import (BenchMaps, check_disjoint, checkout_root, ensure_learned_maps, ensure_maps,
                                  ensure_shared_map, load_manifest, machine_info)
 from tokenmap_bench.harness import BenchOptions, run_benchmark
 from tokenmap_bench.metrics import spearman
@@ -29,7 +29,7 @@ from tokenmap_bench.report import json_default, write_all
 
 log = logging.getLogger("tokenmap")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = checkout_root()
 
 
 def run_dir(out_root: Path) -> Path:
@@ -109,6 +109,38 @@ def complete(result: dict, utterances, options: BenchOptions, maps: BenchMaps, m
         result["aggregates"]["map_modes"][system]["fairness_ce"] = cross_entropy_fairness(
             result["rows"], maps.drafted_by(system), result["aggregates"], eot, system=system)
     return result
+
+
+def report_partial(rows_path: Path, options: BenchOptions, manifest: Path, command: str = "make bench",
+                   docs: Path | None = None) -> Path:
+    """Report a run that stopped before its report, from its ``rows.partial.jsonl``.
+
+    Writes results.json, report.md and the plots beside the rows, with everything a finished
+    run writes (maps, aggregates, the cross-entropy fairness) except its timings and memory
+    peaks; the maps come from the same cache (``results/maps``). The manifest line says how
+    many utterances ran when the run stopped early; ``docs`` is a Markdown file whose
+    generated section is regenerated. Returns the folder written.
+    """
+    from tokenmap.decode.cost import load_cost_model
+    from tokenmap_bench.report import markdown, update_docs
+
+    rows_path = Path(rows_path)
+    rows = [json.loads(line) for line in rows_path.open(encoding="utf-8")]
+    ids = {r["id"] for r in rows}
+    utterances = [u for u in load_manifest(manifest) if u.id in ids]
+    total = sum(1 for line in Path(manifest).open(encoding="utf-8") if line.strip())
+    maps = bench_maps(utterances, options, ROOT / "corpora", ROOT / "results" / "maps")
+    shown = manifest if len(ids) == total else f"{manifest} (first {len(ids)} of {total} utterances: the run was stopped)"
+    cost = load_cost_model(resolve_model(options.model), options.compute_type, options.threads)
+    result = {"rows": rows, "peak_rss_mb": {}, "seconds": {}, "cost_model": cost.to_json()}
+    complete(result, utterances, options, maps, shown, command.split())
+    result["machine"]["command"] = command
+    ended = datetime.datetime.fromtimestamp(rows_path.stat().st_mtime, datetime.timezone.utc)
+    result["machine"]["date"] = f"ending {ended:%Y-%m-%d %H:%M} UTC (its last row; reported {result['machine']['date']})"
+    write_all(result, rows_path.parent)
+    if docs:
+        update_docs(Path(docs), markdown(result))
+    return rows_path.parent
 
 
 class PartialRows:
