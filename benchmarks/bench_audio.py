@@ -17,6 +17,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from tokenmap_bench import decode_g722  # noqa: F401  (make_data's workers import it from here)
+
 SR = 16000
 _PIPER = None
 
@@ -61,17 +63,6 @@ def to_pcm16k(path: str, norm: bool = True) -> "np.ndarray":
     cmd = ["sox", "-D", path, "-t", "raw", "-e", "signed", "-b", "16", "-r", str(SR), "-c", "1", "-"]
     raw = subprocess.run(cmd + (["gain", "-n", "-3"] if norm else []), check=True, capture_output=True).stdout
     return np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
-
-
-def decode_g722(path: str) -> "np.ndarray":
-    """A raw G.722 file (the asterisk prompts) -> float32 mono 16 kHz samples."""
-    import av
-    import numpy as np
-    with av.open(path, format="g722") as c:
-        rs = av.AudioResampler(format="s16", layout="mono", rate=SR)
-        chunks = [f.to_ndarray().reshape(-1) for fr in c.decode(audio=0) for f in rs.resample(fr)]
-        chunks += [f.to_ndarray().reshape(-1) for f in rs.resample(None)]
-    return np.concatenate(chunks).astype(np.float32) / 32768.0
 
 
 def join_with_pauses(parts: list, pause_s: float) -> "np.ndarray":

@@ -22,16 +22,14 @@ compare ``verify_pass[T]`` with ``(accepted + 1) * step``.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from tokenmap.models import resolve_model  # noqa: E402
+from tokenmap.models import resolve_model
 
 MODEL = resolve_model("base", download=False)  # assembled by `make`
 AUDIO = ROOT / "tests" / "data" / "en-basic-pbx-ivr-main.flac"

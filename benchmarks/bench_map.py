@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from tokenmap.models import resolve_model
+
 ROOT = Path(__file__).resolve().parents[1]
-from tokenmap.models import resolve_model  # noqa: E402  (after sys.path)
 
 MODEL = resolve_model("base", download=False)  # assembled by `make`
-sys.path.insert(0, str(ROOT))
 
 
 def sentences(n: int, seed: int = 0):
@@ -37,7 +37,7 @@ def sentences(n: int, seed: int = 0):
         from corpora.generate import generate
         return generate("maintenance", "en", n, seed)
     except (ImportError, ValueError):
-        from tokenmap_bench.synthetic import synthetic_corpus
+        from tokenmap_bench import synthetic_corpus
         return synthetic_corpus(n, seed)
 
 

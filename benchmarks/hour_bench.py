@@ -35,8 +35,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 SOUNDS = Path("/usr/share/asterisk/sounds/en_US_f_Allison")
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 #: name -> (audio_context, extra environment)
@@ -54,7 +52,7 @@ def cache_dir() -> Path:
 
 def _pieces():
     """``(loader, reference)`` of every English prompt with a text, and of the LibriVox clips."""
-    from bench_audio import decode_g722
+    from tokenmap_bench import decode_g722
 
     from tokenmap.audio import load_audio
 
@@ -204,7 +202,7 @@ def summarize(run: dict, ref: str) -> dict:
     minute, least squares over the samples taken while decoding), wall, RTF, WER, output timing."""
     import numpy as np
 
-    from tokenmap_bench.metrics import wer
+    from tokenmap_bench import wer
 
     samples = np.array([s[:4] for s in run["samples"]], dtype=float)
     decoding = samples[samples[:, 3] > 0]

@@ -36,9 +36,9 @@ from pathlib import Path
 
 log = logging.getLogger("tokenmap")
 
+from tokenmap_bench import recording_key
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from tokenmap_bench.data import recording_key  # noqa: E402
 SR = 16000
 SETS = ("synthetic", "telephony", "opendomain", "dictation", "calls")
 FIELDS = ("id", "audio", "text", "domain", "lang", "voice", "source", "set", "duration")

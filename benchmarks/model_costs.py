@@ -22,11 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import tokenmap  # noqa: E402,F401  (its thread policy applies on import)
-import tokenmap.runtime.memory  # noqa: E402
+import tokenmap  # noqa: F401  (its thread policy applies on import)
+import tokenmap.runtime.memory
 
 PASSES = (2, 3, 5, 9, 17)
 COMPUTE_TYPES = ("int8", "float32")

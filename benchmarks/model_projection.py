@@ -56,15 +56,14 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from tokenmap.decode.control import ControllerSet  # noqa: E402
-from tokenmap.decode.cost import CostModel, calibration_path  # noqa: E402
-from tokenmap.decode.drafters import FixedDrafter, default_drafter  # noqa: E402
-from tokenmap.decode.replay import replay_window  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
-from tokenmap.maps.mapfile import load_maps  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
+from tokenmap.decode.control import ControllerSet
+from tokenmap.decode.cost import CostModel, calibration_path
+from tokenmap.decode.drafters import FixedDrafter, default_drafter
+from tokenmap.decode.replay import replay_window
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
 
 REGIMES = ("scripted", "structured", "open")
 #: end-to-end systems: name -> (audio context, with a map, decoder compute type)

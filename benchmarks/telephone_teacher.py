@@ -1,6 +1,6 @@
 """Teacher transcripts and recall indexes for the scripted regime, from the 8 kHz prompt recordings.
 
-    python benchmarks/telephone_teacher.py -o bench-data/teacher-telephone.jsonl \
+    python benchmarks/telephone_teacher.py -o bench-data/teacher-train.jsonl \
         --recall bench-data/recall-train.trec --recall-inventory bench-data/recall-inventory.trec
 
 The telephony bench decodes the 16 kHz G.722 Asterisk prompts of the *test*
@@ -33,57 +33,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
-from tokenmap_bench.harness import features  # noqa: E402
+from tokenmap_bench import GreedyBase, features, recording_key
 
+ROOT = Path(__file__).resolve().parents[1]
 SOUNDS = Path("/usr/share/asterisk/sounds")
 VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
-
-
-def segments(tokens, ts0):
-    """Texts between timestamps (token lists)."""
-    out, cur = [], []
-    for t in tokens:
-        if t >= ts0:
-            if cur:
-                out.append(cur)
-            cur = []
-        else:
-            cur.append(t)
-    if cur:
-        out.append(cur)
-    return out
-
-
-class GreedyBase:
-    """Plain greedy Whisper base (fork, int8, 2 threads, timestamps on), as faster-whisper decodes a window."""
-
-    def __init__(self):
-        import ctranslate2
-
-        from tokenmap.textok import TextTokenizer
-
-        self.model_dir = resolve_model("base", download=False)
-        self.model = ctranslate2.models.Whisper(str(self.model_dir), device="cpu", compute_type="int8",
-                                                intra_threads=2)
-        self.special = SpecialTokens.from_model_dir(str(self.model_dir))
-        self.tok = TextTokenizer.from_file(self.model_dir / "tokenizer.json")
-        self.vocab = (self.model_dir / "vocabulary.txt").read_text(encoding="utf-8").splitlines()
-
-    def decode(self, mel, lang: str):
-        """``(encoder output, token ids)`` of one window's log-mel features in ``lang``."""
-        enc = self.model.encode(mel)
-        prompt = [self.special.sot, self.vocab.index(f"<|{lang}|>"), self.vocab.index("<|transcribe|>")]
-        return enc, self.model.generate(enc, [prompt], **GREEDY_KW)[0].sequences_ids[0]
-
-    def texts(self, ids) -> list[str]:
-        """The texts of the segments of ``ids``, stripped, empty ones left out."""
-        texts = (self.tok.decode(seg).strip() for seg in segments(ids, self.special.timestamp_begin))
-        return [text for text in texts if text]
 
 
 def prompts(lang: str, split: str):
@@ -105,7 +59,6 @@ def main():
     from tokenizers import Tokenizer
 
     from tokenmap.recall import new_index
-    from tokenmap_bench.data import recording_key
 
     base = GreedyBase()
     tokenizer = Tokenizer.from_file(str(base.model_dir / "tokenizer.json"))

@@ -13,24 +13,22 @@ cost in steps (a step = the median ``forward_step`` here).
 import argparse
 import collections
 import json
-import sys
 import time
 from pathlib import Path
 
+import tokenmap  # noqa: F401  (first: the thread wait policy)
+import ctranslate2
+from tokenmap.decode.control import ControllerSet
+from tokenmap.decode.cost import CostModel
+from tokenmap.decode.drafters import default_drafter
+from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.speculative import decode_window
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+from tokenmap_bench import features, load_manifest
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import tokenmap  # noqa: E402,F401  (first: the thread wait policy)
-import ctranslate2  # noqa: E402
-from tokenmap.decode.control import ControllerSet  # noqa: E402
-from tokenmap.decode.cost import CostModel  # noqa: E402
-from tokenmap.decode.drafters import default_drafter  # noqa: E402
-from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
-from tokenmap.decode.speculative import decode_window  # noqa: E402
-from tokenmap.maps.mapfile import load_maps  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap_bench.data import load_manifest  # noqa: E402
-from tokenmap_bench.harness import features  # noqa: E402
 
 TIMED = ("prefill", "forward_step", "forward_batch")
 

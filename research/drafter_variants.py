@@ -22,21 +22,19 @@ import argparse
 import collections
 import contextlib
 import string
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from replay_bench import replay_run
+from tokenmap.build import builder
+from tokenmap.decode import drafters
+from tokenmap.decode.follow import FollowDrafter, FollowOptions
+from tokenmap.decode.replay import replay_window
+from tokenmap.textok import TextTokenizer
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "research"))
-from replay_bench import replay_run  # noqa: E402
-from tokenmap.build import builder  # noqa: E402
-from tokenmap.decode import drafters  # noqa: E402
-from tokenmap.decode.follow import FollowDrafter, FollowOptions  # noqa: E402
-from tokenmap.decode.replay import replay_window  # noqa: E402
-from tokenmap.textok import TextTokenizer  # noqa: E402
 
 #: ids of , . ? ! : ; in Whisper's byte-level BPE (the same in the English and multilingual vocabularies)
 OMITTABLE = (11, 13, 30, 0, 25, 26)

@@ -85,7 +85,6 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child(args.child)
-    sys.path.insert(0, str(ROOT))
     import tokenmap  # first: it sets the thread wait policy before CTranslate2 loads
 
     import faster_whisper

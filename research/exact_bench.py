@@ -27,20 +27,19 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenmap_bench import features, load_manifest, Recording
+from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.build.builder import BuildOptions, build_map
+from tokenmap.decode.control import ControllerSet
+from tokenmap.decode.cost import calibrate
+from tokenmap.decode.drafters import default_drafter
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.speculative import decode_window
+from tokenmap.context import AudioContext
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tokenmap_bench.data import Recording, load_manifest  # noqa: E402
-from tokenmap_bench.harness import features  # noqa: E402
-from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
-from tokenmap.build.builder import BuildOptions, build_map  # noqa: E402
-from tokenmap.decode.control import ControllerSet  # noqa: E402
-from tokenmap.decode.cost import calibrate  # noqa: E402
-from tokenmap.decode.drafters import default_drafter  # noqa: E402
-from tokenmap.maps.mapfile import load_maps  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
-from tokenmap.decode.speculative import decode_window  # noqa: E402
-from tokenmap.context import AudioContext  # noqa: E402
 
 SYSTEMS = ("greedy-int8", "greedy-f32dec", "map-int8", "map-f32dec")
 
@@ -154,7 +153,7 @@ def word_error_rates(rows, systems, manifest) -> None:
     """WER of each system against the manifest's transcripts (utterances that have one)."""
     from tokenizers import Tokenizer
 
-    from tokenmap_bench.metrics import wer
+    from tokenmap_bench import wer
 
     tok = Tokenizer.from_file(str(resolve_model("base", download=False) / "tokenizer.json"))
     refs = {u.id: u.text for u in load_manifest(manifest)}

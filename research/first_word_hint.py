@@ -11,20 +11,18 @@ over the first words the greedy outputs of the set use: the row of
 """
 import argparse
 import collections
-import sys
 from pathlib import Path
 
 import numpy as np
 
+import tokenmap  # noqa: F401  (first: the thread wait policy)
+import ctranslate2
+from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.models import resolve_model
+from tokenmap_bench import features, load_manifest
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import tokenmap  # noqa: E402,F401  (first: the thread wait policy)
-import ctranslate2  # noqa: E402
-from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap_bench.data import load_manifest  # noqa: E402
-from tokenmap_bench.harness import features  # noqa: E402
 
 
 def main():

@@ -22,20 +22,18 @@ Prints replayed S per regime (voice-bound tasks included) and per task for ``tok
 import argparse
 import collections
 import json
-import sys
 from pathlib import Path
 
+from replay_bench import SESSION, fit_greedy, map_key
+from tokenmap.decode.control import ControllerSet
+from tokenmap.decode.cost import CostModel
+from tokenmap.decode.drafters import FixedDrafter, default_drafter
+from tokenmap.decode.replay import replay_window
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "research"))
-from replay_bench import SESSION, fit_greedy, map_key  # noqa: E402
-from tokenmap.decode.control import ControllerSet  # noqa: E402
-from tokenmap.decode.cost import CostModel  # noqa: E402
-from tokenmap.decode.drafters import FixedDrafter, default_drafter  # noqa: E402
-from tokenmap.decode.replay import replay_window  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
-from tokenmap.maps.mapfile import load_maps  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
 
 CURRENT = ControllerSet.use_speculation
 

@@ -14,21 +14,19 @@ map 0.81x and the oracle 0.46x; a short prompt's fixed cost (prefill) caps the s
 import argparse
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
+import tokenmap_bench
+from tokenmap_bench import Recording, features
+from tokenmap.decode.control import ControllerSet
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.decode.drafters import FixedDrafter
+from tokenmap.decode.speculative import decode_window
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tokenmap_bench import systems as sysm  # noqa: E402
-from tokenmap_bench.data import Recording  # noqa: E402
-from tokenmap_bench.harness import features  # noqa: E402
-from tokenmap.decode.control import ControllerSet  # noqa: E402
-from tokenmap.maps.mapfile import load_maps  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
-from tokenmap.decode.drafters import FixedDrafter  # noqa: E402
-from tokenmap.decode.speculative import decode_window  # noqa: E402
 
 
 
@@ -48,7 +46,7 @@ def main():
         d, lang = t.split("/")
         utts += [r for r in rows if r["domain"] == d and r["lang"] == lang][: a.n]
     model = resolve_model("base", download=False)
-    eng = sysm.load_engines(Path(model), a.compute_type, 2, None)
+    eng = tokenmap_bench.load_engines(Path(model), a.compute_type, 2, None)
     token_map = load_maps(a.map)[0] if a.map else None
     ctl = ControllerSet(eng.cost)
     times = {k: [] for k in ("greedy", "null", "map", "oracle")}
@@ -58,13 +56,13 @@ def main():
         mel, _ = features(Recording(r["id"], audio, r["text"], r["domain"], r["lang"]))
         enc = eng.main.encode(mel)
         prompt = eng.prompt(r["lang"], True)
-        g = sysm.greedy(eng, enc, prompt)
+        g = tokenmap_bench.greedy(eng, enc, prompt)
         gt = g().tokens
         runs = {"greedy": g,
                 "null": lambda: decode_window(eng.main, enc, prompt, eng.special, FixedDrafter([]), **GREEDY_KW),
-                "oracle": sysm.oracle(eng, enc, prompt, gt)}
+                "oracle": tokenmap_bench.oracle(eng, enc, prompt, gt)}
         if token_map is not None:
-            runs["map"] = sysm.speculative(eng, enc, prompt, token_map, "s")
+            runs["map"] = tokenmap_bench.speculative(eng, enc, prompt, token_map, "s")
         per = {k: [] for k in runs}
         for _ in range(a.reps):
             for k, run in runs.items():

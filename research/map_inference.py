@@ -39,17 +39,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from tokenmap.balance.divergence import cross_entropy  # noqa: E402
-from tokenmap.decode.cost import CostModel  # noqa: E402
-from tokenmap.maps.mapfile import TokenMap, load_maps  # noqa: E402
-from tokenmap_bench.fairness import PREFILL_MS, greedy_segments  # noqa: E402
-from tokenmap_bench.metrics import unfairness  # noqa: E402
+from tokenmap.balance.divergence import cross_entropy
+from tokenmap.decode.cost import CostModel
+from tokenmap.maps.mapfile import TokenMap, load_maps
+from tokenmap_bench.fairness import PREFILL_MS, greedy_segments
+from tokenmap_bench import unfairness
 
 
 def _agree(draft, ids, i) -> int:

@@ -19,14 +19,14 @@ from types import SimpleNamespace
 
 import numpy as np
 
+import tokenmap  # noqa: F401  (first: the thread wait policy)
+from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.models import resolve_model
+from tokenmap.recall import fingerprint, segments
+from tokenmap_bench import features
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import tokenmap  # noqa: E402,F401  (first: the thread wait policy)
-from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.recall import fingerprint, segments  # noqa: E402
-from tokenmap_bench.harness import features  # noqa: E402
 
 VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
 SOUNDS = Path("/usr/share/asterisk/sounds")

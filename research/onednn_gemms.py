@@ -21,12 +21,11 @@ MARK = "-- timed calls --"
 
 
 def child(compute_type: str, n: int, calls: int) -> None:
-    sys.path.insert(0, str(ROOT))
     import tokenmap  # noqa: F401  (first: the thread wait policy)
     import ctranslate2
     from tokenmap.decode.rules import SpecialTokens
     from tokenmap.models import resolve_model
-    from tokenmap_bench.harness import features
+    from tokenmap_bench import features
 
     model_dir = resolve_model("base", download=False)
     model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type, intra_threads=2)

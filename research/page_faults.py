@@ -24,27 +24,25 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def child(reps: int) -> dict:
-    from tokenmap_bench import systems as sysm
-    from tokenmap_bench.data import Recording
-    from tokenmap_bench.harness import features
+    import tokenmap_bench
+    from tokenmap_bench import Recording, features
     from tokenmap.models import resolve_model
 
     rows = [json.loads(line) for line in open(ROOT / "bench-data/full.jsonl")]
     pick = ([r for r in rows if r["domain"] == "opendomain"][:1] + [r for r in rows if r["set"] == "telephony"][::30]
             + [r for r in rows if r["set"] == "calls"][:1] + [r for r in rows if r["set"] == "dictation"][:1])
-    eng = sysm.load_engines(Path(resolve_model("base", download=False)), "int8", 2, None)
+    eng = tokenmap_bench.load_engines(Path(resolve_model("base", download=False)), "int8", 2, None)
     totals, faults = {}, {}
     for r in pick:
         mel, _ = features(Recording(r["id"], str(ROOT / "bench-data" / r["audio"]), r["text"], r["domain"], r["lang"]))
         enc = eng.main.encode(mel)
         prompt = eng.prompt(r["lang"], True)
-        greedy = sysm.greedy(eng, enc, prompt)
+        greedy = tokenmap_bench.greedy(eng, enc, prompt)
         runs = {"encode": lambda: eng.main.encode(mel), "generate": greedy,
-                "oracle": sysm.oracle(eng, enc, prompt, greedy().tokens)}
+                "oracle": tokenmap_bench.oracle(eng, enc, prompt, greedy().tokens)}
         times = {k: [] for k in runs}
         for _ in range(reps):
             for k, run in runs.items():

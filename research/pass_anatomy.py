@@ -13,20 +13,19 @@ the map has never seen).
 import argparse
 import collections
 import json
-import sys
 from pathlib import Path
 
+from replay_bench import SESSION, map_key
+from tokenmap.decode.control import ControllerSet
+from tokenmap.decode.cost import CostModel
+from tokenmap.decode.drafters import default_drafter
+from tokenmap.decode.follow import FollowDrafter
+from tokenmap.decode.speculative import window_draft
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from replay_bench import SESSION, map_key  # noqa: E402
-from tokenmap.decode.control import ControllerSet  # noqa: E402
-from tokenmap.decode.cost import CostModel  # noqa: E402
-from tokenmap.decode.drafters import default_drafter  # noqa: E402
-from tokenmap.decode.follow import FollowDrafter  # noqa: E402
-from tokenmap.decode.speculative import window_draft  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
-from tokenmap.maps.mapfile import load_maps  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
 
 
 def follow_of(drafter):

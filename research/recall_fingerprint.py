@@ -11,19 +11,18 @@ how often the nearest 8 kHz fingerprint is the same prompt (same text, punctuati
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
+import tokenmap  # noqa: F401  (first: the thread wait policy)
+import ctranslate2
+from tokenmap.models import resolve_model
+from tokenmap.recall import FRAMES, fingerprint
+from tokenmap_bench import features
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-import tokenmap  # noqa: E402,F401  (first: the thread wait policy)
-import ctranslate2  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.recall import FRAMES, fingerprint  # noqa: E402
-from tokenmap_bench.harness import features  # noqa: E402
 
 VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
 

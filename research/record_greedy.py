@@ -11,12 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tokenmap_bench.data import load_manifest  # noqa: E402
-from tokenmap_bench.harness import features  # noqa: E402
-from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
+from tokenmap_bench import features, load_manifest
+from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.models import resolve_model
+from tokenmap.decode.rules import SpecialTokens
 
 
 def main():

@@ -18,23 +18,21 @@ What it showed (the 2026-11-23 17:39 run): +0.05 to +0.15 against the audio from
 import argparse
 import collections
 import json
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
+from tokenmap_bench import VOICE_BOUND_WER, wer
+from tokenmap.decode.control import ControllerSet
+from tokenmap.decode.cost import CostModel
+from tokenmap.decode.drafters import FixedDrafter, default_drafter
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+from tokenmap.decode.replay import replay_window
+from tokenmap.decode.rules import SpecialTokens
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tokenmap_bench.aggregate import VOICE_BOUND_WER  # noqa: E402
-from tokenmap_bench.metrics import wer  # noqa: E402
-from tokenmap.decode.control import ControllerSet  # noqa: E402
-from tokenmap.decode.cost import CostModel  # noqa: E402
-from tokenmap.decode.drafters import FixedDrafter, default_drafter  # noqa: E402
-from tokenmap.maps.mapfile import load_maps  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.decode.replay import replay_window  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
 
 SESSION = {"tokenmap": "{task}", "tokenmap-learned": "learned {task}", "tokenmap-mismatch": "mismatch {task}"}
 

@@ -8,22 +8,21 @@ the scripted regime: the map holds the whole phrase inventory).
 import argparse
 import collections
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from tokenmap.build.builder import encode_texts
+from tokenmap.decode.cost import DEFAULT, CostModel
+from tokenmap.decode.follow import Calibration, FollowDrafter, FollowOptions
+from tokenmap.models import resolve_model
+from tokenmap.decode.replay import ReplayStats, replay_window
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.build.style import StyleOptions
+from tokenmap.maps.suffixmap import SuffixMap
+from tokenmap.textok import TextTokenizer
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tokenmap.build.builder import encode_texts  # noqa: E402
-from tokenmap.decode.cost import DEFAULT, CostModel  # noqa: E402
-from tokenmap.decode.follow import Calibration, FollowDrafter, FollowOptions  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.decode.replay import ReplayStats, replay_window  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
-from tokenmap.build.style import StyleOptions  # noqa: E402
-from tokenmap.maps.suffixmap import SuffixMap  # noqa: E402
-from tokenmap.textok import TextTokenizer  # noqa: E402
 
 
 def corpus_lines(task, inventory):

@@ -17,19 +17,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from tokenmap_bench import features, load_manifest
+from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.build.builder import BuildOptions, build_map
+from tokenmap.decode.control import ControllerSet
+from tokenmap.decode.cost import load_cost_model
+from tokenmap.decode.drafters import default_drafter
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.speculative import DecodeStats, decode_window
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tokenmap_bench.data import load_manifest  # noqa: E402
-from tokenmap_bench.harness import features  # noqa: E402
-from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
-from tokenmap.build.builder import BuildOptions, build_map  # noqa: E402
-from tokenmap.decode.control import ControllerSet  # noqa: E402
-from tokenmap.decode.cost import load_cost_model  # noqa: E402
-from tokenmap.decode.drafters import default_drafter  # noqa: E402
-from tokenmap.maps.mapfile import load_maps  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.decode.rules import SpecialTokens  # noqa: E402
-from tokenmap.decode.speculative import DecodeStats, decode_window  # noqa: E402
 
 
 def main():

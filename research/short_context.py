@@ -24,8 +24,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
 VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
 SOUNDS = Path("/usr/share/asterisk/sounds")
 
@@ -44,7 +42,7 @@ def files(split: str, per_lang: int, seed: int = 0):
 
 def record(args):
     import ctranslate2
-    from bench_audio import decode_g722
+    from tokenmap_bench import decode_g722
     from faster_whisper.feature_extractor import FeatureExtractor
 
     from tokenmap.context import AudioContext
@@ -97,7 +95,7 @@ def replay(args):
     from tokenmap.context import AudioContext, Guard
     from tokenmap.decode.rules import SpecialTokens
     from tokenmap.models import resolve_model
-    from tokenmap_bench.metrics import wer
+    from tokenmap_bench import wer
 
     model_dir = resolve_model("base", download=False)
     tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))

@@ -15,18 +15,16 @@ as environment variables), ``both`` the two together.
 import argparse
 import collections
 import statistics
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tokenizers import Tokenizer  # noqa: E402
+from tokenizers import Tokenizer
 
-from tokenmap.runtime import memory, threads  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap_bench.data import load_manifest, regime_of  # noqa: E402
-from tokenmap_bench.stock import StockServer  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+
+from tokenmap.runtime import memory, threads
+from tokenmap.models import resolve_model
+from tokenmap_bench import load_manifest, regime_of, StockServer
 
 
 def main():

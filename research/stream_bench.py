@@ -14,19 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
-from tokenmap.audio import load_audio  # noqa: E402
-from tokenmap.decode.reference import GREEDY_KW  # noqa: E402
-from tokenmap.stream.audio import FileSource  # noqa: E402
-from tokenmap.stream.live import Decoded, StreamEngine, StreamOptions, StreamTranscriber  # noqa: E402
-from tokenmap.stream.metrics import normalized_erasure  # noqa: E402
-from tokenmap_bench.metrics import wer  # noqa: E402
+from tokenmap.audio import load_audio
+from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.stream.audio import FileSource
+from tokenmap.stream.live import Decoded, StreamEngine, StreamOptions, StreamTranscriber
+from tokenmap.stream.metrics import normalized_erasure
+from tokenmap_bench import wer
 FIXTURE = ("tests/en-basic-pbx-ivr-main", ROOT / "tests/data/en-basic-pbx-ivr-main.flac",
            "Thank you for calling Super Awesome Company, Asterisk's premier provider of perfect products. If you "
            "know your party's extension, you may dial it at any time. To establish a sales partnership, press one. "

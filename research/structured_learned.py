@@ -14,17 +14,15 @@ does (window gate included; time from the run's greedy fit). Prints replayed S p
 import argparse
 import collections
 import json
-import sys
 from pathlib import Path
 
+from replay_bench import load_run, replay_utterance
+from tokenmap_bench import ensure_map
+from tokenmap.decode.control import ControllerSet
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "research"))
-from replay_bench import load_run, replay_utterance  # noqa: E402
-from tokenmap_bench.data import ensure_map  # noqa: E402
-from tokenmap.decode.control import ControllerSet  # noqa: E402
-from tokenmap.maps.mapfile import load_maps  # noqa: E402
-from tokenmap.models import resolve_model  # noqa: E402
 
 
 def replay_task(rows, token_map, cost, special, reps, scale, prefill):

@@ -21,9 +21,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tokenmap.runtime import threads
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tokenmap.runtime import threads  # noqa: E402
 
 CHILD = r"""
 import json, statistics, sys, time
@@ -33,7 +33,7 @@ import tokenmap
 import ctranslate2
 from tokenmap.models import resolve_model
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap_bench.harness import features
+from tokenmap_bench import features
 compute_type, reps, audio_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 model_dir = str(resolve_model("base", download=False))
 model = ctranslate2.models.Whisper(model_dir, device="cpu", compute_type=compute_type, intra_threads=2)

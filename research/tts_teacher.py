@@ -19,11 +19,9 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
+from tokenmap_bench import GreedyBase, features
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from telephone_teacher import GreedyBase  # noqa: E402
-from tokenmap_bench.harness import features  # noqa: E402
 
 
 def main():

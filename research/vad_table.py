@@ -42,7 +42,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 DATA = ROOT / "bench-data"
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 SETS = ("telephony", "calls", "opendomain", "librivox-joined", "librivox-paused", "dictation", "synthetic-en")
@@ -85,8 +84,7 @@ def train_utterances(per_lang: int, seed: int = 0):
     """Train-split Asterisk prompts (16 kHz G.722), and windows of 5 of them with 7 s pauses."""
     import random
 
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_audio import decode_g722
+    from tokenmap_bench import decode_g722
 
     for lang, voice in VOICES.items():
         rows = []
@@ -198,7 +196,7 @@ def table(rows) -> str:
 
 def tuning_table(rows) -> str:
     """WER per set of every condition (no VAD, VAD's defaults, each ``--vad-params``)."""
-    from tokenmap_bench.metrics import wer
+    from tokenmap_bench import wer
 
     keys = ["novad", "vad"] + sorted({k for row in rows for k in row if k.startswith("vad:")})
     lines = ["| set | " + " | ".join(f"WER {k}" for k in keys) + " |", "| --- |" + " ---: |" * len(keys)]
@@ -210,7 +208,7 @@ def tuning_table(rows) -> str:
 
 
 def _line(name: str, group: list) -> str:
-    from tokenmap_bench.metrics import wer
+    from tokenmap_bench import wer
 
     w = {k: wer([(r["ref"], r[k]["text"]) for r in group]) for k in ("vad", "novad")}
     t = {k: sum(r[k]["wall"] for r in group) for k in ("vad", "novad")}

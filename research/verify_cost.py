@@ -10,18 +10,17 @@ ms and their ratios to the bare call.
 """
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
+from tokenmap.models import resolve_model
+from tokenmap.decode.rules import RuleSet, SpecialTokens
+from tokenmap_bench import features
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from tokenmap.models import resolve_model  # noqa: E402
-from tokenmap.decode.rules import RuleSet, SpecialTokens  # noqa: E402
-from tokenmap_bench.harness import features  # noqa: E402
 
 
 def main():

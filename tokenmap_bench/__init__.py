@@ -23,7 +23,9 @@ Data:
   (:class:`BenchDataError`);
 * :func:`ensure_map` builds (or reuses) a task's map in a cache folder;
 * :func:`features` computes the log-mel window the decoder sees first;
-* :func:`synthetic_corpus` is a generated corpus for tests and micro-benchmarks.
+* :func:`synthetic_corpus` is a generated corpus for tests and micro-benchmarks;
+* :class:`GreedyBase` decodes a window greedily for teacher transcripts, :func:`segments` cuts
+  its tokens at timestamps, :func:`decode_g722` reads the Asterisk prompts' G.722 files.
 
 Metrics:
 
@@ -31,6 +33,10 @@ Metrics:
 * :func:`spearman` and :func:`unfairness` compare tasks; ``VOICE_BOUND_WER`` is the WER above
   which a synthetic voice, not the decoder, bounds a task;
 * :func:`greedy_segments` reads the model's greedy segments from a run's results.json.
+
+The systems compared, each a callable that decodes one window once: :func:`greedy`,
+:func:`speculative` (the product's map drafting), :func:`oracle`; :func:`load_engines` opens
+their models.
 
 Baseline: :func:`start_server` starts stock faster-whisper in its own environment
 (:class:`StockServer`).
@@ -41,7 +47,8 @@ Modules: :mod:`~tokenmap_bench.data` (manifest, maps, machine),
 :mod:`~tokenmap_bench.stock` / ``stock_runner.py`` (stock faster-whisper in its own venv),
 :mod:`~tokenmap_bench.metrics` (pure metric functions),
 :mod:`~tokenmap_bench.aggregate`, :mod:`~tokenmap_bench.report`, :mod:`~tokenmap_bench.plots` (output),
-:mod:`~tokenmap_bench.fairness` (map modes replayed offline), :mod:`~tokenmap_bench.run` (one run).
+:mod:`~tokenmap_bench.fairness` (map modes replayed offline), :mod:`~tokenmap_bench.run` (one run),
+:mod:`~tokenmap_bench.teacher` (greedy transcripts of other recordings).
 """
 
 import importlib
@@ -63,6 +70,9 @@ _PUBLIC = {
     "check_disjoint": "tokenmap_bench.data",
     "ensure_map": "tokenmap_bench.data",
     "synthetic_corpus": "tokenmap_bench.synthetic",
+    "GreedyBase": "tokenmap_bench.teacher",
+    "segments": "tokenmap_bench.teacher",
+    "decode_g722": "tokenmap_bench.teacher",
     "wer": "tokenmap_bench.metrics",
     "word_errors": "tokenmap_bench.metrics",
     "normalize_text": "tokenmap_bench.metrics",
@@ -70,6 +80,10 @@ _PUBLIC = {
     "unfairness": "tokenmap_bench.metrics",
     "VOICE_BOUND_WER": "tokenmap_bench.aggregate",
     "greedy_segments": "tokenmap_bench.fairness",
+    "load_engines": "tokenmap_bench.systems",
+    "greedy": "tokenmap_bench.systems",
+    "speculative": "tokenmap_bench.systems",
+    "oracle": "tokenmap_bench.systems",
     "StockServer": "tokenmap_bench.stock",
     "start_server": "tokenmap_bench.stock",
 }

@@ -96,6 +96,8 @@ class Engines:
 
 def load_engines(model_dir: Path, compute_type: str, threads: int, draft_dir: Path | None,
                  spec_tokens: int = 4) -> Engines:
+    """The models the systems decode with: the main Whisper model, and the distil-spec draft model from
+    ``draft_dir`` when given."""
     import ctranslate2
 
     # the main model decodes at its own precision and encodes in process, as every system is timed on it
@@ -112,6 +114,7 @@ def load_engines(model_dir: Path, compute_type: str, threads: int, draft_dir: Pa
 
 
 def greedy(eng: Engines, enc, prompt):
+    """Plain greedy decoding of one window (the baseline): a callable that decodes once and returns its Output."""
     def run() -> Output:
         result = eng.main.generate(enc, [prompt], **GREEDY_KW)[0]
         return Output(list(result.sequences_ids[0]))
@@ -148,6 +151,7 @@ def speculative(eng: Engines, enc, prompt, token_map, session: str = "", seconds
 
 
 def oracle(eng: Engines, enc, prompt, greedy_tokens):
+    """Drafts that are the greedy output itself (the upper bound of drafting): a callable that decodes once."""
     sequence = list(greedy_tokens) + [eng.special.eot]
 
     def run() -> Output:
