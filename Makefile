@@ -23,7 +23,7 @@ help:
 	@echo "make bench-teacher  the model's transcripts of the dev audio, for map mode taught"
 	@echo "make bench-learn the model's transcripts of the train split's 8 kHz prompts, and recall indexes"
 	@echo "make bench-quick the quick benchmark (about 10 minutes on 2 cores)"
-	@echo "make bench       the full benchmark; regenerates docs/BENCHMARKS.md"
+	@echo "make bench       the full benchmark; regenerates docs/FULL_RUN.md"
 	@echo "make bench-hour  an hour of real speech through transcribe: memory over time, RTF (3-9 minutes on 2 cores)"
 	@echo "make shapes      random-weight models of the shapes of small, medium, large-v3, turbo (~/.cache/tokenmap/shapes)"
 	@echo "make bench-sizes calibrate the shapes, time their encoders, project S and end to end per size (~25 min)"
@@ -125,7 +125,7 @@ bench: bench-data bench-stock bench-learn
 	$(BIN)/tokenmap calibrate --exact --reps 15
 	$(BIN)/tokenmap bench --map-mode per-task,inferred --learn $(LEARN) --recall $(RECALL) \
 		--recall-inventory $(RECALL_INVENTORY) \
-		--heavy-per-group 2 --reps-open 15 --update-docs docs/BENCHMARKS.md
+		--heavy-per-group 2 --reps-open 15 --update-docs docs/FULL_RUN.md
 
 # An hour of Asterisk prompts and LibriVox clips (built into the user's cache, never committed), transcribed
 # as `tokenmap transcribe --map` does, with resident memory sampled while it runs (benchmarks/hour_bench.py).
