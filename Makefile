@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.tokenmap-installed
 # The decoding engine: a CTranslate2 fork with a decoder-step API. faster-whisper
 # pulls in stock ctranslate2, which writes the same package, so the fork is
-# re-installed last (see README, "The engine").
+# re-installed last (see docs/ENGINE.md).
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
 .PHONY: help demo test setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock bench-hour shapes bench-sizes clean
