@@ -30,6 +30,18 @@ PASSES = (2, 3, 5, 9, 17)
 COMPUTE_TYPES = ("int8", "float32")
 
 
+
+def calibration_prompt(model_dir: Path, special, multilingual: bool) -> list[int]:
+    """``<|startoftranscript|><|en|><|transcribe|>`` in this model's own ids (large-v3's ``<|yue|>`` moves
+    ``<|transcribe|>`` up by one), or ``<|startoftranscript|>`` alone: the prompt `tokenmap calibrate` times."""
+    if not multilingual:
+        return [special.sot]
+    txt = model_dir / "vocabulary.txt"
+    vocab = (txt.read_text(encoding="utf-8").split("\n") if txt.is_file()
+             else json.loads((model_dir / "vocabulary.json").read_text(encoding="utf-8")))
+    index = {tok: i for i, tok in enumerate(vocab)}
+    return [special.sot, index.get("<|en|>", special.sot + 1), index.get("<|transcribe|>", special.no_timestamps - 4)]
+
 class Bench:
     """One loaded model, with encoder output, state and rules ready."""
 
@@ -38,7 +50,6 @@ class Bench:
         import numpy as np
         from faster_whisper.feature_extractor import FeatureExtractor
 
-        from tokenmap.decode.cost import _prompt
         from tokenmap.decode.rules import RuleSet, SpecialTokens
 
         self.ct2 = ctranslate2
@@ -54,7 +65,7 @@ class Bench:
         self.contexts = {s: ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None, :, : min(100 * s, 3000)],
                                                                                     dtype=np.float32))
                          for s in encoder_seconds}
-        self.prompt = _prompt(Path(model_dir), special, self.model.is_multilingual)
+        self.prompt = calibration_prompt(Path(model_dir), special, self.model.is_multilingual)
         self.rules = RuleSet.from_generate_kwargs(special, self.prompt)
         self.encoded = self.model.encode(self.short)  # warm-up; the decoder reads the 30 s output below
         self.encoded = self.model.encode(self.full)

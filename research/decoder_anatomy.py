@@ -5,7 +5,7 @@
 Loads the fork (base, int8, 2 threads), encodes every utterance of the task and set in
 ``bench-data/full.jsonl`` once, then per repetition and utterance runs plain ``generate`` and
 ``decode_window`` with the run's map for the task and its cost curve (one ``ControllerSet`` for
-the session, as the bench keeps it). Every engine call inside ``decode_window`` is timed by kind
+the task, as the bench keeps it). Every engine call inside ``decode_window`` is timed by kind
 (``prefill``, or a pass of n tokens), and so is the drafter; "rest" is the Python of the loop (rules,
 log-softmax, bookkeeping) plus ``truncate_to_step``. Prints the totals and each pass length's
 cost in steps (a step = the median ``forward_step`` here).

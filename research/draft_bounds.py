@@ -3,7 +3,7 @@
     python research/draft_bounds.py results/<run>/results.json [--first 0,1,3,50] [--closing]
 
 Replays the scripted regime of a `tokenmap bench` run as `research/replay_bench.py` does
-(the run's maps and cost curve, one ControllerSet per session, the window gate, its
+(the run's maps and cost curve, one ControllerSet per task, the window gate, its
 repetitions; decoder time scaled by a straight-line fit of the run's greedy times) with
 one place of the drafter replaced by the truth:
 
@@ -19,7 +19,7 @@ import collections
 import json
 from pathlib import Path
 
-from replay_bench import SESSION, fit_greedy, map_key
+from replay_bench import CONTROLLER_KEY, fit_greedy, map_key
 from tokenmap.decode import follow
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel
@@ -60,12 +60,12 @@ def replay_run(run, maps, special, cost, first: int) -> dict:
     greedy = {r["id"]: r for r in run["rows"] if r["system"] == "greedy"}
     fixed, per_token = fit_greedy(list(greedy.values()))
     scale = per_token / cost.step_ms
-    tb, sums, sessions = special.timestamp_begin, collections.defaultdict(lambda: [0.0, 0.0]), {}
+    tb, sums, controller_sets = special.timestamp_begin, collections.defaultdict(lambda: [0.0, 0.0]), {}
     for row in (r for r in run["rows"] if r["system"] in ("tokenmap", "tokenmap-learned")):
         g = greedy[row["id"]]
         if g["regime"] != "scripted":
             continue
-        ctl = sessions.setdefault(SESSION[row["system"]].format(task=g["task"]), ControllerSet(cost))
+        ctl = controller_sets.setdefault(CONTROLLER_KEY[row["system"]].format(task=g["task"]), ControllerSet(cost))
         ms = []
         for _ in range(run["options"]["reps"]):
             if not ctl.use_speculation():

@@ -4,7 +4,7 @@
 
 Replays every drafting system of a `tokenmap bench` run as `research/replay_bench.py` does
 (the run's maps and cost curve scaled by the fit of its greedy decodes, one ControllerSet per
-session, its repetitions), once per gate rule, with ``ControllerSet.use_speculation`` swapped
+task, its repetitions), once per gate rule, with ``ControllerSet.use_speculation`` swapped
 for the rule. A speculative window also pays ``--overhead-ms`` per pass (the decoding loop's
 Python, which plain ``generate`` does not pay), and every window the fixed ``--prefill-ms``.
 Rules:
@@ -14,7 +14,7 @@ Rules:
   ``ControllerSet.record_window``, unless a tried controlled source pays);
 * ``tried``: sources that have never drafted keep the gate open only while no source has drafted
   (this and the rules below leave the window account out);
-* ``explore-N``: as ``tried``, but untried sources keep it open for the session's first N windows;
+* ``explore-N``: as ``tried``, but untried sources keep it open for the task's first N windows;
 * ``evidence-N``: untried sources keep it open unless the map has failed over at least N drafts.
 
 Prints replayed S per regime (voice-bound tasks included) and per task for ``tokenmap``.
@@ -24,7 +24,7 @@ import collections
 import json
 from pathlib import Path
 
-from replay_bench import SESSION, fit_greedy, map_key
+from replay_bench import CONTROLLER_KEY, fit_greedy, map_key
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
@@ -43,7 +43,7 @@ def evidence(drafts: int):
     ``drafts`` verified drafts."""
     def rule(self):
         tried = [m for m in self.members if m.verified]
-        cal = self.calibration
+        cal = self.tally(0)
         pays = any(m.best()[1] > m.margin_ms for m in tried)
         map_pays = cal.drafts > 0 and cal.saving_ms > self.margin_ms
         map_failed = cal.drafts >= drafts and not map_pays
@@ -57,9 +57,9 @@ def explore(windows: int):
     def rule(self):
         self._seen = getattr(self, "_seen", 0) + 1
         tried = [m for m in self.members if m.verified]
-        map_tried = self.calibration.drafts > 0
+        map_tried = self.tally(0).drafts > 0
         pays = any(m.best()[1] > m.margin_ms for m in tried)
-        map_pays = map_tried and self.calibration.saving_ms > self.margin_ms
+        map_pays = map_tried and self.tally(0).saving_ms > self.margin_ms
         untried = not tried and (not map_tried or self._seen <= windows)
         return self._gate.decide(bool(pays or map_pays or untried))
     return rule
@@ -69,10 +69,10 @@ def replay_rule(run, maps, special, cost, overhead_ms: float, prefill_ms: float)
     greedy = {r["id"]: r for r in run["rows"] if r["system"] == "greedy"}
     _, per_token = fit_greedy(list(greedy.values()))
     scale = per_token / cost.step_ms
-    tb, sums, sessions = special.timestamp_begin, collections.defaultdict(lambda: [0.0, 0.0]), {}
-    for row in (r for r in run["rows"] if r["system"] in SESSION):
+    tb, sums, controller_sets = special.timestamp_begin, collections.defaultdict(lambda: [0.0, 0.0]), {}
+    for row in (r for r in run["rows"] if r["system"] in CONTROLLER_KEY):
         g, system = greedy[row["id"]], row["system"]
-        ctl = sessions.setdefault(SESSION[system].format(task=g["task"]), ControllerSet(cost))
+        ctl = controller_sets.setdefault(CONTROLLER_KEY[system].format(task=g["task"]), ControllerSet(cost))
         ms = []
         for _ in range(run["options"]["reps"]):
             if not ctl.use_speculation():

@@ -13,7 +13,7 @@ different folders, ``--roots OLD NEW`` reads OLD as NEW in the first folder's he
 
     python research/layout_identity.py /tmp/layout-before /tmp/layout-after --roots /src/old /src/new
 
-Showed (2026-11-23, the package rearrangement into decode/, maps/, build/,
+Showed (c1f5210, the package rearrangement into decode/, maps/, build/,
 balance/, stream/): 9 maps (plain, taught, balanced sections and merged, the
 bench's per-task maps) identical apart from their creation time, 18
 transcripts with the same segments and drafting counters, and the 12 rows of a

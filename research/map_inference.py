@@ -46,8 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from tokenmap.balance.divergence import cross_entropy
 from tokenmap.decode.cost import CostModel
 from tokenmap.maps.mapfile import TokenMap, load_maps
-from tokenmap_bench.fairness import PREFILL_MS, greedy_segments
-from tokenmap_bench import unfairness
+from tokenmap_bench import PREFILL_MS, greedy_segments, unfairness
 
 
 def _agree(draft, ids, i) -> int:

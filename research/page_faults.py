@@ -11,7 +11,7 @@ window, greedy ``generate``, and ``decode_window`` drafting the greedy output (t
 oracle: the decoder-step API's prefill and passes). It prints the sums of the
 medians and the median minor page faults of one call (``getrusage``).
 
-What it showed (2026-11-24, seventh session): see docs/BENCHMARKS.md, "Page faults".
+What it showed (7791e64): see research/README.md.
 """
 import argparse
 import json

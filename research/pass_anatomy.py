@@ -15,7 +15,7 @@ import collections
 import json
 from pathlib import Path
 
-from replay_bench import SESSION, map_key
+from replay_bench import CONTROLLER_KEY, map_key
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel
 from tokenmap.decode.drafters import default_drafter
@@ -93,7 +93,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
     ap.add_argument("--task", default="telephony/en")
-    ap.add_argument("--system", default="tokenmap", choices=sorted(SESSION))
+    ap.add_argument("--system", default="tokenmap", choices=sorted(CONTROLLER_KEY))
     ap.add_argument("--set", default=None, help="only utterances of this set (telephony, calls, dictation, ...)")
     ap.add_argument("--show", action="store_true", help="print each draft rejected at a token the map never saw")
     args = ap.parse_args()

@@ -4,7 +4,7 @@
 
 For each drafting system of the run (tokenmap, tokenmap-learned, tokenmap-mismatch), the
 drafter is rebuilt as the bench built it (the run's maps, its cost curve, one ControllerSet per
-session, the window's audio length), in manifest order and with the run's repetitions, and
+task, the window's audio length), in manifest order and with the run's repetitions, and
 replayed on the greedy token ids the run recorded (:func:`tokenmap.decode.replay.replay_window`). The
 window gate is replayed too: a window it sends to plain ``generate`` costs what greedy costs.
 Modelled decoder time = a window's fixed cost + its passes on the run's cost curve, where the
@@ -12,7 +12,7 @@ fixed cost and the curve's level come from a straight-line fit of the run's gree
 against their token counts (the machine's load during the run); the tokenmap times are never used. Prints, per regime
 (voice-bound tasks left out as in the report), the replayed S and the audio S of the run.
 
-What it showed (the 2026-11-23 17:39 run): +0.05 to +0.15 against the audio from the greedy fit,
+What it showed (c016e09): +0.05 to +0.15 against the audio from the greedy fit,
 -0.03 to -0.25 with --calibrated; the load of a shared machine moves during a run.
 """
 import argparse
@@ -34,7 +34,7 @@ from tokenmap.decode.rules import SpecialTokens
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SESSION = {"tokenmap": "{task}", "tokenmap-learned": "learned {task}", "tokenmap-mismatch": "mismatch {task}"}
+CONTROLLER_KEY = {"tokenmap": "{task}", "tokenmap-learned": "learned {task}", "tokenmap-mismatch": "mismatch {task}"}
 
 
 def map_key(system: str, row: dict) -> str:
@@ -101,12 +101,12 @@ def replay_run(results: Path, prefill_ms=None, reps=None, calibrated=False):
     maps = {k: load_maps(where / v)[0] for k, v in run["maps"].items() if isinstance(v, str)}
     controllers: dict = {}
     out = collections.defaultdict(lambda: collections.defaultdict(float))  # (system, regime) -> sums
-    for row in (r for r in rows if r["system"] in SESSION):
+    for row in (r for r in rows if r["system"] in CONTROLLER_KEY):
         g = greedy[row["id"]]
         if g["task"] in bound:
             continue
         system, task = row["system"], g["task"]
-        ctl = controllers.setdefault(SESSION[system].format(task=task), ControllerSet(cost))
+        ctl = controllers.setdefault(CONTROLLER_KEY[system].format(task=task), ControllerSet(cost))
         median_ms, greedy_ms = replay_utterance(ctl, maps[map_key(system, row)], g, cost, special, reps,
                                                 run["options"]["timestamps"])
         key = (system, g["regime"])
@@ -123,7 +123,7 @@ def replay_run(results: Path, prefill_ms=None, reps=None, calibrated=False):
 
 def replay_utterance(ctl, token_map, greedy_row, cost, special, reps: int, with_ts: bool = True):
     """``(median modelled ms, greedy ms)`` of ``reps`` replays of one utterance's greedy tokens, drafting
-    from ``token_map`` under the session's controllers ``ctl`` (its window gate included)."""
+    from ``token_map`` under the task's controllers ``ctl`` (its window gate included)."""
     ms, truth = [], greedy_row["token_ids"]
     for _ in range(reps):
         if not ctl.use_speculation():

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 from tokenmap.audio import load_audio
 from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.stream.audio import FileSource
-from tokenmap.stream.live import Decoded, StreamEngine, StreamOptions, StreamTranscriber
+from tokenmap.stream.live import Decoded, StreamModel, StreamOptions, StreamTranscriber
 from tokenmap.stream.metrics import normalized_erasure
 from tokenmap_bench import wer
 FIXTURE = ("tests/en-basic-pbx-ivr-main", ROOT / "tests/data/en-basic-pbx-ivr-main.flac",
@@ -146,7 +146,7 @@ def main(argv=None):
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    engine = StreamEngine.load(args.model, compute_type=args.compute_type, threads=args.threads)
+    engine = StreamModel.load(args.model, compute_type=args.compute_type, threads=args.threads)
     data = [(name, load_audio(path), ref) for name, path, ref in streams(args.files)]
     started = time.perf_counter()
     base = dict(update_seconds=args.update, scratch="generate")

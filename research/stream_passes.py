@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 
 from stream_bench import run, stream_arguments, streams
 
-from tokenmap.stream.live import StreamEngine, StreamOptions, StreamTranscriber
+from tokenmap.stream.live import StreamModel, StreamOptions, StreamTranscriber
 from tokenmap.audio import load_audio
 
 CALLS = ("prefill", "forward_batch", "forward_step", "generate")
@@ -62,7 +62,7 @@ def diff_blocks(draft: list[int], output: list[int], ts0: int) -> tuple[int, int
 
 def main(argv=None):
     args = stream_arguments(__doc__.splitlines()[0]).parse_args(argv)
-    engine = StreamEngine.load(args.model, compute_type=args.compute_type, threads=args.threads)
+    engine = StreamModel.load(args.model, compute_type=args.compute_type, threads=args.threads)
     timed = engine.model = TimedModel(engine.model)
     seen = []
     decode = StreamTranscriber.decode

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def replay_task(rows, token_map, cost, special, reps, scale, prefill):
-    """(modelled ms, greedy ms) summed over ``rows`` with one controller set, as one bench session."""
+    """(modelled ms, greedy ms) summed over ``rows`` with one controller set, as one bench task keeps them."""
     ctl = ControllerSet(cost)
     total = greedy_total = 0.0
     for g in rows:

@@ -32,7 +32,8 @@ Metrics:
 * :func:`wer`, :func:`word_errors` and :func:`normalize_text` score transcripts;
 * :func:`spearman` and :func:`unfairness` compare tasks; ``VOICE_BOUND_WER`` is the WER above
   which a synthetic voice, not the decoder, bounds a task;
-* :func:`greedy_segments` reads the model's greedy segments from a run's results.json.
+* :func:`greedy_segments` reads the model's greedy segments from a run's results.json;
+  ``PREFILL_MS`` is the prefill cost an offline replay charges per utterance.
 
 The systems compared, each a callable that decodes one window once: :func:`greedy`,
 :func:`speculative` (the product's map drafting), :func:`oracle`; :func:`load_engines` opens
@@ -80,6 +81,7 @@ _PUBLIC = {
     "unfairness": "tokenmap_bench.metrics",
     "VOICE_BOUND_WER": "tokenmap_bench.aggregate",
     "greedy_segments": "tokenmap_bench.fairness",
+    "PREFILL_MS": "tokenmap_bench.fairness",
     "load_engines": "tokenmap_bench.systems",
     "greedy": "tokenmap_bench.systems",
     "speculative": "tokenmap_bench.systems",

@@ -243,8 +243,8 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
         task = f"{utt.domain}/{utt.lang}"
         seconds = min(utt.duration, 30.0) or None  # the audio in the (first) window
 
-        def spec(token_map, session, recall=None):
-            return sysm.speculative(eng, enc, prompt, token_map, session, seconds, recall=recall, mel=mel)
+        def spec(token_map, task, recall=None):
+            return sysm.speculative(eng, enc, prompt, token_map, task, seconds, recall=recall, mel=mel)
 
         runners["tokenmap"] = spec(state.token_map(utt.domain, utt.lang), task)
         for mode in options.map_modes[1:]:

@@ -27,7 +27,7 @@ from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.decode.control import AcceptanceController, ControllerSet
 from tokenmap.decode.speculative import DecodeStats, decode_window
-from tokenmap.runtime.engine import open_engine
+from tokenmap.runtime.engine import open_model
 
 log = logging.getLogger("tokenmap")
 
@@ -84,7 +84,7 @@ class Engines:
     d2m: list = field(default_factory=list)
     m2d: list = field(default_factory=list)
     spec_tokens: int = 4
-    controllers: dict = field(default_factory=dict)  # session (task) -> its ControllerSet
+    controllers: dict = field(default_factory=dict)  # task -> its ControllerSet
 
     def prompt(self, lang: str, timestamps: bool) -> list[int]:
         ids = {t: i for i, t in enumerate(self.vocab[self.special.eot:], self.special.eot)}
@@ -101,7 +101,7 @@ def load_engines(model_dir: Path, compute_type: str, threads: int, draft_dir: Pa
     import ctranslate2
 
     # the main model decodes at its own precision and encodes in process, as every system is timed on it
-    opened = open_engine(model_dir, compute_type, threads, decoder_compute_type="same", encoder="fork")
+    opened = open_model(model_dir, compute_type, threads, decoder_compute_type="same", encoder="fork")
     vocab = vocabulary(model_dir)
     eng = Engines(opened.model, opened.special, vocab, opened.cost, spec_tokens=spec_tokens)
     if draft_dir is not None:
@@ -121,15 +121,15 @@ def greedy(eng: Engines, enc, prompt):
     return run
 
 
-def speculative(eng: Engines, enc, prompt, token_map, session: str = "", seconds: float | None = None,
+def speculative(eng: Engines, enc, prompt, token_map, task: str = "", seconds: float | None = None,
                 recall=None, mel=None):
-    """The product's path: one set of per-source controllers per ``session`` (a
-    task, as one user's ``tokenmap.WhisperModel`` keeps it across windows), which
+    """The product's path: one set of per-source controllers per ``task`` (as
+    one user's ``tokenmap.WhisperModel`` keeps them across windows), which
     may send a whole window to plain ``generate`` while drafting does not pay.
     ``seconds``: the audio in the window (what ``tokenmap.WhisperModel`` reads off its features);
     ``recall``: a :class:`tokenmap.recall.RecallIndex` drafting segments heard before (``mel``: the
     window's features, by which it finds them inside the window too)."""
-    controllers = eng.controllers.setdefault(session, RecordingControllerSet(eng.cost))
+    controllers = eng.controllers.setdefault(task, RecordingControllerSet(eng.cost))
 
     def run() -> Output:
         start = [len(m.log) for m in controllers.members]
