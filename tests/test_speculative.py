@@ -228,18 +228,18 @@ def test_untried_sources_do_not_hold_the_gate_open():
 
 
 def test_a_paying_suffix_map_keeps_the_gate_open_when_prompt_lookup_fails():
-    """The suffix map's drafter sets its own length (no controller member): the gate weighs the
-    saving its verified drafts made, so a failing prompt lookup cannot close windows it pays in."""
+    """The map's drafter cuts its drafts by its own chances (its tally, not a controller): the gate
+    weighs the saving its verified drafts made, so a failing prompt lookup cannot close windows it pays in."""
     import numpy as np
 
     from tokenmap.decode.control import ControllerSet
     from tokenmap.decode.cost import DEFAULT
     from tokenmap.decode.drafters import default_drafter
-    from tokenmap.maps.suffixmap import SuffixMap
+    from tokenmap.maps.suffixmap import TokenMap
 
     stream = np.array([9, 1, 2, 3, 4, 5, 10] * 3, dtype=np.uint32)  # BOS=9, SEP=10
     controllers = ControllerSet(DEFAULT, probe_windows=4)
-    drafter = default_drafter(SuffixMap.from_stream(stream, bos=9, sep=10, depth=8), None, controllers=controllers,
+    drafter = default_drafter(TokenMap.from_stream(stream, bos=9, sep=10, depth=8), None, controllers=controllers,
                               eot=99)
     lookup = controllers.member(1)
     for _ in range(20):
@@ -248,16 +248,16 @@ def test_a_paying_suffix_map_keeps_the_gate_open_when_prompt_lookup_fails():
         drafter.reset()
         assert drafter.draft([], 8) == [1, 2, 3, 4, 5]
         drafter.update(5, 5)
-    assert controllers.calibration.saving_ms > DEFAULT.step_ms
+    assert controllers.tally(0).saving_ms > DEFAULT.step_ms
     assert all(controllers.use_speculation() for _ in range(12))
     for _ in range(60):  # the map starts failing too: only the probes go through
         drafter.reset()
         drafter.draft([], 8)
         drafter.update(5, 0)
-    assert controllers.calibration.saving_ms < 0
+    assert controllers.tally(0).saving_ms < 0
     assert [controllers.use_speculation() for _ in range(12)].count(True) == 3
     fresh = ControllerSet(DEFAULT, probe_windows=4)
-    fresh.calibration.update_saving(-5.0)  # the map fails, prompt lookup has not drafted yet: it may
+    fresh.tally(0).update_saving(-5.0)  # the map fails, prompt lookup has not drafted yet: it may
     assert all(fresh.use_speculation() for _ in range(12))
 
 
@@ -307,14 +307,14 @@ def telephony_maps(tmp_path_factory, base_model_dir):
     from pathlib import Path
 
     from tokenmap.build.builder import BuildOptions, build_map
-    from tokenmap.maps.mapfile import TokenMap
+    from tokenmap.maps.mapfile import load_maps
 
     root, out = Path(__file__).resolve().parent.parent / "corpora" / "telephony", tmp_path_factory.mktemp("maps")
     maps = []
     for lang in ("fr", "en"):
         build_map([str(root / lang / "train.txt")], out / f"{lang}.tmap", model=str(base_model_dir),
                   options=BuildOptions(jobs=1))
-        maps.append(TokenMap.load(out / f"{lang}.tmap"))
+        maps.append(load_maps(out / f"{lang}.tmap")[0])
     return maps
 
 

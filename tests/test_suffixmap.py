@@ -13,7 +13,7 @@ from tokenmap.decode.replay import replay_window
 from tokenmap.decode.ct2math import argmax_of_log_softmax, log_softmax, log_softmax_rows, logsumexp, logsumexp_rows
 from tokenmap.decode.drafters import find_continuation
 from tokenmap.decode.rules import RuleSet, SpecialTokens
-from tokenmap.maps.suffixmap import SuffixMap, build_arrays
+from tokenmap.maps.suffixmap import TokenMap, build_arrays
 
 BOS, SEP = 20, 21
 TS0, EOT = 100, 99
@@ -43,7 +43,7 @@ def _substrings(stream, depth):
        st.integers(1, 6), st.integers(1, 2))
 def test_nodes_counts_links_and_best_children_match_brute_force(utterances, depth, min_count):
     stream = _stream(utterances)
-    sm = SuffixMap.from_stream(stream, BOS, SEP, depth, min_count)
+    sm = TokenMap.from_stream(stream, BOS, SEP, depth, min_count)
     expected = {k: v for k, v in _substrings(stream, depth).items() if v >= min_count}
     assert sm.num_nodes == len(expected) + 1
     for seq, count in expected.items():
@@ -66,14 +66,14 @@ def test_nodes_counts_links_and_best_children_match_brute_force(utterances, dept
 
 
 def test_longest_match_backs_off_through_links():
-    sm = SuffixMap.from_stream(_stream([[1, 2, 3, 4], [7, 2, 3, 5], [7, 2, 3, 5]]), BOS, SEP, depth=8)
+    sm = TokenMap.from_stream(_stream([[1, 2, 3, 4], [7, 2, 3, 5], [7, 2, 3, 5]]), BOS, SEP, depth=8)
     assert sm.token(sm.next_choice(sm.walk([BOS, 1, 2, 3]))[1]) == 4  # the whole prefix decides
     assert sm.token(sm.next_choice(sm.walk([9, 2, 3]))[1]) == 5      # unseen start: "2 3" -> 5 (2 of 3)
     assert sm.walk([9, 9]) == 0
 
 
 def _drafter(utterances, **kw):
-    sm = SuffixMap.from_stream(_stream(utterances), BOS, SEP, depth=12)
+    sm = TokenMap.from_stream(_stream(utterances), BOS, SEP, depth=12)
     return FollowDrafter(sm, timestamp_begin=TS0, eot=EOT, **kw)
 
 
@@ -103,7 +103,7 @@ def test_closing_timestamp_hit_rate_is_learned():
         if draft[-1] != TS0 + 100:
             break
         d.update(len(draft), 3)                           # text kept, the guessed timestamp rejected
-    assert d.calibration.stamp_rate < 0.1 and d.draft([TS0], 8) == [1, 2, 3]
+    assert d.tally.stamp_rate < 0.1 and d.draft([TS0], 8) == [1, 2, 3]
 
 
 def test_reopens_the_segment_with_the_closing_timestamp():
@@ -136,7 +136,7 @@ def test_opening_timestamp_hit_rate_is_learned():
         if not draft:
             break
         d.update(len(draft), 0)                                                  # the guessed opening rejected
-    assert d.calibration.open_rate < 0.3 and d.draft([TS0, 1, 2, 3, TS0 + 100], 8) == []
+    assert d.tally.open_rate < 0.3 and d.draft([TS0, 1, 2, 3, TS0 + 100], 8) == []
 
 
 def test_no_draft_when_nothing_pays():

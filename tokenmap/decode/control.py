@@ -1,18 +1,31 @@
-"""Draft control: whether to draft, how far, and whether a window is worth drafting at all.
+"""Draft length: the one rule that decides how far to draft, and the running state it learns from.
 
-Every decision weighs the calibrated cost curve (:class:`tokenmap.decode.cost.CostModel`)
-against the acceptance a source has shown so far. A draft of ``L`` tokens
-whose expected number of kept tokens is ``E`` saves
-``E * step_ms - (batch_ms(L + 1) - step_ms)`` milliseconds (may be negative).
+Every draft is cut by the same rule, :func:`best_cut`, on the calibrated cost
+curve (:class:`tokenmap.decode.cost.CostModel`). A draft of ``L`` tokens whose
+first ``k`` tokens are all kept with chance ``P_k`` keeps
+``E_L = P_1 + ... + P_L`` tokens on average and saves
+``E_L * step_ms - (batch_ms(L + 1) - step_ms)`` milliseconds (may be
+negative): the draft is cut at the ``L`` that saves most, and not drafted when
+none saves anything. Sources differ only in where the chances ``P_k`` come from,
+and each learns them from the drafts the model verified:
 
-* :class:`AcceptanceController` models a source's acceptance as geometric
-  (each drafted token kept with probability ``p``), learned from its verified drafts.
-* :class:`ControlledDrafter` wraps a drafter: its controller sets how far it
-  drafts and learns from every draft of it the model verified.
-* :class:`ControllerSet` keeps one controller per source of a
-  :class:`tokenmap.decode.drafters.ChainDrafter` and a :class:`WindowGate` that sends
-  whole windows to plain ``generate`` while no source pays, or while the windows
-  decoded with drafts lost time against ``generate`` (:meth:`ControllerSet.record_window`).
+* a source with no estimate of its own (prompt lookup, the session cache) is
+  wrapped in a :class:`ControlledDrafter`: its :class:`AcceptanceController`
+  models acceptance as geometric, ``P_k = p ** k``, with ``p`` learned from
+  its verified drafts;
+* a suffix map's drafter (:class:`tokenmap.decode.follow.FollowDrafter`) has
+  per-token chances from the map's frequencies, scaled by its
+  :class:`DraftTally`: observed over predicted kept tokens of its verified
+  drafts (and the hit rates of the timestamps it guesses).
+
+:class:`ControllerSet` keeps all of this state for one thread and session: an
+``AcceptanceController`` per controlled source, a ``DraftTally`` per map (one
+per member of a map set), and a :class:`WindowGate` that sends whole windows
+to plain ``generate`` while no source pays, or while the windows decoded with
+drafts lost time against ``generate`` (:meth:`ControllerSet.record_window`).
+
+Names: *calibration* is only the measured cost curve (``tokenmap calibrate``);
+a *tally* is what a drafter learned from its own verified drafts.
 
 Example::
 
@@ -30,7 +43,93 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tokenmap.decode.follow import Calibration
+import numpy as np
+
+
+def verify_costs(cost, max_len: int) -> np.ndarray:
+    """``batch_ms(L + 1) - step_ms`` for ``L = 1 .. max_len``: what verifying an ``L``-token draft adds to a step."""
+    return np.array([cost.batch(length + 1) - cost.step_ms for length in range(1, max_len + 1)])
+
+
+def best_cut(chances, step_ms: float, verify_ms: np.ndarray, min_saving_ms: float = 0.0) -> tuple[int, float, float]:
+    """``(length, saving ms, expected kept tokens)`` of the draft that saves most; length 0 when none
+    saves more than ``min_saving_ms`` (then saving and expected are 0).
+
+    ``chances[k - 1]``: the chance that the first ``k`` drafted tokens are all kept;
+    ``verify_ms``: :func:`verify_costs` (at least as long as ``chances``).
+
+    >>> best_cut([0.75, 0.5, 0.25], 10.0, np.array([1.0, 2.0, 6.0]))   # 12.5 - 2 beats 7.5 - 1 and 15 - 6
+    (2, 10.5, 1.25)
+    >>> best_cut([0.1], 10.0, np.array([1.0]))
+    (0, 0.0, 0.0)
+    """
+    expected = np.cumsum(np.asarray(chances, dtype=np.float64))
+    if not len(expected):
+        return 0, 0.0, 0.0
+    saving = expected * step_ms - verify_ms[: len(expected)]
+    best = int(np.argmax(saving))
+    if saving[best] <= min_saving_ms:
+        return 0, 0.0, 0.0
+    return best + 1, float(saving[best]), float(expected[best])
+
+
+class DraftTally:
+    """What one map drafter learned from its verified drafts, decayed; lives as long as its
+    :class:`ControllerSet` (the windows of one thread and session).
+
+    * ``factor``: observed over predicted kept tokens, which scales the drafter's chances;
+    * ``stamp_rate`` and ``open_rate``: how often a guessed closing timestamp, and a guessed
+      opening timestamp after one, were right;
+    * ``saving_ms``: the mean saving of its verified drafts on the cost curve, which the window
+      gate weighs for this source.
+    """
+
+    def __init__(self, decay: float = 0.95, prior: float = 2.0, stamp_prior: float = 0.4):
+        self.decay = decay
+        self.observed = prior
+        self.predicted = prior
+        self.stamp_hits = stamp_prior * prior
+        self.stamp_tries = prior
+        self.open_hits = 0.8 * prior
+        self.open_tries = prior
+        self.drafts = 0
+        self._saved = 0.0
+        self._weight = 0.0
+
+    @property
+    def saving_ms(self) -> float:
+        """Decayed mean of ``accepted * step - (pass - step)`` over the verified drafts (0 before any)."""
+        return self._saved / self._weight if self._weight else 0.0
+
+    def update_saving(self, saved_ms: float) -> None:
+        self.drafts += 1
+        self._saved = self.decay * self._saved + saved_ms
+        self._weight = self.decay * self._weight + 1.0
+
+    @property
+    def factor(self) -> float:
+        return min(1.0, max(0.05, self.observed / self.predicted))
+
+    @property
+    def stamp_rate(self) -> float:
+        return self.stamp_hits / self.stamp_tries
+
+    def update(self, predicted: float, observed: float) -> None:
+        self.observed = self.decay * self.observed + observed
+        self.predicted = self.decay * self.predicted + predicted
+
+    def update_stamp(self, hit: bool) -> None:
+        self.stamp_hits = self.decay * self.stamp_hits + hit
+        self.stamp_tries = self.decay * self.stamp_tries + 1.0
+
+    @property
+    def open_rate(self) -> float:
+        """How often a guessed opening timestamp (after a closing one, audio left) was right."""
+        return self.open_hits / self.open_tries
+
+    def update_open(self, hit: bool) -> None:
+        self.open_hits = self.decay * self.open_hits + hit
+        self.open_tries = self.decay * self.open_tries + 1.0
 
 
 class WindowGate:
@@ -52,13 +151,12 @@ class WindowGate:
 
 
 class AcceptanceController:
-    """Decides whether and how far to draft, from the cost curve and the running acceptance.
+    """Decides whether and how far a source with no estimate of its own drafts.
 
     Acceptance is modelled as geometric: each drafted token is kept with
     probability ``p`` given that the previous ones were. ``p`` is a decayed
     count of kept tokens over kept tokens plus first rejections, carried
-    across windows. The draft length L maximizes the expected saving
-    ``step_ms * sum_{i<=L} p**i - (batch_ms(L + 1) - step_ms)``.
+    across windows. The draft length is :func:`best_cut` of the chances ``p ** k``.
 
     Two levels of restraint keep a map from the wrong domain from slowing
     decoding down: inside a window, no draft is verified when no L pays
@@ -72,6 +170,7 @@ class AcceptanceController:
                  probe_every: int = 16, probe_windows: int = 8, margin_ms: float = 0.5):
         self.cost = cost
         self.max_len = max_len
+        self._verify = verify_costs(cost, max_len)
         self.decay = decay
         self.probe_every = probe_every
         self.margin_ms = margin_ms
@@ -92,13 +191,9 @@ class AcceptanceController:
         """
         p = self.p
         if self._best is None or self._best[0] != p:
-            best, best_gain, expected = 0, 0.0, 0.0
-            for length in range(1, self.max_len + 1):
-                expected += p ** length
-                gain = self.cost.saving(expected, length)
-                if gain > best_gain:
-                    best, best_gain = length, gain
-            self._best = (p, (best, best_gain))
+            length, saving, _ = best_cut([p ** k for k in range(1, self.max_len + 1)], self.cost.step_ms,
+                                         self._verify)
+            self._best = (p, (length, saving))
         return self._best[1]
 
     def limit(self) -> int:
@@ -124,15 +219,17 @@ class AcceptanceController:
 
 
 class ControllerSet:
-    """One :class:`AcceptanceController` per drafter of a chain, and the window gate.
+    """What the drafters of one thread and session learned, and the window gate.
 
     Sources differ: prompt lookup inside a repetitive window is nearly always
-    right while the token map may be from the wrong domain, so each source
-    learns its own acceptance and gets its own draft length. A window is
-    decoded speculatively when any source pays (or as a periodic probe), and
-    the windows so decoded (once there are ``min_windows`` of them) have not
-    lost time against plain ``generate`` on the whole (a decayed mean,
-    ``window_decay`` a window, of
+    right while a token map may be from the wrong domain, so each source
+    learns on its own: an :class:`AcceptanceController` per controlled source
+    of the chain (:meth:`member`, by its place in the chain) and a
+    :class:`DraftTally` per map (:meth:`tally`, by its place in the map set; 0
+    for a single map). A window is decoded speculatively when any source pays
+    (or as a periodic probe), and the windows so decoded (once there are
+    ``min_windows`` of them) have not lost time against plain ``generate`` on
+    the whole (a decayed mean, ``window_decay`` a window, of
     :meth:`tokenmap.decode.cost.CostModel.window_saving`): the loop's own cost a
     step is paid on every window it decodes, drafts or not.
     """
@@ -145,18 +242,24 @@ class ControllerSet:
         self.margin_ms = margin_ms
         self.window_decay = window_decay
         self.min_windows = min_windows
-        self.calibration = Calibration()  # a suffix map drafter's running calibration
-        self.members: list = []
+        self.members: list = []  # controllers of the chain's controlled sources
+        self.tallies: list[DraftTally] = []  # tallies of the maps' drafters
         self._gate = WindowGate(probe_windows)
         self._saved = 0.0  # decayed sum of window savings (ms) ...
         self._windows = 0.0  # ... and of windows
         self._recorded = 0  # windows accounted for
 
     def member(self, index: int) -> AcceptanceController:
-        """The controller of the ``index``-th source (created on first use)."""
+        """The controller of the ``index``-th source of the chain (created on first use)."""
         while len(self.members) <= index:
             self.members.append(self.controller(self.cost))
         return self.members[index]
+
+    def tally(self, index: int) -> DraftTally:
+        """The tally of the drafter of the ``index``-th map of the session (created on first use)."""
+        while len(self.tallies) <= index:
+            self.tallies.append(DraftTally())
+        return self.tallies[index]
 
     @property
     def window_saving_ms(self) -> float | None:
@@ -173,16 +276,16 @@ class ControllerSet:
     def use_speculation(self) -> bool:
         """Open when a controlled source that has drafted pays, or when none has drafted yet
         (untried sources cannot close the gate: prompt lookup drafts seldom, and only where a
-        window repeats itself, which pays when it happens); or when the suffix map's drafter,
-        which sets its own draft lengths, saved time with the drafts it had verified
-        (``calibration.saving_ms``): a failing prompt lookup must not close windows the map pays in.
-        Closed, whatever the sources, while the windows decoded with drafts lose time against
-        ``generate`` on the whole, unless a controlled source that has drafted pays."""
+        window repeats itself, which pays when it happens); or when a map's drafter saved time
+        with the drafts it had verified (its tally's ``saving_ms``): a failing prompt lookup must
+        not close windows a map pays in. Closed, whatever the sources, while the windows decoded
+        with drafts lose time against ``generate`` on the whole, unless a controlled source that
+        has drafted pays."""
         tried = [m for m in self.members if m.verified]
         pays = any(m.best()[1] > m.margin_ms for m in tried)
-        suffix_map = self.calibration.drafts > 0 and self.calibration.saving_ms > self.margin_ms
+        maps_pay = any(t.drafts > 0 and t.saving_ms > self.margin_ms for t in self.tallies)
         windows = self.window_saving_ms
-        return self._gate.decide((not tried or pays or suffix_map) and (windows is None or windows > 0 or pays))
+        return self._gate.decide((not tried or pays or maps_pay) and (windows is None or windows > 0 or pays))
 
 
 class ControlledDrafter:

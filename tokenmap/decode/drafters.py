@@ -2,8 +2,12 @@
 
 Every drafter has the same small shape, like prompt-lookup's
 ``find_candidate_pred_tokens``: given the tokens generated so far in this
-window, return candidate next tokens, or ``[]`` for none. A drafter never
-decides anything: the model verifies every drafted token.
+window, return candidate next tokens, or ``[]`` for none, and learn from
+:meth:`Drafter.update` how the model verified the last one. A drafter never
+decides anything: the model verifies every drafted token. How far to draft is
+one rule for every source, :func:`tokenmap.decode.control.best_cut` on the
+calibrated cost curve (:mod:`tokenmap.decode.control`); :func:`default_drafter`
+gives each source its cost curve and its learning state.
 
 Example::
 
@@ -28,7 +32,6 @@ import numpy as np
 from tokenmap.decode.control import ControlledDrafter
 from tokenmap.decode.cost import DEFAULT
 from tokenmap.decode.follow import FollowDrafter
-from tokenmap.maps.suffixmap import SuffixMap
 from tokenmap.recall import RecallDrafter
 
 logger = logging.getLogger("tokenmap")
@@ -73,55 +76,34 @@ def text_context(tokens: Sequence[int], timestamp_begin: int | None) -> list[int
     return list(tokens)
 
 
-class TokenMapDrafter:
-    """Drafts from a :class:`tokenmap.maps.mapfile.TokenMap` (longest-suffix back-off).
-
-    The map's keys start with ``TokenMap.BOS`` at the start of a segment.
-    """
-
-    def __init__(self, token_map, timestamp_begin: int | None = None, max_order: int | None = None):
-        self.map = token_map
-        self.timestamp_begin = timestamp_begin
-        self.order = max_order or int(getattr(token_map, "order", 3))
-
-    def reset(self, history: Sequence[int] = ()) -> None:
-        pass
-
-    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
-        text = text_context(tokens, self.timestamp_begin)
-        if text is None or limit <= 0:
-            return []
-        context = text[-self.order:] if len(text) >= self.order else [self.map.BOS, *text]
-        return list(self.map.draft(context))[:limit]
-
-    def update(self, drafted: int, accepted: int) -> None:
-        pass
-
-
 class MapSetDrafter:
     """Drafts from one of several token maps (one per task), inferring the task while decoding.
 
+    Each map has its own :class:`tokenmap.decode.follow.FollowDrafter`, made as
+    for a single map (:func:`map_drafter`: the cost curve, the window's audio
+    length and, given ``controllers``, the map's tally, which lives across windows).
     After every decoder pass the model's tokens are known, so each map's
     proposal at the previous position is scored against them at no extra pass:
     ``score <- decay * score + saving``, where ``saving`` is what verifying that
     proposal would have saved (:meth:`tokenmap.decode.cost.CostModel.saving` of its
     tokens that agree with the emitted ones). The draft comes from the best-scoring map,
-    and only while its score is positive. Scores start at zero in each window.
+    and only while its score is positive; what the model kept of it teaches that map's
+    drafter. Scores start at zero in each window.
     ``tokenmap.WhisperModel(token_map=[a, b, ...])`` uses it. Example (two toy maps
-    that count in ones and in twos; the text counts in twos)::
+    of one utterance each, BOS=9, SEP=10; the model writes the second one's)::
 
-        >>> class Count:
-        ...     order, BOS = 1, -1
-        ...     def __init__(self, step): self.step = step
-        ...     def draft(self, ctx): return () if ctx[-1] < 0 else (ctx[-1] + self.step,)
-        >>> d = MapSetDrafter([Count(1), Count(2)])
-        >>> d.draft([2], 4), d.draft([2, 4], 4), d.draft([2, 4, 6], 4)   # no score yet, then map 2 leads
-        ([], [6], [8])
+        >>> from tokenmap.maps.suffixmap import TokenMap
+        >>> maps = [TokenMap.from_stream(np.array([9, *u, 10] * 2, dtype=np.uint32), bos=9, sep=10, depth=8)
+        ...         for u in ([1, 2, 3, 4], [5, 6, 7, 8])]
+        >>> d = MapSetDrafter(maps, timestamp_begin=None, eot=99)
+        >>> d.draft([], 4), d.draft([5], 4)    # no score yet, then the second map leads
+        ([], [6, 7, 8])
     """
 
     def __init__(self, token_maps: Sequence, timestamp_begin: int | None = None, cost=None, decay: float = 0.97,
-                 eot: int | None = None):
-        self.members = [map_drafter(tm, timestamp_begin, eot, cost) for tm in token_maps]
+                 eot: int | None = None, controllers=None, seconds: float | None = None):
+        self.members = [map_drafter(tm, timestamp_begin, eot, cost, controllers, i, seconds)
+                        for i, tm in enumerate(token_maps)]
         self.cost, self.decay = cost or DEFAULT, decay
         self.reset()
 
@@ -131,6 +113,7 @@ class MapSetDrafter:
         self.scores = [0.0] * len(self.members)
         self.drafts = [0] * len(self.members)  # drafts each member gave in this window (diagnostics)
         self._pending: tuple[int, list] | None = None  # (position, every member's proposal there)
+        self._last: int | None = None  # the member whose draft the model verifies next
 
     def _score(self, tokens: Sequence[int]) -> None:
         if self._pending is None:
@@ -145,14 +128,17 @@ class MapSetDrafter:
         self._score(tokens)
         proposals = [m.draft(tokens, limit) for m in self.members]
         self._pending = (len(tokens), proposals)
+        self._last = None
         best = max(range(len(self.members)), key=self.scores.__getitem__, default=None)
         if best is None or self.scores[best] <= 0 or not proposals[best]:
             return []
         self.drafts[best] += 1
+        self._last = best
         return proposals[best]
 
     def update(self, drafted: int, accepted: int) -> None:
-        pass
+        if self._last is not None:
+            self.members[self._last].update(drafted, accepted)
 
 
 class PromptLookupDrafter:
@@ -303,16 +289,16 @@ class FixedDrafter:
         pass
 
 
-def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=None, calibration=None,
-                seconds: float | None = None):
-    """The drafter of one map: :class:`tokenmap.decode.follow.FollowDrafter` for a suffix map
-    (format 3), :class:`TokenMapDrafter` for a section of an n-gram map set.
-    ``seconds``: audio in the window, when known (a suffix map's drafter guesses the closing timestamp)."""
-    if isinstance(token_map, SuffixMap):
-        if eot is None:
-            raise ValueError("a suffix map's drafter needs the model's <|endoftext|> id")
-        return FollowDrafter(token_map, timestamp_begin, eot, cost, calibration=calibration, seconds=seconds)
-    return TokenMapDrafter(token_map, timestamp_begin=timestamp_begin)
+def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=None, controllers=None,
+                index: int = 0, seconds: float | None = None) -> FollowDrafter:
+    """The drafter of one map (:class:`tokenmap.decode.follow.FollowDrafter`): ``cost``, the calibrated
+    curve; ``controllers``, the session's :class:`tokenmap.decode.control.ControllerSet`, whose
+    ``index``-th tally it learns into; ``seconds``, the audio in the window, when known (the drafter
+    guesses the closing timestamp from it)."""
+    if eot is None:
+        raise ValueError("a token map's drafter needs the model's <|endoftext|> id")
+    tally = controllers.tally(index) if controllers is not None else None
+    return FollowDrafter(token_map, timestamp_begin, eot, cost, tally=tally, seconds=seconds)
 
 
 def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_lookup: bool = True,
@@ -321,32 +307,34 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
     """The drafter tokenmap uses: audio recall, the token map, then prompt lookup, then the session cache.
 
     ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
-    ``controllers``: a ``ControllerSet`` giving each source its own draft length
-    (each source is wrapped in a :class:`tokenmap.decode.control.ControlledDrafter`
-    with its controller, except a suffix map's drafter, which sets its own length
-    from ``cost`` and keeps its running calibration in ``controllers.calibration``,
-    which lives as long as the thread's controllers).
+    ``controllers``: the session's :class:`tokenmap.decode.control.ControllerSet`, which keeps what
+    every source learns across windows: a map's drafter cuts its drafts by its own chances and
+    learns into the set's tally of that map; prompt lookup and the session cache, which have no
+    chances of their own, are each wrapped in a :class:`tokenmap.decode.control.ControlledDrafter`
+    with their own controller. ``cost``: the calibrated curve (default: the controllers').
     ``seconds``: the audio in this window, when known (see :func:`map_drafter`).
-    ``recall``: a :class:`tokenmap.recall.RecallIndex`, used when ``audio`` (the
+    ``recall``: a :class:`tokenmap.maps.recall.RecallIndex`, used when ``audio`` (the
     window's encoder output) is given too: a segment it recalls is drafted whole;
     ``mel``: the window's log-mel features, by which recall also finds segments
     that start inside the window.
     """
-    drafters = []
+    cost = cost or getattr(controllers, "cost", None)
+    drafters: list = []
+
+    def controlled(drafter):
+        if controllers is None:
+            return drafter
+        return ControlledDrafter(drafter, controllers.member(len(drafters)))
+
     if recall is not None and audio is not None:
         drafters.append(RecallDrafter(recall, audio, timestamp_begin, seconds, mel=mel))
-    calibration = getattr(controllers, "calibration", None)
-    cost = cost or getattr(controllers, "cost", None)
     if isinstance(token_map, (list, tuple)):  # one map per task: infer which one fits
-        drafters.append(MapSetDrafter(token_map, timestamp_begin=timestamp_begin, eot=eot))
+        drafters.append(MapSetDrafter(token_map, timestamp_begin, cost, eot=eot, controllers=controllers,
+                                      seconds=seconds))
     elif token_map is not None:
-        drafters.append(map_drafter(token_map, timestamp_begin, eot, cost, calibration, seconds))
+        drafters.append(map_drafter(token_map, timestamp_begin, eot, cost, controllers, 0, seconds))
     if prompt_lookup:
-        drafters.append(PromptLookupDrafter(timestamp_begin=timestamp_begin))
+        drafters.append(controlled(PromptLookupDrafter(timestamp_begin=timestamp_begin)))
     if session_cache is not None:
-        drafters.append(session_cache)
-    if controllers is not None:
-        own_length = (FollowDrafter, RecallDrafter)  # drafters that set their own draft length
-        drafters = [d if isinstance(d, own_length) else ControlledDrafter(d, controllers.member(i))
-                    for i, d in enumerate(drafters)]
+        drafters.append(controlled(session_cache))
     return ChainDrafter(tuple(drafters))

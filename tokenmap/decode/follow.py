@@ -1,24 +1,25 @@
 """The drafter that follows the model: longest-match contexts, cost-aware draft length, Whisper's structure.
 
 :class:`FollowDrafter` keeps, for the window being decoded, the node of a
-:class:`tokenmap.maps.suffixmap.SuffixMap` that matches the longest suffix of the
+:class:`tokenmap.maps.suffixmap.TokenMap` that matches the longest suffix of the
 current segment's text (back to its start, marked ``BOS``).  Each emitted
 token advances it (O(1) back-off through suffix links).  To draft, it walks
 the most frequent continuation and estimates the chance that the first
 ``k`` drafted tokens are all accepted as the product of the relative
-frequencies on the way, ``P_k = prod_i share_i``, times a running calibration
-of how often such predictions held.  The draft is cut at the length ``L``
-that maximises the expected saving
-``step_ms * sum_{k<=L} P_k - (batch(L + 1) - step_ms)`` on the measured cost
-curve, and not drafted at all when no ``L`` saves anything.
+frequencies on the way, ``P_k = prod_i share_i``, times its tally's
+``factor`` (:class:`tokenmap.decode.control.DraftTally`: how often such
+predictions held).  The draft is cut by the rule every drafter's length
+follows, :func:`tokenmap.decode.control.best_cut`: at the length ``L`` that
+maximises the expected saving ``step_ms * sum_{k<=L} P_k - (batch(L + 1) - step_ms)``
+on the calibrated cost curve, and not drafted at all when no ``L`` saves anything.
 
 Whisper's segment structure is drafted too, because the model is predictable there:
 
 * ``<|0.00|>`` at the start of a timestamped window (the decoding loop asks
   for the draft after it and puts it first);
 * where the corpus ends an utterance, the closing timestamp, when the
-  window's audio length is known (:func:`closing_timestamp` guesses it; a
-  running hit rate weighs the guess); the model's own next token after it is
+  window's audio length is known (:func:`closing_timestamp` guesses it; the
+  tally's hit rate weighs the guess); the model's own next token after it is
   then ``<|endoftext|>`` or the opening timestamp of the next segment;
 * after a closing timestamp where the corpus goes on, the same timestamp
   again, which opens the next segment, followed by that segment's first words;
@@ -35,9 +36,9 @@ only add a row, since the pass's own next token decides it anyway.
 
 Example (a toy map of two utterances; timestamps start at id 100, EOT is 99)::
 
-    >>> from tokenmap.maps.suffixmap import SuffixMap
+    >>> from tokenmap.maps.suffixmap import TokenMap
     >>> stream = np.array([9, 1, 2, 3, 10, 9, 1, 2, 3, 10], dtype=np.uint32)   # BOS=9, SEP=10
-    >>> sm = SuffixMap.from_stream(stream, bos=9, sep=10, depth=8)
+    >>> sm = TokenMap.from_stream(stream, bos=9, sep=10, depth=8)
     >>> d = FollowDrafter(sm, timestamp_begin=100, eot=99)
     >>> d.reset()
     >>> d.draft([], limit=8)                  # no timestamps: the whole utterance (EOT comes free)
@@ -56,6 +57,7 @@ from typing import Sequence
 
 import numpy as np
 
+from tokenmap.decode.control import DraftTally, best_cut, verify_costs
 from tokenmap.decode.cost import DEFAULT, CostModel
 
 
@@ -69,8 +71,8 @@ class FollowOptions:
 
     ``confidence`` multiplies every share (a prior that corpus text is not
     exactly what the model writes); ``max_len`` caps a draft; ``decay`` weighs
-    earlier drafts in the running calibration; a draft must save more than
-    ``min_saving_ms``.
+    earlier drafts in a tally the drafter makes itself (one given to it keeps its own);
+    a draft must save more than ``min_saving_ms``.
     """
 
     confidence: float = 0.8
@@ -82,11 +84,11 @@ class FollowOptions:
 def closing_timestamp(seconds: float | None, timestamp_begin: int, max_seconds: float = 30.0) -> int | None:
     """A guess of the timestamp that closes the last segment of a window holding ``seconds`` of audio.
 
-    Whisper writes round closing times: the last timestamp is ``<|2.00|>`` for
-    most prompts under 1.3 s and the nearest whole second for longer ones about
-    as often as any other value. The rule was read off the bench's test prompts;
-    on 180 prompts of the train split (never measured) it was exact for 47 %
-    (84 of 180; a 1.5 s threshold: 49 %).
+    Whisper writes round closing times: the last timestamp of a short prompt is
+    mostly ``<|2.00|>``, that of a longer one often the nearest whole second, so
+    the guess is ``<|2.00|>`` under 1.3 s and the rounded length above. A wrong
+    guess costs one rejected token: :class:`FollowDrafter` weighs it by how often
+    its guesses held.
 
     >>> [closing_timestamp(s, 100) for s in (0.8, 1.51, 2.65, None)]
     [200, 200, 250, None]
@@ -97,73 +99,17 @@ def closing_timestamp(seconds: float | None, timestamp_begin: int, max_seconds: 
     return timestamp_begin + int(round(min(guess, max_seconds) / 0.02))
 
 
-class Calibration:
-    """Observed over predicted accepted tokens, decayed; shared by the windows of one thread.
-
-    Also the hit rate of guessed closing timestamps (:func:`closing_timestamp`), and the
-    saving the drafts verified so far actually made (``saving_ms``, a decayed mean per
-    draft on the cost curve; what the window gate of
-    :class:`tokenmap.decode.control.ControllerSet` weighs for this source).
-    """
-
-    def __init__(self, decay: float = 0.95, prior: float = 2.0, stamp_prior: float = 0.4):
-        self.decay = decay
-        self.observed = prior
-        self.predicted = prior
-        self.stamp_hits = stamp_prior * prior
-        self.stamp_tries = prior
-        self.open_hits = 0.8 * prior
-        self.open_tries = prior
-        self.drafts = 0
-        self._saved = 0.0
-        self._weight = 0.0
-
-    @property
-    def saving_ms(self) -> float:
-        """Decayed mean of ``accepted * step - (pass - step)`` over the verified drafts (0 before any)."""
-        return self._saved / self._weight if self._weight else 0.0
-
-    def update_saving(self, saved_ms: float) -> None:
-        self.drafts += 1
-        self._saved = self.decay * self._saved + saved_ms
-        self._weight = self.decay * self._weight + 1.0
-
-    @property
-    def factor(self) -> float:
-        return min(1.0, max(0.05, self.observed / self.predicted))
-
-    @property
-    def stamp_rate(self) -> float:
-        return self.stamp_hits / self.stamp_tries
-
-    def update(self, predicted: float, observed: float) -> None:
-        self.observed = self.decay * self.observed + observed
-        self.predicted = self.decay * self.predicted + predicted
-
-    def update_stamp(self, hit: bool) -> None:
-        self.stamp_hits = self.decay * self.stamp_hits + hit
-        self.stamp_tries = self.decay * self.stamp_tries + 1.0
-
-    @property
-    def open_rate(self) -> float:
-        """How often a guessed opening timestamp (after a closing one, audio left) was right."""
-        return self.open_hits / self.open_tries
-
-    def update_open(self, hit: bool) -> None:
-        self.open_hits = self.decay * self.open_hits + hit
-        self.open_tries = self.decay * self.open_tries + 1.0
-
-
 class FollowDrafter:
-    """Drafts from a :class:`SuffixMap` as described in the module docstring.
+    """Drafts from a :class:`~tokenmap.maps.suffixmap.TokenMap` as described in the module docstring.
 
     ``tokens`` passed to :meth:`draft` only grow within a window (the loop
     appends what the model decided), so the match state is advanced by the
-    new tokens only.
+    new tokens only. ``tally``: what earlier windows taught this map's drafter
+    (:meth:`tokenmap.decode.control.ControllerSet.tally`; a fresh one when None).
     """
 
     def __init__(self, suffix_map, timestamp_begin: int | None, eot: int, cost: CostModel | None = None,
-                 options: FollowOptions = FollowOptions(), calibration: Calibration | None = None,
+                 options: FollowOptions = FollowOptions(), tally: DraftTally | None = None,
                  seconds: float | None = None):
         self.map = suffix_map
         self.timestamp_begin = timestamp_begin if timestamp_begin is not None else 1 << 62
@@ -176,11 +122,10 @@ class FollowDrafter:
         self._stamp_at = -1  # index of the guessed closing timestamp in the last draft (-1: none)
         self._guessed_open = False  # the last draft opened with a guessed opening timestamp
         self.options = options
-        self.calibration = calibration or Calibration(options.decay)
+        self.tally = tally or DraftTally(options.decay)
         cost = cost or DEFAULT
         self._step = cost.step_ms
-        lens = np.arange(1, options.max_len + 1)
-        self._verify = np.array([cost.batch(L + 1) - cost.step_ms for L in lens])
+        self._verify = verify_costs(cost, options.max_len)
         self._marginal = float(np.diff(np.concatenate([[0.0], self._verify])).min())
         self._pending = 0.0
         self.log: list[tuple[int, int]] | None = None  # (drafted, accepted) per verified draft, when a list
@@ -257,7 +202,7 @@ class FollowDrafter:
         if closing < self._goes_on_before:  # audio left: the next segment opens
             self._guessed_open = True
             opening = min(closing + self._gap, self.timestamp_begin + LAST_TIMESTAMP)
-            return [opening], self.calibration.open_rate, self._segment_start(self._node)
+            return [opening], self.tally.open_rate, self._segment_start(self._node)
         end = self._end_share(self._node)  # after a closing timestamp: EOT (the model's own), or it again
         if end >= 0.5:
             return None, 0.0, self._node
@@ -295,23 +240,19 @@ class FollowDrafter:
             return
         self._stamp_at = len(draft)
         draft.append(self._closing)
-        probs.append(p * self.calibration.stamp_rate)
+        probs.append(p * self.tally.stamp_rate)
 
     def _floor(self) -> float:
         """Below this probability one more drafted token costs more than it can save."""
-        return max(1e-3, self._marginal / self._step / self.calibration.factor)
+        return max(1e-3, self._marginal / self._step / self.tally.factor)
 
     def _cut(self, draft: list[int], probs: list[float]) -> list[int]:
         if not draft:
             return []
-        p = np.asarray(probs) * self.calibration.factor
-        expected = np.cumsum(p)
-        saving = expected * self._step - self._verify[: len(p)]
-        best = int(np.argmax(saving))
-        if saving[best] <= self.options.min_saving_ms:
-            return []
-        self._pending = float(expected[best])
-        return draft[: best + 1]
+        length, _, expected = best_cut(np.asarray(probs) * self.tally.factor, self._step, self._verify,
+                                       self.options.min_saving_ms)
+        self._pending = expected
+        return draft[:length]
 
     @property
     def last_expected(self) -> float:
@@ -319,13 +260,13 @@ class FollowDrafter:
         return self._pending
 
     def update(self, drafted: int, accepted: int) -> None:
-        """The verified outcome of the last draft (for the running calibration)."""
+        """The verified outcome of the last draft (taught to the tally)."""
         if drafted:
-            self.calibration.update(self._pending, accepted)
-            self.calibration.update_saving(accepted * self._step - self._verify[min(drafted, len(self._verify)) - 1])
+            self.tally.update(self._pending, accepted)
+            self.tally.update_saving(accepted * self._step - self._verify[min(drafted, len(self._verify)) - 1])
             if 0 <= self._stamp_at < drafted and accepted >= self._stamp_at:
-                self.calibration.update_stamp(accepted > self._stamp_at)
+                self.tally.update_stamp(accepted > self._stamp_at)
             if self._guessed_open:
-                self.calibration.update_open(accepted > 0)
+                self.tally.update_open(accepted > 0)
             if self.log is not None:
                 self.log.append((drafted, accepted))
