@@ -8,8 +8,8 @@ at int8, with and without timestamps, and counts windows whose tokens equal
 Usage: python research/recheck_identity.py [N_PROMPTS]
 """
 
+import argparse
 import glob
-import sys
 
 import av
 import ctranslate2
@@ -34,7 +34,9 @@ def load_g722(path):
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 60
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("n_prompts", nargs="?", type=int, default=60)
+    n = ap.parse_args().n_prompts
     model_dir = str(resolve_model("base"))
     model = ctranslate2.models.Whisper(model_dir, device="cpu", compute_type="int8", intra_threads=2)
     sp = SpecialTokens.from_model_dir(model_dir)
