@@ -17,8 +17,6 @@ from contextlib import contextmanager
 import click
 import numpy as np
 
-from tokenmap.maps.suffixmap import SuffixMap
-
 from .errors import fail as _fail
 
 
@@ -78,18 +76,10 @@ class _Bar:
 @click.argument("corpus", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Map file to write (.tmap).")
 @click.option("--model", default="base", show_default=True, help="Whisper model name or CTranslate2 directory.")
-@click.option("--max-order", default=3, show_default=True, type=click.IntRange(1, 8), help="--balance sections: longest n-gram context N.")
-@click.option("--min-count", default=2, show_default=True, type=click.IntRange(1), help="--balance sections: drop rarer n-grams.")
-@click.option("--max-candidates", default=3, show_default=True, type=click.IntRange(1, 16),
-              help="--balance sections: candidates kept per key.")
-@click.option("--max-draft-len", default=16, show_default=True, type=click.IntRange(1, 64),
-              help="--balance sections: longest draft in tokens.")
-@click.option("--merge-near-duplicates/--no-merge-near-duplicates", default=True, show_default=True,
-              help="--balance sections: merge candidates of a key that differ only in their first token.")
 @click.option("--depth", default=24, show_default=True, type=click.IntRange(2, 64),
-              help="Longest token sequence the suffix map keeps (context and continuation together).")
+              help="Longest token sequence the map keeps (context and continuation together).")
 @click.option("--context-min-count", default=0, show_default=True, type=click.IntRange(0),
-              help="Keep suffix-map contexts seen this often; 0: every context of a corpus up to 200,000 tokens "
+              help="Keep contexts seen this often; 0: every context of a corpus up to 200,000 tokens "
                    "(a phrase inventory), those seen twice in a larger one.")
 @click.option("--text-column", default="text", show_default=True, help="Text column of .csv/.tsv inputs.")
 @click.option("--style-bridge/--no-style-bridge", default=True, show_default=True,
@@ -101,11 +91,8 @@ class _Bar:
 @click.option("--jobs", default=2, show_default=True, type=click.IntRange(1, 64), help="Worker processes.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("--balance", is_flag=True,
-              help="Share the budget across tasks (domain/lang) by excess divergence D_T - D_min: thin tasks get "
-                   "rarer n-grams, more candidates and shorter drafts. Writes a map set (one section per task; "
-                   "the decoder infers the task) unless --layout merged.")
-@click.option("--layout", type=click.Choice(["sections", "merged"]), default="sections", show_default=True,
-              help="With --balance: one section per task, or every budget merged into one map.")
+              help="Write a map set, one map per task (domain/lang; the decoder infers the task), sharing the budget "
+                   "by excess divergence D_T - D_min: thin tasks keep rarer contexts and count more teacher lines.")
 @click.option("--teacher", multiple=True, type=click.Path(exists=True),
               help="The model's own transcripts of other in-domain audio (e.g. `tokenmap transcribe -o DIR` "
                    "output, one segment a line), read like a corpus without the style bridge: the map learns how "
@@ -114,18 +101,17 @@ class _Bar:
                    "use the audio you benchmark on. Repeatable.")
 @click.option("--teacher-copies", default=2, show_default=True, type=click.IntRange(1, 16),
               help="Without --balance: how many times each teacher line is counted beside the corpus.")
-def build(corpus, output, model, max_order, min_count, max_candidates, max_draft_len, merge_near_duplicates,
-          depth, context_min_count, text_column, style_bridge, capitalize, final_period, digits, add_raw, jobs,
-          force, balance, layout, teacher, teacher_copies):
+def build(corpus, output, model, depth, context_min_count, text_column, style_bridge, capitalize, final_period,
+          digits, add_raw, jobs, force, balance, teacher, teacher_copies):
     """Build a token map from domain transcripts (.txt, .jsonl, .csv, .tsv, dirs, .gz).
 
-    The map is a suffix map: every token sequence of the corpus up to --depth
-    tokens with its counts, so the decoder drafts from the longest context it
-    has seen (up to the whole segment) and cuts each draft where one more token
+    The map holds every token sequence of the corpus up to --depth tokens
+    with its counts, so the decoder drafts from the longest context it has
+    seen (up to the whole segment) and cuts each draft where one more token
     would cost more than it is expected to save. Add --teacher with the
     model's own transcripts of other audio from the domain, so that the map
     learns how Whisper writes what it hears. With --balance, a map set of
-    n-gram sections (one per task) instead.
+    such maps, one per task.
     """
     from tokenmap.build.builder import BuildError, BuildOptions, build_map
     from tokenmap.build.corpus import CorpusError
@@ -134,17 +120,15 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
     from tokenmap.textok import TokenizerError
 
     style = StyleOptions(capitalize, final_period, digits) if style_bridge else NO_BRIDGE
-    options = BuildOptions(max_order=max_order, min_count=min_count, max_candidates=max_candidates,
-                           max_draft_len=max_draft_len, merge_near_duplicates=merge_near_duplicates, style=style,
-                           add_raw=add_raw, text_column=text_column, jobs=jobs, depth=depth,
-                           trie_min_count=context_min_count)
+    options = BuildOptions(style=style, add_raw=add_raw, text_column=text_column, jobs=jobs, depth=depth,
+                           min_count=context_min_count)
     bar = _Bar()
     try:
         with _interrupt_parent_only():
             if balance:
                 from tokenmap.balance.sections import build_balanced
                 result = build_balanced(corpus, output, model=model, options=options, force=force, progress=bar,
-                                        layout=layout, teacher=teacher)
+                                        teacher=teacher)
             else:
                 result = build_map(corpus, output, model=model, options=options, force=force, progress=bar,
                                    teacher=teacher, teacher_copies=teacher_copies)
@@ -153,20 +137,17 @@ def build(corpus, output, model, max_order, min_count, max_candidates, max_draft
         _fail(str(exc))
     bar.close()
     skipped = sum(v for k, v in result.skipped.items() if k != "empty")
-    if balance:
-        click.echo(f"wrote {result.path}: {result.size_bytes / 1e6:.2f} MB, {result.keys} keys "
-                   f"(per order {', '.join(map(str, result.keys_per_order))}), {result.candidates} candidates")
-    else:
-        click.echo(f"wrote {result.path}: {result.size_bytes / 1e6:.2f} MB, {result.keys} contexts "
-                   f"(up to {len(result.keys_per_order)} tokens), {result.candidates} with a continuation")
+    click.echo(f"wrote {result.path}: {result.size_bytes / 1e6:.2f} MB, {result.contexts} contexts "
+               f"(up to {len(result.contexts_per_length)} tokens), {result.with_continuation} with a continuation"
+               + (" over the task maps" if balance else ""))
     click.echo(f"corpus: {result.utterances} utterances, {result.tokens} tokens"
                + (f", {skipped} lines skipped" if skipped else "") + f"; built in {result.seconds:.1f} s")
     if balance:
         _balance_summary(output)
-    cov = result.coverage
+    cov = result.self_test
     if cov:
-        click.echo(f"self-test on {cov.get('utterances', min(result.utterances, 2000))} training utterances"
-                   f"{', drafted as the decoder drafts' if not balance else ''}: "
+        click.echo(f"self-test on {cov.get('utterances', min(result.utterances, 2000))} training utterances, "
+                   f"drafted as the decoder drafts: "
                    f"{cov['tokens_per_pass']:.2f} tokens per pass, acceptance {cov['acceptance']:.0%}"
                    + (f", modelled decoder speed-up {cov['speedup']:.2f}x" if cov.get("speedup") else ""))
     click.echo(f"cost model: {result.cost_source}")
@@ -179,32 +160,12 @@ def _balance_summary(path) -> None:
     bal = load_maps(path, verify=False)[0].header["balance"]  # just written and checksummed
     taught = any(t.get("teacher_lines") for t in bal["tasks"].values())
     where = "the model's teacher transcripts" if taught else "each task's dev split"
-    click.echo(f"budgets ({bal['layout']}; best task {bal['best']}; D_T on {where}, nats/token):")
+    click.echo(f"budgets (best task {bal['best']}; D_T on {where}, nats/token; min-count 0: the builder's rule):")
     for task, t in bal["tasks"].items():
         d_t = "   n/a" if t["D_T"] is None else f"{t['D_T']:6.3f}"
-        click.echo(f"  {task:<20} D_T {d_t}  w {t['w']:.2f}  min-count {t['min_count']}  "
-                   f"candidates {t['max_candidates']}  draft-len {t['max_draft_len']}"
+        click.echo(f"  {task:<20} D_T {d_t}  w {t['w']:.2f}  min-count {t['min_count']}"
                    + (f"  teacher {t['teacher_lines']} lines x{t['teacher']}" if taught else "")
                    + ("  (protected)" if task in bal["protected"] else ""))
-
-
-def _summary(tm) -> dict:
-    h = tm.header
-    if isinstance(tm, SuffixMap):
-        return _suffix_summary(tm)
-    return {
-        "path": str(tm.path), "size_bytes": tm.path.stat().st_size if tm.path else None,
-        "fingerprint": h.get("fingerprint"), "family": h.get("family"), "model": h.get("model"),
-        "order": tm.order, "created": h.get("created"), "params": h.get("params"),
-        "utterances": h.get("utterances"), "tokens": h.get("tokens"), "domains": h.get("domains"),
-        "languages": h.get("languages"), "corpus_sha256": h.get("corpus_sha256"),
-        "keys": tm.num_keys, "keys_per_order": tm.keys_per_order(), "candidates": tm.num_candidates,
-        "candidates_per_key": tm.candidates_per_key(), "coverage": h.get("self_test"),
-        "cost_model": h.get("cost_model"),
-        **({"task": tm.task, "budget": {k: h.get(k) for k in ("min_count", "max_candidates", "max_draft_len",
-                                                                 "teacher")},
-            "D_T": h.get("D_T")} if tm.task else {}),
-    }
 
 
 @click.command("inspect")
@@ -213,7 +174,7 @@ def _summary(tm) -> dict:
 @click.option("--model", default=None, help="Tokenizer for --prefix (default: the map's model).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def inspect_map(map_path, prefix, model, as_json):
-    """Show a token map's header, sizes, keys per order, candidates per key and coverage.
+    """Show a token map's header, sizes, contexts per length and self-test.
 
     For a map set (``tokenmap build --balance``), each task's section in turn.
     """
@@ -226,7 +187,7 @@ def inspect_map(map_path, prefix, model, as_json):
         infos = [_summary(tm) for tm in maps]
         if prefix is not None:
             for tm, info in zip(maps, infos):
-                info["prefix"] = _prefix_candidates(tm, prefix, model, map_path)
+                info["prefix"] = _prefix_draft(tm, prefix, model, map_path)
     except (MapFormatError, TokenizerError, OSError) as exc:
         _fail(str(exc))
     if as_json:
@@ -239,23 +200,28 @@ def inspect_map(map_path, prefix, model, as_json):
         _print_summary(info, prefix)
 
 
-def _suffix_summary(sm) -> dict:
-    h = sm.header
-    depths = np.bincount(sm.arrays["node_depth"], minlength=sm.depth + 1)[1:]
+def _summary(tm) -> dict:
+    h = tm.header
+    depths = np.bincount(tm.arrays["node_depth"], minlength=tm.depth + 1)[1:]
     return {
-        "path": str(sm.path), "size_bytes": sm.path.stat().st_size if sm.path else None, "format": 3,
+        "path": str(tm.path), "size_bytes": tm.path.stat().st_size if tm.path else None,
+        "format": h.get("format_version"),
         "fingerprint": h.get("fingerprint"), "family": h.get("family"), "model": h.get("model"),
-        "depth": sm.depth, "min_count": h.get("min_count"), "created": h.get("created"), "params": h.get("params"),
+        "depth": tm.depth, "min_count": h.get("min_count"), "created": h.get("created"), "params": h.get("params"),
         "utterances": h.get("utterances"), "tokens": h.get("tokens"), "domains": h.get("domains"),
         "languages": h.get("languages"), "corpus_sha256": h.get("corpus_sha256"),
-        "contexts": sm.num_nodes, "contexts_per_length": [int(x) for x in depths],
+        "contexts": tm.num_nodes, "contexts_per_length": [int(x) for x in depths],
         "coverage": h.get("self_test"), "cost_model": h.get("cost_model"),
+        **({"task": tm.task, "budget": h.get("budget"), "D_T": h.get("D_T")} if tm.task else {}),
     }
 
 
-def _print_suffix_summary(info: dict, prefix) -> None:
-    click.echo(f"{info['path']}: {info['size_bytes'] / 1e6:.2f} MB, suffix map (format 3), {info['family']} "
-               f"(model {info['model']}, tokenizer {str(info['fingerprint'])[:12]}…), created {info['created']}")
+def _print_summary(info: dict, prefix) -> None:
+    if info.get("task"):
+        click.echo(f"section {info['task']}: D_T {info['D_T']}, budget {json.dumps(info['budget'], sort_keys=True)}")
+    click.echo(f"{info['path']}: {info['size_bytes'] / 1e6:.2f} MB, token map (format {info['format']}), "
+               f"{info['family']} (model {info['model']}, tokenizer {str(info['fingerprint'])[:12]}…), "
+               f"created {info['created']}")
     click.echo(f"corpus: {info['utterances']} utterances, {info['tokens']} tokens; "
                f"domains {info['domains']}, languages {info['languages']}")
     click.echo(f"contexts: {info['contexts']} of up to {info['depth']} tokens (min count {info['min_count']}); "
@@ -270,53 +236,16 @@ def _print_suffix_summary(info: dict, prefix) -> None:
                                             f"E[accepted] {p['expected_accepted']:.2f}" if p["tokens"] else "no draft"))
 
 
-def _suffix_prefix(sm, tok, prefix: str) -> dict:
+def _prefix_draft(tm, prefix: str, model, map_path) -> dict:
     """What the decoder's drafter proposes after ``prefix`` at the start of an utterance (no timestamps)."""
     from tokenmap.decode.follow import FollowDrafter
-
-    ids = tok.encode_prefix(prefix)
-    drafter = FollowDrafter(sm, timestamp_begin=None, eot=sm.bos)
-    draft = [t for t in drafter.draft(ids, 64) if t < sm.bos]
-    return {"text": tok.decode(draft), "ids": ids, "tokens": draft,
-            "expected_accepted": round(drafter.last_expected, 3)}
-
-
-def _prefix_candidates(tm, prefix: str, model, map_path) -> dict:
-    from tokenmap.maps.mapfile import TokenMap
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_model(model or tm.header.get("model") or "base")
     if tok.fingerprint != tm.header["fingerprint"]:
         _fail(f"{map_path}: made for another tokenizer than {model or tm.header.get('model')}'s")
-    if isinstance(tm, SuffixMap):
-        return _suffix_prefix(tm, tok, prefix)
-    ids = [TokenMap.BOS] + tok.encode_prefix(prefix)
-    return {"text": prefix, "ids": ids[1:], "candidates": [
-        {"tokens": c, "text": tok.decode(c), "expected_accepted": round(e, 3), "saving_ms": round(s, 3)}
-        for c, e, s in tm.candidates(ids)]}
-
-
-def _print_summary(info: dict, prefix) -> None:
-    if info.get("format") == 3:
-        return _print_suffix_summary(info, prefix)
-    if info.get("task"):
-        click.echo(f"section {info['task']}: budget min-count {info['budget']['min_count']}, candidates "
-                   f"{info['budget']['max_candidates']}, draft-len {info['budget']['max_draft_len']}")
-    click.echo(f"{info['path']}: {info['size_bytes'] / 1e6:.2f} MB, {info['family']} "
-               f"(model {info['model']}, tokenizer {str(info['fingerprint'])[:12]}…)"
-               + (f", created {info['created']}" if info["created"] else ""))
-    click.echo(f"order N={info['order']}, params {json.dumps(info['params'], sort_keys=True)}")
-    click.echo(f"corpus: {info['utterances']} utterances, {info['tokens']} tokens; "
-               f"domains {info['domains']}, languages {info['languages']}")
-    click.echo(f"keys: {info['keys']} (per order: {', '.join(map(str, info['keys_per_order']))}); "
-               f"candidates: {info['candidates']}; candidates per key: {info['candidates_per_key']}")
-    if info["coverage"]:
-        cov = info["coverage"]
-        click.echo(f"coverage (self-test): {cov['drafts']} drafts over {cov['tokens']} tokens, "
-                   f"{cov['tokens_per_pass']:.2f} tokens per pass, acceptance {cov['acceptance']:.0%}")
-    if prefix is not None:
-        cands = info["prefix"]["candidates"]
-        click.echo(f"after {prefix!r}: " + ("no draft" if not cands else f"{len(cands)} candidate(s)"))
-        for i, c in enumerate(cands, 1):
-            click.echo(f"  {i}. {c['text']!r}  tokens {c['tokens']}  "
-                       f"E[accepted] {c['expected_accepted']:.2f}  saving {c['saving_ms']:.1f} ms")
+    ids = tok.encode_prefix(prefix)
+    drafter = FollowDrafter(tm, timestamp_begin=None, eot=tm.bos)
+    draft = [t for t in drafter.draft(ids, 64) if t < tm.bos]
+    return {"text": tok.decode(draft), "ids": ids, "tokens": draft,
+            "expected_accepted": round(drafter.last_expected, 3)}

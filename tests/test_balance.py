@@ -1,4 +1,4 @@
-"""Budget allocation (tokenmap.balance.plan), divergence helpers, and a small --balance build."""
+"""Budget allocation (tokenmap.balance.budget), divergence, and small --balance builds (map sets of token maps)."""
 
 import math
 
@@ -6,17 +6,14 @@ import numpy as np
 import pytest
 
 from tokenmap.balance.budget import (DEFAULT_BUDGET, GENEROUS, Budget, allocate, best_task, excess, protected_tasks, shares)
+from tokenmap.balance.divergence import cross_entropy
 from tokenmap.balance.sections import summed_tests
 from tokenmap.balance.streams import split_dev
-from tokenmap.balance.merged import merge_arrays
-from tokenmap.decode.cost import DEFAULT
-from tokenmap.balance.divergence import cross_entropy
-from tokenmap_bench.metrics import ranks, spearman
-from tokenmap.maps.mapfile import TokenMap
-
-BOUND = Budget(min_count=1, max_candidates=7, max_draft_len=24, weight=9.0)
+from tokenmap.maps.suffixmap import TokenMap
 from tokenmap.models import resolve_model
+from tokenmap_bench.metrics import ranks, spearman
 
+BOUND = Budget(min_count=1, teacher=8)
 MODEL = resolve_model("base", download=False)  # assembled by `make`
 
 
@@ -26,22 +23,22 @@ def test_weights_are_proportional_to_excess_divergence():
     w = shares(d)
     assert w == {"a": 0.0, "b": 0.5, "c": 1.0, "d": 0.25}
     alloc = allocate(d, generous=BOUND)
-    for t in d:  # weight (continuous) moves exactly in proportion to w_T
-        assert alloc[t].weight == pytest.approx(1.0 + w[t] * (BOUND.weight - 1.0))
-    assert alloc["b"].max_candidates == 5 and alloc["b"].max_draft_len == 20  # 3 + 0.5*4, 16 + 0.5*8
-    assert alloc["d"].max_draft_len == 18  # 16 + 0.25*8
+    assert [alloc[t].teacher for t in "abcd"] == [0, 4, 8, 2]  # 8 * w_T, rounded half up
+    assert [alloc[t].min_count for t in "abcd"] == [0, 1, 1, 0]
 
 
 def test_monotone_in_divergence():
     d = {f"t{i}": float(i) for i in range(8)}
     alloc = allocate(d, generous=BOUND)
     seq = [alloc[f"t{i}"] for i in range(8)]
-    assert all(x.weight <= y.weight and x.max_candidates <= y.max_candidates and x.max_draft_len <= y.max_draft_len
-               and x.min_count >= y.min_count for x, y in zip(seq, seq[1:]))
+    assert all(x.teacher <= y.teacher for x, y in zip(seq, seq[1:]))
+    default = Budget(min_count=4)
+    seq = [allocate(d, default=default, generous=BOUND)[f"t{i}"] for i in range(8)]
+    assert all(x.min_count >= y.min_count for x, y in zip(seq, seq[1:])) and seq[0].min_count == 4
 
 
 def test_best_task_keeps_the_defaults():
-    default = Budget(min_count=3, max_candidates=2, max_draft_len=12)
+    default = Budget(min_count=3, teacher=1)
     d = {"maint/en": 1.5, "tel/en": 7.0, "tel/es": 5.0}
     alloc = allocate(d, default=default, generous=BOUND)
     assert best_task(d) == "maint/en"
@@ -63,7 +60,7 @@ def test_worst_task_gets_the_bound_and_all_stay_within_bounds():
         alloc = allocate(d, generous=bound)
         assert alloc["b"] == bound
         for b in alloc.values():
-            for field in ("min_count", "max_candidates", "max_draft_len", "weight"):
+            for field in ("min_count", "teacher"):
                 lo, hi = sorted((getattr(DEFAULT_BUDGET, field), getattr(bound, field)))
                 assert lo <= getattr(b, field) <= hi
 
@@ -82,11 +79,9 @@ def test_nan_divergence_keeps_defaults_and_is_ignored():
 
 def test_budget_validation():
     with pytest.raises(ValueError):
-        Budget(min_count=0)
+        Budget(min_count=-1)
     with pytest.raises(ValueError):
-        Budget(max_draft_len=65)
-    with pytest.raises(ValueError):
-        Budget(weight=0.0)
+        Budget(teacher=-1)
 
 
 def test_split_dev():
@@ -103,44 +98,12 @@ def test_spearman_and_ranks():
     assert math.isnan(spearman([1.0], [2.0])) and math.isnan(spearman([1, 1, 1], [1, 2, 3]))
 
 
-def _arrays(entries, order=2):
-    """Map arrays from ``{key tuple: (count, [(tokens, expected, saving)])}``."""
-    from tokenmap.balance.merged import _to_arrays
-    return _to_arrays(entries, order)
-
-
-def test_merge_keeps_best_task_first_and_pools_the_rest():
-    bos = TokenMap.BOS
-    best = {(bos,): (100, [((1, 2, 3), 2.5, 20.0)]), (5,): (50, [((6,), 0.9, 9.0)])}
-    thin = {(bos,): (10, [((7, 8), 1.8, 15.0)]), (9,): (4, [((10, 11), 1.5, 12.0)])}
-    budgets = {"best": DEFAULT_BUDGET, "thin": BOUND}
-    arrays = merge_arrays({"best": _arrays(best), "thin": _arrays(thin)}, budgets, ["best"], 2, DEFAULT)
-    tm = TokenMap({"order": 2}, arrays)
-    assert tm.draft([bos]) == [1, 2, 3]  # the best task's draft is unchanged at a shared key
-    assert [c[0] for c in tm.candidates([bos])] == [[1, 2, 3], [7, 8]]
-    assert tm.draft([bos, 5]) == [6] and tm.draft([bos, 9]) == [10, 11]  # keys of one task survive
-    # without a protected task, the thin task's weight can win the shared key
-    heavy = {"best": DEFAULT_BUDGET, "thin": Budget(weight=40.0)}
-    tm2 = TokenMap({"order": 2}, merge_arrays({"best": _arrays(best), "thin": _arrays(thin)}, heavy, [], 2,
-                                              DEFAULT))
-    assert tm2.draft([bos]) == [7, 8]
-    # two protected tasks are pooled among themselves by weighted count, as a plain multi-task map would
-    both = {"best": _arrays(best), "thin": _arrays(thin)}
-    tm3 = TokenMap({"order": 2}, merge_arrays(both, budgets | {"thin": DEFAULT_BUDGET}, ["best", "thin"], 2, DEFAULT))
-    assert tm3.draft([bos]) == [1, 2, 3]  # counts 100 vs 10 (the thin share no longer pays: dropped)
-    tm4 = TokenMap({"order": 2}, merge_arrays(both, heavy, ["best", "thin"], 2, DEFAULT))
-    assert tm4.draft([bos]) == [7, 8]  # 10 x weight 40 outweighs 100
-
-
 def test_cross_entropy_prefers_the_fitting_map():
-    bos = TokenMap.BOS
-    tm = TokenMap({"order": 2, "vocab_size": 1000}, _arrays({(bos,): (10, [((1, 2), 1.8, 15.0)]),
-                                                             (bos, 1): (9, [((2,), 0.9, 9.0)]),
-                                                             (1,): (9, [((2,), 0.9, 9.0)])}))
-    good = cross_entropy(tm, [[1, 2]])
-    bad = cross_entropy(tm, [[3, 4]])
+    tm = TokenMap.from_stream(np.array([9, 1, 2, 10] * 9, dtype=np.uint32), bos=9, sep=10, depth=4)
+    good = cross_entropy(tm, [[1, 2]], vocab_size=1000)
+    bad = cross_entropy(tm, [[3, 4]], vocab_size=1000)
     assert 0 < good < 1.0 < bad <= math.log(1000 / 0.01) + 1e-9
-    assert math.isnan(cross_entropy(tm, []))
+    assert math.isnan(cross_entropy(tm, [], vocab_size=1000))
 
 
 def _two_tasks(tmp_path, n_maint=3000, n_thin=60, seeds=(5, 4)):
@@ -160,65 +123,52 @@ def _two_tasks(tmp_path, n_maint=3000, n_thin=60, seeds=(5, 4)):
 def test_build_balanced_writes_one_section_per_task(tmp_path):
     from tokenmap.balance.sections import build_balanced
     from tokenmap.build.builder import BuildOptions
+    from tokenmap.build.style import bridge
+    from tokenmap.decode.follow import FollowDrafter
     from tokenmap.maps.mapfile import load_maps
+    from tokenmap.maps.schema import SET_VERSION
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
-    files, _, _ = _two_tasks(tmp_path)
+    files, _, thin_lines = _two_tasks(tmp_path)
     out = tmp_path / "bal.tmap"
     result = build_balanced(files, out, tokenizer=tok, model=str(MODEL), options=BuildOptions(jobs=1))
+    assert out.read_bytes()[8] == SET_VERSION
     maps = load_maps(out, tok.fingerprint)
     bal = maps[0].header["balance"]
-    assert [m.task for m in maps] == ["maint/en", "thin/en"] and bal["layout"] == "sections"
+    assert [m.task for m in maps] == ["maint/en", "thin/en"] and all(isinstance(m, TokenMap) for m in maps)
     assert bal["best"] == "maint/en" and bal["tasks"]["maint/en"]["w"] == 0.0
     best, thin = maps
-    assert (best.header["min_count"], best.header["max_candidates"]) == (2, 3)  # w = 0: the defaults
-    assert (thin.header["min_count"], thin.header["max_draft_len"]) == (GENEROUS.min_count, GENEROUS.max_draft_len)
-    assert result.keys == best.num_keys + thin.num_keys > 0
-    assert result.coverage == summed_tests([best.header["self_test"], thin.header["self_test"]])
-    ids = tok.encode("Please call hydraulic pump 3 inspected")
-    assert thin.draft([TokenMap.BOS] + ids[:2])  # the thin task's own section knows its opening
-    with pytest.raises(ValueError, match="layout 'x'"):
-        build_balanced(files, tmp_path / "x.tmap", tokenizer=tok, layout="x")
+    assert best.header["budget"] == {"min_count": 0, "teacher": 0}  # w = 0: the defaults
+    assert thin.header["budget"] == {"min_count": GENEROUS.min_count, "teacher": GENEROUS.teacher}  # w = 1: the bound
+    assert thin.header["min_count"] == 1 and best.header["D_T"] < thin.header["D_T"]
+    assert result.contexts == best.num_nodes + thin.num_nodes > 0
+    assert result.self_test == summed_tests([best.header["self_test"], thin.header["self_test"]])
+    ids = tok.encode_batch([bridge(thin_lines[0])])[0][:12]
+    node = thin.walk([thin.bos] + ids)
+    assert thin.arrays["node_depth"][node] == len(ids) + 1  # the thin task's section holds its line, seen once
+    assert best.arrays["node_depth"][best.walk([best.bos] + ids[:2])] < 3  # the other section never saw it
+    assert FollowDrafter(thin, timestamp_begin=None, eot=thin.bos).draft(ids[:2], 8)
 
 
 def test_best_section_is_the_plain_map_of_its_corpus(tmp_path):
-    """The fastest task's section is what it would get alone: its acceptance cannot drop."""
+    """The fastest task's section is what `tokenmap build` makes of its corpus alone: it cannot get worse."""
     from tokenmap.balance.sections import build_balanced
-    from tokenmap.build.builder import BuildOptions
+    from tokenmap.build.builder import BuildOptions, build_map
     from tokenmap.maps.mapfile import load_maps
     from tokenmap.textok import TextTokenizer
 
     tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
-    files, maint, _ = _two_tasks(tmp_path, 2000, 80, seeds=(5, 9))
+    files, _, _ = _two_tasks(tmp_path, 2000, 80, seeds=(5, 9))
     opts = BuildOptions(jobs=1)
     build_balanced(files, tmp_path / "bal.tmap", tokenizer=tok, model=str(MODEL), options=opts, protect=0.0)
-    build_balanced(files[:1], tmp_path / "ref.tmap", tokenizer=tok, model=str(MODEL), options=opts)
+    build_map(files[:1], tmp_path / "ref.tmap", tokenizer=tok, model=str(MODEL), options=opts)
     best = load_maps(tmp_path / "bal.tmap")[0]
     (ref,) = load_maps(tmp_path / "ref.tmap")
-    assert best.task == ref.task == "maint/en" and best.header["balance"]["protected"] == ["maint/en"]
+    assert best.task == "maint/en" and best.header["balance"]["protected"] == ["maint/en"]
+    assert best.header["min_count"] == ref.header["min_count"]
     for name, arr in ref.arrays.items():
         assert np.array_equal(best.arrays[name], arr), name
-
-
-def test_build_merged_records_the_allocation(tmp_path):
-    from tokenmap.balance.sections import build_balanced
-    from tokenmap.build.builder import BuildOptions
-    from tokenmap.textok import TextTokenizer
-
-    tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
-    files, _, _ = _two_tasks(tmp_path)
-    out = tmp_path / "bal.tmap"
-    result = build_balanced(files, out, tokenizer=tok, model=str(MODEL), options=BuildOptions(jobs=1),
-                            layout="merged")
-    tm = TokenMap.load(out, tok.fingerprint)
-    bal = tm.header["balance"]
-    assert set(bal["tasks"]) == {"maint/en", "thin/en"} and bal["best"] in bal["tasks"]
-    assert bal["layout"] == "merged"
-    assert bal["tasks"][bal["best"]]["w"] == 0.0 and bal["tasks"][bal["best"]]["weight"] == 1.0
-    assert result.keys == tm.num_keys > 0 and np.all(np.diff(tm.arrays["order_offsets"]) >= 0)
-    ids = tok.encode("Please call hydraulic pump 3 inspected")
-    assert isinstance(tm.draft([TokenMap.BOS] + ids[:2]), list)
 
 
 def test_protected_tasks_keep_the_default_budget():
@@ -226,55 +176,3 @@ def test_protected_tasks_keep_the_default_budget():
     alloc = allocate(d, generous=BOUND, protect=0.25)
     assert alloc["incar/en"] == DEFAULT_BUDGET and alloc["tel/en"] == BOUND
     assert allocate(d, generous=BOUND)["incar/en"] != DEFAULT_BUDGET
-
-
-def test_rare_keys_seen_in_other_tasks_are_dropped():
-    from tokenmap.balance.merged import drop_foreign_rare
-
-    bos = TokenMap.BOS
-    thin = {(bos,): (1, [((1, 2), 0.9, 5.0)]), (5,): (1, [((6,), 0.9, 5.0)]), (9,): (1, [((10,), 0.9, 5.0)]),
-            (5, 7): (3, [((8,), 0.9, 5.0)])}
-    other = np.array([bos, 5, 4, 5, 7, 3], dtype=np.uint32)  # has (bos,), (5,), (5, 7) but never 9
-    tm = TokenMap({"order": 2}, drop_foreign_rare(_arrays(thin), [other], min_count=2, order=2))
-    assert tm.draft([9]) == [10]  # rare, but no other task has the context: kept
-    assert tm.draft([bos]) == [] and tm.draft([4, 5]) == []  # rare and seen elsewhere: dropped
-    assert tm.draft([5, 7]) == [8]  # frequent enough: kept although seen elsewhere
-
-
-def test_thin_task_keys_never_shadow_a_protected_context():
-    from tokenmap.balance.merged import drop_shadowing
-
-    bos = TokenMap.BOS
-    protected_stream = np.array([bos, 1, 2, 3, 4], dtype=np.uint32)
-    protected = _arrays({(2,): (5, [((3, 4), 1.5, 9.0)])})  # (1, 2) and (2, 3) were pruned from its map
-    thin = {(1, 2): (3, [((9,), 0.9, 5.0)]), (2,): (2, [((8,), 0.9, 5.0)]), (7, 2): (3, [((6,), 0.9, 5.0)])}
-    kept = drop_shadowing({"thin": _arrays(thin)}, protected_stream, protected, order=2)
-    tm = TokenMap({"order": 2}, kept["thin"])
-    assert tm.draft([1, 2]) == [8]  # the protected corpora have (1, 2): that key is dropped, (2,) answers
-    assert tm.draft([7, 2]) == [6]  # a context only the thin task has survives
-    assert tm.draft([5, 2]) == [8]  # a key the protected map has too is kept (its candidates lead in the merge)
-
-
-def test_merged_map_drafts_like_the_protected_map_on_protected_text(tmp_path):
-    from tokenmap.balance.budget import PROTECTED
-    from tokenmap.balance.sections import build_balanced
-    from tokenmap.build.builder import BuildOptions
-    from tokenmap.textok import TextTokenizer
-
-    tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
-    files, maint, _ = _two_tasks(tmp_path, 2000, 80, seeds=(5, 9))
-    opts = BuildOptions(jobs=1)
-    build_balanced(files, tmp_path / "bal.tmap", tokenizer=tok, model=str(MODEL), options=opts, protect=0.0,
-                   layout="merged")
-    bal = TokenMap.load(tmp_path / "bal.tmap", tok.fingerprint)
-    assert bal.header["balance"]["protected"] == [bal.header["balance"]["best"]]
-    build_balanced(files[:1], tmp_path / "ref.tmap", tokenizer=tok, model=str(MODEL), options=opts, layout="merged")
-    ref = TokenMap.load(tmp_path / "ref.tmap", tok.fingerprint)  # one task: the protected map alone
-    assert bal.header["balance"]["best"] == "maint/en"
-    checked = 0
-    for line in maint[:200]:
-        ids = [TokenMap.BOS] + tok.encode(line)
-        for i in range(1, len(ids)):
-            assert bal.draft(ids[:i]) == ref.draft(ids[:i]), (line, i)
-            checked += 1
-    assert checked > 1000 and PROTECTED == "(protected)"

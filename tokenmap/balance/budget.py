@@ -1,19 +1,18 @@
-"""Share a multi-task map's budget fairly: the token-map analogue of s-CDF.
+"""Share a map set's budget fairly across tasks: the token-map analogue of s-CDF.
 
-A task is a corpus ``domain/lang``.  A thin task (few lines, e.g. the
-telephony prompts) gets short, rare drafts from a map, and so a small
+A task is a corpus ``domain/lang``, and a map set holds one token map per task
+(:mod:`tokenmap.balance.sections`).  A thin task (few lines, e.g. the
+telephony prompts) gets short, rare drafts from its map, and so a small
 speed-up.  s-CDF (disparate-impacts paper, eq. 9) weights each task's update
 by its *excess divergence* ``D_T - D_min``; here the "update" is how generous
-the map's budget is for the task (:data:`GENEROUS` is the worst task's):
+the task's map is (:data:`GENEROUS` is the worst task's):
 
-* ``min_count``: lower keeps rarer n-grams (more keys, more drafts);
-* ``max_candidates``: more candidates per key;
-* ``max_draft_len``: the longest draft (shorter = cheaper wrong drafts);
-* ``weight``: only for the merged layout (:mod:`tokenmap.balance.merged`):
-  how much the task's counts weigh in a key shared with other tasks;
+* ``min_count``: the count a context needs to stay in the task's map (lower
+  keeps rarer contexts, so more drafts); 0 is the builder's rule
+  (:func:`tokenmap.build.builder.context_min_count`);
 * ``teacher``: with teacher transcripts (the model's own greedy output on
-  the task's audio, :mod:`tokenmap.balance.teacher`), how many times the section
-  counts them; ``D_T`` is then measured on them instead of the dev split.
+  the task's audio, :mod:`tokenmap.balance.teacher`), how many times the task's
+  map counts them; ``D_T`` is then measured on them instead of the dev split.
 
 :func:`allocate` moves every setting from its default towards the generous
 bound in proportion to ``w_T = (D_T - D_min) / (D_max - D_min)``: the best
@@ -24,18 +23,18 @@ Tasks within :data:`PROTECT` of the best (``w_T <= PROTECT``) are
 (every 10th line), never on test sentences, or, given teacher transcripts,
 on those (the model's own output: see ``teacher`` above).
 
-Worked example (defaults 2/3/16/1, worst-task bound 1/6/24/8)::
+Worked example (defaults 0/0, worst-task bound 1/8)::
 
-    >>> bound = Budget(min_count=1, max_candidates=6, max_draft_len=24, weight=8.0)
+    >>> bound = Budget(min_count=1, teacher=8)
     >>> alloc = allocate({"maint/en": 4.0, "tel/en": 8.0, "tel/es": 6.0}, generous=bound)
     >>> alloc["maint/en"] == DEFAULT_BUDGET            # w = 0: unchanged
     True
     >>> alloc["tel/en"]                                # w = 1: the bound
-    Budget(min_count=1, max_candidates=6, max_draft_len=24, weight=8.0, teacher=0)
+    Budget(min_count=1, teacher=8)
     >>> alloc["tel/es"]                                # w = 0.5: half way (integers round half up)
-    Budget(min_count=2, max_candidates=5, max_draft_len=20, weight=4.5, teacher=0)
+    Budget(min_count=1, teacher=4)
     >>> allocate({"maint/en": 4.0, "tel/en": 8.0, "tel/es": 6.0}, generous=bound, protect=0.5)["tel/es"]
-    Budget(min_count=2, max_candidates=3, max_draft_len=16, weight=1.0, teacher=0)
+    Budget(min_count=0, teacher=0)
 """
 
 from __future__ import annotations
@@ -47,40 +46,28 @@ from typing import Mapping
 
 @dataclass(frozen=True)
 class Budget:
-    """One task's share of the map's budget (see the module docstring)."""
+    """One task's share of the map set's budget (see the module docstring)."""
 
-    min_count: int = 2
-    max_candidates: int = 3
-    max_draft_len: int = 16
-    weight: float = 1.0
+    min_count: int = 0
     teacher: int = 0  # copies of the task's teacher transcripts counted into its section (tokenmap.balance.teacher)
 
     def __post_init__(self) -> None:
-        if (self.min_count < 1 or self.max_candidates < 1 or not 1 <= self.max_draft_len <= 64 or self.weight <= 0
-                or self.teacher < 0):
-            raise ValueError("budget needs min_count, max_candidates >= 1, max_draft_len 1..64, weight > 0, "
-                             "teacher >= 0")
+        if self.min_count < 0 or self.teacher < 0:
+            raise ValueError("budget needs min_count >= 0 and teacher >= 0")
 
     @classmethod
     def of(cls, options) -> "Budget":
-        """The default budget of build options (their ``min_count``, ``max_candidates``, ``max_draft_len``)."""
-        return cls(options.min_count, options.max_candidates, options.max_draft_len)
+        """The default budget of build options (their ``min_count``)."""
+        return cls(min_count=options.min_count)
 
 
 DEFAULT_BUDGET = Budget()
-#: the budget of the worst task (w = 1).  Chosen on the dev split (``python -m tokenmap_bench.fairness
-#: --split dev --variant ...``, never on test sentences): singletons (min_count 1) lower a thin
-#: task's D_T and raise its speed-up (the telephony prompts are mostly unique lines), but on a large
-#: corpus they give confident wrong drafts, hence :data:`PROTECT`; drafts longer than 8 lowered S.
-#: ``teacher=4``: teacher copies 0/4/8 (with these or the default counting settings) were replayed on
-#: the dev audio's greedy output, taught on one half and scored on the other (both ways round);
-#: 4 with these settings gave the highest mean S both ways and kept the best task (docs/BENCHMARKS.md).
-GENEROUS = Budget(min_count=1, max_candidates=6, max_draft_len=8, weight=8.0, teacher=4)
-PROTECTED = "(protected)"  # the merged layout counts the protected tasks' corpora as one
-#: tasks with w_T <= PROTECT keep the default budget (the best task always does; in the merged layout
-#: they also lead the keys they share).  0.65 on the dev split: the structured domains (w <= 0.60)
-#: are protected, the telephony prompts (w >= 0.87) get the budget (at 0.25 / 0.5, with the earlier
-#: per-task merge, maintenance/en lost 5-6 % of its S).
+#: the budget of the worst task (w = 1): every context of its corpus kept, and its teacher transcripts
+#: counted four times (a choice made on the dev split with ``python -m tokenmap_bench.fairness --split
+#: dev --variant ...``, never on test sentences)
+GENEROUS = Budget(min_count=1, teacher=4)
+#: tasks with w_T <= PROTECT keep the default budget (the best task always does): on the dev split the
+#: structured domains (w <= 0.60) are protected and the telephony prompts (w >= 0.87) get the budget
 PROTECT = 0.65
 
 
@@ -107,7 +94,7 @@ def best_task(divergence: Mapping[str, float]) -> str | None:
 
 
 def protected_tasks(divergence: Mapping[str, float], below: float = PROTECT) -> list[str]:
-    """Tasks with ``w_T <= below``, best first: their candidates lead every key they share.
+    """Tasks with ``w_T <= below``, best first: they keep the default budget.
 
     The best task is always protected (``below = 0`` protects it alone).
     """
@@ -139,9 +126,6 @@ def allocate(divergence: Mapping[str, float], default: Budget = DEFAULT_BUDGET,
     for task in divergence:
         x = w.get(task, 0.0) if w.get(task, 0.0) > protect else 0.0
         out[task] = Budget(min_count=_lerp_int(default.min_count, generous.min_count, x),
-                           max_candidates=_lerp_int(default.max_candidates, generous.max_candidates, x),
-                           max_draft_len=_lerp_int(default.max_draft_len, generous.max_draft_len, x),
-                           weight=round(default.weight + x * (generous.weight - default.weight), 6),
                            teacher=_lerp_int(default.teacher, generous.teacher, x))
     return out
 

@@ -5,15 +5,11 @@ task, measures each task's excess divergence ``D_T`` (on a dev split of its
 training lines, :mod:`tokenmap.balance.streams`, or on the model's own
 transcripts, :mod:`tokenmap.balance.teacher`) and gives each task its budget
 (:func:`tokenmap.balance.budget.allocate`).  The plan is then written as a map
-set or one merged map (:mod:`tokenmap.balance.sections`).
-
-:func:`build_balanced` (``tokenmap build --balance``) writes a **map set**
-(:func:`tokenmap.maps.mapfile.write_map_set`): one section per task, counted and
-pruned with that task's budget.  The decoder drafts from the section whose
-recent proposals the model accepted (:class:`tokenmap.decode.drafters.MapSetDrafter`),
+set (:mod:`tokenmap.balance.sections`): one token map per task, built with
+that task's budget.  The decoder drafts from the section whose recent
+proposals the model accepted (:class:`tokenmap.decode.drafters.MapSetDrafter`),
 so a thin task's extra budget never drafts on the fastest task's text, whose
-section is exactly its default-budget map.  ``layout="merged"`` writes the
-budgets into one map instead (:mod:`tokenmap.balance.merged`).
+section is exactly its default-budget map.
 """
 
 from __future__ import annotations
@@ -29,14 +25,14 @@ import numpy as np
 
 from tokenmap.balance.budget import (DEFAULT_BUDGET, GENEROUS, PROTECT, Budget, allocate, best_task, protected_tasks,
                                      rounded, shares, task_name)
-from tokenmap.balance.streams import DEV_EVERY, dev_divergence, encode_stream, stream_sequences
+from tokenmap.balance.streams import DEV_EVERY, dev_divergence, encode_stream
 from tokenmap.balance.teacher import check_teacher_tasks, teacher_divergence
 from tokenmap.build.builder import BuildError, BuildOptions, BuildResult, resolve_inputs
 from tokenmap.build.corpus import CorpusStats, check_nonempty, read_corpus
-from tokenmap.build.selftest import simulate
+from tokenmap.build.selftest import sample_utterances, self_test
 from tokenmap.decode.cost import CostModel
-from tokenmap.maps import mapfile
 from tokenmap.maps.schema import stream_markers
+from tokenmap.maps.suffixmap import TokenMap
 
 log = logging.getLogger("tokenmap")
 
@@ -53,7 +49,7 @@ def read_tasks(corpus, options, stats) -> dict[str, list[str]]:
 
 @dataclass
 class BalancePlan:
-    """What both layouts share: the tasks, their ``D_T`` (dev split or teacher lines), ``w_T`` and budgets."""
+    """The tasks, their ``D_T`` (dev split or teacher lines), ``w_T`` and budgets."""
 
     output: Path
     model: str
@@ -63,7 +59,7 @@ class BalancePlan:
     progress: object
     tasks: dict = field(default_factory=dict)  # task -> [texts]
     teacher: dict = field(default_factory=dict)  # task -> [teacher transcripts] (tokenmap.balance.teacher)
-    default_arrays: dict = field(default_factory=dict)  # task -> default-budget arrays built for its D_T
+    default_maps: dict = field(default_factory=dict)  # task -> default-budget map built for its D_T
     stats: object = None
     divergence: dict = field(default_factory=dict)
     dev_tokens: dict = field(default_factory=dict)
@@ -103,16 +99,14 @@ class BalancePlan:
     def n_tokens(self, streams: Mapping[str, np.ndarray]) -> int:
         return sum(len(s) for s in streams.values()) - 2 * self.stats.utterances
 
-    def header(self, layout: str) -> dict:
+    def header(self) -> dict:
         """The header's ``balance`` section: the rule, every task's ``D_T``, ``w_T`` and budget."""
         w = shares(self.divergence)
         return {
-            "layout": layout,
             "rule": "setting = default + w_T * (generous - default), w_T = (D_T - D_min) / (D_max - D_min)",
-            # the module is named as it was when maps began to record this text, so maps stay byte-identical
             "divergence": "cross-entropy of the map's next-token distribution on "
                           + ("the model's greedy transcripts (teacher lines)" if self.teacher else
-                             f"every {DEV_EVERY}th training line") + " (nats/token, tokenmap.divergence)",
+                             f"every {DEV_EVERY}th training line") + " (nats/token, tokenmap.balance.divergence)",
             "best": self.best, "protected": self.protected, "protect": self.protect,
             "default": asdict(self.default), "generous": asdict(self.generous),
             "tasks": {t: {"D_T": rounded(self.divergence[t]), "w": round(w.get(t, 0.0), 4),
@@ -121,22 +115,23 @@ class BalancePlan:
                       for t in sorted(self.tasks)},
         }
 
-    def self_test(self, tm, streams) -> dict:
-        """:func:`tokenmap.build.selftest.simulate` on up to 200 utterances of each stream."""
-        sample = [s for stream in streams for s in stream_sequences(stream[:200_000], self.bos, self.sep)[:200]]
-        return {k: round(v, 4) if isinstance(v, float) else v for k, v in simulate(tm, sample).items()}
+    def self_test(self, tm: TokenMap, stream: np.ndarray) -> dict:
+        """:func:`tokenmap.build.selftest.self_test` of a task's map on up to 200 utterances of its stream."""
+        return self_test(tm, sample_utterances(stream, self.sep, 200), self.cost)
 
-    def result(self, size: int, header: dict, maps: Sequence[mapfile.TokenMap]):
-        """The :class:`tokenmap.build.builder.BuildResult` of the written file (key counts summed over ``maps``)."""
+    def result(self, size: int, header: dict, maps: Sequence[TokenMap]):
+        """The :class:`tokenmap.build.builder.BuildResult` of the written file (counts summed over ``maps``)."""
         if not size:
             raise BuildError(f"{self.output}: nothing written")
-        per_order = np.sum([m.keys_per_order() for m in maps], axis=0).astype(int).tolist()
+        depth = self.options.depth
+        per_length = np.sum([np.bincount(m.arrays["node_depth"], minlength=depth + 1)[1:] for m in maps], axis=0)
+        continued = sum(int(np.count_nonzero(m.arrays["node_best"] >= 0)) for m in maps)
         result = BuildResult(str(self.output), size, self.stats.utterances, dict(self.stats.skipped),
-                             int(header["tokens"]), sum(m.num_keys for m in maps), sum(m.num_candidates for m in maps),
-                             tuple(per_order), round(time.perf_counter() - self.started, 3), self.cost.source,
-                             header["self_test"])
-        log.info("built balanced %s: %d tasks (best %s), %d keys, %d candidates", self.output, len(self.tasks),
-                 self.best, result.keys, result.candidates)
+                             int(header["tokens"]), sum(m.num_nodes for m in maps), continued,
+                             tuple(int(x) for x in per_length), round(time.perf_counter() - self.started, 3),
+                             self.cost.source, header["self_test"])
+        log.info("built balanced %s: %d tasks (best %s), %d contexts", self.output, len(self.tasks), self.best,
+                 result.contexts)
         return result
 
 
@@ -163,12 +158,11 @@ def plan_balance(corpus: Sequence, output, *, model: str = "base", tokenizer=Non
         progress("load", plan.stats.utterances)
     for task, stream in plan.streams.items():
         if teacher:
-            d_t, n, arrays = teacher_divergence(stream, plan.teacher_streams.get(task), options, cost,
-                                                tokenizer.vocab_size)
-            if arrays is not None:  # the task's default-budget map on all of its corpus: a section to reuse
-                plan.default_arrays[task] = arrays
+            d_t, n, tm = teacher_divergence(stream, plan.teacher_streams.get(task), options, tokenizer.vocab_size)
+            if tm is not None:  # the task's default-budget map on all of its corpus: a section to reuse
+                plan.default_maps[task] = tm
         else:
-            d_t, n = dev_divergence(stream, options, cost, tokenizer.vocab_size)
+            d_t, n = dev_divergence(stream, options, tokenizer.vocab_size)
         plan.divergence[task], plan.dev_tokens[task] = d_t, n
     plan.budgets = allocate(plan.divergence, plan.default, generous, protect)
     return plan

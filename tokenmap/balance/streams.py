@@ -1,7 +1,7 @@
-"""A task's token stream: encoding, per-task counting, and ``D_T`` on a dev split.
+"""A task's token stream: encoding, the task's map, and ``D_T`` on a dev split.
 
-Shared by :mod:`tokenmap.balance.plan` (``tokenmap build --balance``), its merged
-layout and :mod:`tokenmap.balance.teacher`.  A stream is the ``BOS ids SEP ...``
+Shared by :mod:`tokenmap.balance.plan` (``tokenmap build --balance``),
+:mod:`tokenmap.balance.sections` and :mod:`tokenmap.balance.teacher`.  A stream is the ``BOS ids SEP ...``
 uint32 array :func:`tokenmap.build.builder.encode_texts` makes (``BOS`` =
 vocabulary size, ``SEP`` = vocabulary size + 1).
 
@@ -13,19 +13,15 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
 
 from tokenmap.balance.budget import Budget
 from tokenmap.balance.divergence import cross_entropy
-from tokenmap.build.builder import encode_texts
-from tokenmap.build.counting import count_levels
-from tokenmap.build.ngrams import select_candidates
-from tokenmap.decode.cost import CostModel
-from tokenmap.maps import mapfile
+from tokenmap.build.builder import context_min_count, encode_texts
 from tokenmap.maps.schema import stream_markers
+from tokenmap.maps.suffixmap import TokenMap, build_arrays
 
 DEV_EVERY = 10  # every 10th training line of a task is its dev split
 
@@ -57,20 +53,18 @@ def stream_sequences(tok: np.ndarray, bos: int, sep: int) -> list[list[int]]:
     return out
 
 
-def task_arrays(tok: np.ndarray, budget: Budget, options, cost: CostModel, bos: int, sep: int) -> dict:
-    """Map arrays of one task's stream, counted and pruned with ``budget``."""
-    opts = replace(options, min_count=budget.min_count, max_candidates=budget.max_candidates,
-                   max_draft_len=budget.max_draft_len)
-    levels = count_levels(tok, sep, opts.min_count, opts.max_order + opts.max_draft_len, jobs=1)
-    return select_candidates(levels, opts, cost, bos)
+def build_task_map(tok: np.ndarray, budget: Budget, options, vocab_size: int) -> TokenMap:
+    """The in-memory token map of one task's stream with ``budget`` (``options.depth`` deep); its
+    header holds ``depth``, ``bos``, ``sep``, ``vocab_size`` and the ``min_count`` used (for a
+    ``budget.min_count`` of 0, the builder's rule on the stream's length, as ``tokenmap build``)."""
+    bos, sep = stream_markers(vocab_size)
+    min_count = context_min_count(budget.min_count, len(tok))
+    arrays = build_arrays(tok, sep, options.depth, min_count)
+    header = {"depth": options.depth, "bos": bos, "sep": sep, "vocab_size": vocab_size, "min_count": min_count}
+    return TokenMap(header, arrays)
 
 
-def memory_map(arrays: dict, order: int, vocab_size: int) -> mapfile.TokenMap:
-    """An in-memory :class:`TokenMap` over ``arrays`` (for scoring before writing)."""
-    return mapfile.TokenMap({"order": order, "vocab_size": vocab_size}, arrays)
-
-
-def dev_divergence(stream: np.ndarray, options, cost: CostModel, vocab_size: int) -> tuple[float, int]:
+def dev_divergence(stream: np.ndarray, options, vocab_size: int) -> tuple[float, int]:
     """``(D_T, dev tokens)`` of the task's default-budget map (built on its train split) on its dev split.
 
     ``stream``: the task's ``BOS ids SEP ...`` stream (:func:`encode_stream`), split by line as
@@ -81,7 +75,6 @@ def dev_divergence(stream: np.ndarray, options, cost: CostModel, vocab_size: int
     lines = list(zip(np.r_[0, ends[:-1] + 1].tolist(), (ends + 1).tolist()))  # [start, end) of each line
     train, dev = split_dev(lines)
     train_stream = np.concatenate([stream[a:b] for a, b in train]) if train else stream[:0]
-    arrays = task_arrays(train_stream, Budget.of(options), options, cost, bos, sep)
+    tm = build_task_map(train_stream, Budget.of(options), options, vocab_size)
     seqs = [[t for t in stream[a:b - 1].tolist() if t != bos] for a, b in dev]
-    tm = memory_map(arrays, options.max_order, vocab_size)
     return cross_entropy(tm, seqs), sum(map(len, seqs))

@@ -9,9 +9,9 @@ transcripts to the builder as a teacher corpus.  Then
 * ``D_T`` is measured on what the verifier emits: the cross-entropy of the
   task's default-budget map (its whole training corpus) on the model's greedy
   output for that task (:func:`teacher_divergence`);
-* each task's section also counts its teacher lines ``Budget.teacher`` times,
+* each task's map also counts its teacher lines ``Budget.teacher`` times,
   a setting :func:`tokenmap.balance.budget.allocate` moves from 0 (the best task: its
-  section stays its plain map) towards the generous bound in proportion to
+  map stays its plain map) towards the generous bound in proportion to
   ``w_T`` (:func:`with_teacher`).
 
 A corpus text tells the map what people say; a teacher line tells it how the
@@ -40,7 +40,7 @@ import numpy as np
 
 from tokenmap.balance.budget import Budget
 from tokenmap.balance.divergence import cross_entropy
-from tokenmap.balance.streams import memory_map, stream_sequences, task_arrays
+from tokenmap.balance.streams import build_task_map, stream_sequences
 from tokenmap.maps.schema import stream_markers
 
 log = logging.getLogger("tokenmap")
@@ -53,17 +53,16 @@ def with_teacher(stream: np.ndarray, teacher: np.ndarray | None, copies: int) ->
     return np.concatenate([stream, *([teacher] * copies)])
 
 
-def teacher_divergence(stream: np.ndarray, teacher: np.ndarray | None, options, cost, vocab_size: int):
-    """``(D_T, teacher tokens, arrays)``: the cross-entropy of the task's default-budget map, built on
-    all of ``stream``, on the teacher stream's utterances, and that map's arrays (the task's section
-    when its budget stays the default); ``(nan, 0, None)`` without teacher lines."""
+def teacher_divergence(stream: np.ndarray, teacher: np.ndarray | None, options, vocab_size: int):
+    """``(D_T, teacher tokens, map)``: the cross-entropy of the task's default-budget map, built on
+    all of ``stream``, on the teacher stream's utterances, and that map (the task's section when its
+    budget stays the default); ``(nan, 0, None)`` without teacher lines."""
     bos, sep = stream_markers(vocab_size)
     seqs = [s for s in stream_sequences(teacher, bos, sep) if s] if teacher is not None else []
     if not seqs:
         return math.nan, 0, None
-    arrays = task_arrays(stream, Budget.of(options), options, cost, bos, sep)
-    tm = memory_map(arrays, options.max_order, vocab_size)
-    return cross_entropy(tm, seqs), sum(map(len, seqs)), arrays
+    tm = build_task_map(stream, Budget.of(options), options, vocab_size)
+    return cross_entropy(tm, seqs), sum(map(len, seqs)), tm
 
 
 def check_teacher_tasks(corpus_tasks, teacher_tasks: Mapping[str, list]) -> None:

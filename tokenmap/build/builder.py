@@ -1,49 +1,36 @@
-"""Build a token map from transcripts: load, validate, count, prune, save.
+"""Build a token map from transcripts: load, validate, count, self-test, save.
 
-The pipeline (:func:`build_map`) is a fixed sequence:
+The map is a suffix trie of the corpus (:mod:`tokenmap.maps.suffixmap`): every
+token sequence of up to ``depth`` tokens with its count.  The pipeline
+(:func:`build_map`) is a fixed sequence:
 
 1. **load** - stream utterances (:mod:`tokenmap.build.corpus`), bridge them to
    Whisper's style (:mod:`tokenmap.build.style`), tokenize them with the target
    model's tokenizer in batches and spool the ids to a temporary file as one
-   flat ``uint32`` stream ``BOS t1 t2 ... SEP BOS ...``;
+   flat ``uint32`` stream ``BOS t1 t2 ... SEP BOS ...``; teacher transcripts
+   (the model's own output on other audio of the domain) follow, unbridged,
+   ``teacher_copies`` times;
 2. **validate** - refuse an output that is one of the inputs or lies inside an
    input directory, an existing output without ``force``, and an empty corpus
-   (and, after step 4, a map without keys);
-3. **count** - level by level (apriori, :mod:`tokenmap.build.counting`): the
-   m-grams of the stream are counted with ``numpy`` (exact 64-bit keys
-   ``parent_id << bits | token``), and only m-grams whose count reaches
-   ``min_count`` are extended to length m + 1, up to ``max_order +
-   max_draft_len``; beyond ``max_order + 1`` tokens only the branches a
-   candidate can follow are extended.  It streams: each level is one pass
-   over the spooled ids in chunks of ``counting.CHUNK_TOKENS`` tokens (their
-   positions spilled to a temporary file between levels), so memory grows
-   with the distinct n-grams of a level, not with the corpus;
-4. **prune** - for every frequent context (``n <= max_order`` tokens) walk
-   the trie of its continuations (most frequent child first) and cut the draft
-   at the length ``L`` maximising ``E[accepted(L)] * step - (batch(L+1) - step)``
-   (:class:`tokenmap.decode.cost.CostModel`), where ``E[accepted(L)] = sum_i
-   count(key + prefix_i) / count(key)``; a candidate is kept only if that
-   saving is positive; alternative candidates start at the 2nd, 3rd... most
-   frequent next token (so no two candidates of a key share a prefix);
-   **near-duplicates merge** (``merge_near_duplicates``, on by default): two
-   candidates of a key that differ only in their first token over the
-   shorter one's length (at least 2 tokens) are one pattern, e.g. after
-   ``Pump`` the drafts `` 3 inspected, pressure`` and `` 4 inspected,`` -
-   the one with the lower saving is merged into the other (dropped, counted
-   in ``BuildResult.merged``), and the slot it frees goes to the next branch
-   (one extra branch is walked per key).  The kept draft's saving is *not*
-   raised by the merged one's count: verification is exact, so where the
-   merged branch occurs the kept draft fails at its first token
-   (:func:`tokenmap.build.ngrams.near_duplicates`).  The draft ``draft`` returns
-   changes only where the refilled branch saves more than every kept one
-   (3 of 25,769 keys on the English maintenance train split);
+   (and, after step 3, a map without a context of two tokens or more);
+3. **count** - :func:`tokenmap.maps.suffixmap.build_arrays`: the windows of
+   ``depth`` tokens from every position, sorted in chunks, give every node of
+   the trie with its count; a context is kept when it occurs ``min_count``
+   times (``0``: every context of a corpus up to :data:`SMALL_CORPUS_TOKENS`
+   tokens, a closed phrase inventory, and those seen twice in a larger one);
+4. **self-test** - the decoder's drafter replayed over the first training
+   utterances (:func:`tokenmap.build.selftest.self_test`), stored in the header;
 5. **save** - :func:`tokenmap.maps.mapfile.write_map`.
+
+The drafter decides at decode time how far to follow the map (the calibrated
+cost of the pass that verifies a draft, :mod:`tokenmap.decode.follow`), so the
+build has no draft length, candidate count or context order to choose.
 
 Example::
 
     >>> result = build_map(["maint.txt"], "out.tmap", model="base")   # doctest: +SKIP
-    >>> result.keys, result.candidates, result.merged, result.size_bytes   # doctest: +SKIP
-    (5120, 4406, 212, 210048)
+    >>> result.contexts, result.with_continuation, result.size_bytes   # doctest: +SKIP
+    (412230, 151906, 8419456)
 """
 
 from __future__ import annotations
@@ -80,57 +67,54 @@ class BuildError(RuntimeError):
 
 @dataclass(frozen=True)
 class BuildOptions:
-    """Parameters of a build (all stored in the map's header).
+    """Parameters of a build (all but ``batch_size`` and ``jobs`` stored in the map's header).
 
-    ``max_order`` is N (the longest context, the paper's optimum is 3);
-    ``max_draft_len`` caps a candidate's length in tokens;
-    ``merge_near_duplicates``: see the module docstring (step 4).
+    ``style`` and ``add_raw``: the style bridge (step 1); ``text_column``: of .csv/.tsv inputs;
+    ``batch_size`` texts per tokenizer call, ``jobs`` tokenizer processes; ``depth``: the longest
+    token sequence the map keeps (context and continuation together); ``min_count``: the count a
+    context needs to be kept, 0 for the rule of the module docstring (step 3).
     """
 
-    max_order: int = 3
-    min_count: int = 2
-    max_candidates: int = 3
-    max_draft_len: int = 16
-    merge_near_duplicates: bool = True
     style: StyleOptions = StyleOptions()
     add_raw: bool = False
     text_column: str = "text"
     batch_size: int = 16384
     jobs: int = 2
     depth: int = 24
-    trie_min_count: int = 0
+    min_count: int = 0
 
     def __post_init__(self) -> None:
-        if not 1 <= self.max_order <= 8:
-            raise ValueError("max_order must be between 1 and 8")
-        if self.min_count < 1 or self.max_candidates < 1 or not 1 <= self.max_draft_len <= 64:
-            raise ValueError("min_count, max_candidates must be >= 1 and max_draft_len 1..64")
+        if not 2 <= self.depth <= 255 or self.min_count < 0 or self.jobs < 1 or self.batch_size < 1:
+            raise ValueError("depth must be 2..255, min_count >= 0, jobs and batch_size >= 1")
 
 
 @dataclass(frozen=True)
 class BuildResult:
-    """Summary of a finished build (sizes in bytes, times in seconds)."""
+    """Summary of a finished build (sizes in bytes, times in seconds).
+
+    ``contexts``: the map's nodes (summed over a map set's sections), ``with_continuation`` those
+    with a child, ``contexts_per_length`` per context length 1, 2, ...; ``self_test``: the header's.
+    """
 
     path: str
     size_bytes: int
     utterances: int
     skipped: dict
     tokens: int
-    keys: int
-    candidates: int
-    keys_per_order: tuple
+    contexts: int
+    with_continuation: int
+    contexts_per_length: tuple
     seconds: float
     cost_source: str
-    coverage: dict = field(default_factory=dict)
-    merged: int = 0
+    self_test: dict = field(default_factory=dict)
 
 
 # -- 1. load -----------------------------------------------------------------
 def encode_texts(texts: Sequence[str], tokenizer, style: StyleOptions, add_raw: bool) -> bytes:
     """Bridge and tokenize a batch; returns ``BOS ids... SEP`` per text as uint32 bytes.
 
-    BOS/SEP here are internal ids (``vocab_size`` and ``vocab_size + 1``),
-    which keep the stream dense for counting.
+    BOS/SEP here are the first ids past the vocabulary (``vocab_size`` and
+    ``vocab_size + 1``, :func:`tokenmap.maps.schema.stream_markers`).
     """
     bos, sep = tokenizer.vocab_size, tokenizer.vocab_size + 1
     batch: list[str] = []
@@ -233,11 +217,12 @@ def _created() -> str | None:
 
 def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats, cost: CostModel,
                 n_tokens: int) -> dict:
-    """The JSON header of a map (everything but the array table)."""
+    """The JSON header of a map (everything but the array table and the trie's ``min_count``)."""
     params = asdict(options)
     params.pop("batch_size")
     params.pop("jobs")
     created = _created()
+    bos, sep = schema.stream_markers(tokenizer.vocab_size)
     return {
         "format": "tokenmap",
         "fingerprint": tokenizer.fingerprint,
@@ -245,7 +230,7 @@ def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats
         "vocab_size": tokenizer.vocab_size,
         "tokenizer_repairs": list(getattr(tokenizer, "repairs", [])),  # BPE merges restored (textok.repair_merges)
         "model": model,
-        "order": options.max_order,
+        "depth": options.depth,
         "params": params,
         "cost_model": cost.to_json(),
         "utterances": stats.utterances,
@@ -255,7 +240,8 @@ def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats
         "languages": dict(sorted(stats.langs.items())),
         "corpus_sha256": dict(sorted(stats.files.items())),
         **({"created": created} if created else {}),
-        "bos": mapfile.TokenMap.BOS,
+        "bos": bos,
+        "sep": sep,
     }
 
 
@@ -270,17 +256,22 @@ def check_output(output: Path, inputs: Sequence[str | os.PathLike]) -> None:
             raise BuildError(f"{output} lies inside the input directory {raw}: write the map outside it")
 
 
-def require_keys(keys: int, stats: CorpusStats, n_tokens: int, min_count: int,
-                 flag: str | None = "--min-count") -> None:
-    """Refuse to write a map without keys (it would never draft), as an empty corpus is refused;
-    ``flag`` is the option that sets ``min_count``, if any."""
+def context_min_count(min_count: int, n_tokens: int) -> int:
+    """The count a context needs to be kept in a map of ``n_tokens``: ``min_count``, or with 0 the
+    rule of step 3."""
+    return min_count or (1 if n_tokens <= SMALL_CORPUS_TOKENS else 2)
+
+
+def require_keys(keys: int, stats: CorpusStats, n_tokens: int, min_count: int) -> None:
+    """Refuse to write a map without a context of two tokens or more (it would never draft), as an
+    empty corpus is refused."""
     if keys:
         return
     skipped = ", ".join(f"{v} {k}" for k, v in sorted(stats.skipped.items()) if k != "empty")
-    raise BuildError(f"no map written: no context of the corpus occurs {min_count} times or more with a draft "
-                     f"worth verifying ({stats.utterances} usable utterances, {n_tokens} tokens"
+    raise BuildError(f"no map written: no context of the corpus occurs {min_count} times or more "
+                     f"({stats.utterances} usable utterances, {n_tokens} tokens"
                      + (f"; lines skipped: {skipped}" if skipped else "") + "); add text"
-                     + (f" or lower {flag}" if flag else ""))
+                     + (" or lower --context-min-count" if min_count > 1 else ""))
 
 
 def resolve_inputs(output: Path, force: bool, model: str, tokenizer, cost: CostModel | None,
@@ -334,7 +325,7 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     t0 = time.perf_counter()
     output = Path(output)
     tokenizer, cost = resolve_inputs(output, force, model, tokenizer, cost, [*corpus, *teacher])
-    bos, sep = schema.stream_markers(tokenizer.vocab_size)
+    sep = schema.stream_markers(tokenizer.vocab_size)[1]
     stats, taught = CorpusStats(), CorpusStats()
     stream = _read_stream(corpus, tokenizer, options, stats, progress)
     check_nonempty(stats)
@@ -345,26 +336,26 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     n_tokens = len(stream)
     if progress:
         progress("count", 0)
-    min_count = options.trie_min_count or (1 if n_tokens <= SMALL_CORPUS_TOKENS else 2)
+    min_count = context_min_count(options.min_count, n_tokens)
     arrays = suffixmap.build_arrays(stream, sep, options.depth, min_count)
     header = make_header(tokenizer, model, options, stats, cost, corpus_tokens)
-    header.update(depth=options.depth, bos=bos, sep=sep, min_count=min_count, order=options.depth)
+    header["min_count"] = min_count
     if teacher:
         header["teacher"] = {"utterances": taught.utterances, "copies": teacher_copies,
                              "sha256": dict(sorted(taught.files.items()))}
-    sm = suffixmap.SuffixMap(header, arrays)
+    sm = suffixmap.TokenMap(header, arrays)
     if progress:
-        progress("prune", 0)
-    require_keys(int(np.count_nonzero(arrays["node_depth"] >= 2)), stats, corpus_tokens, min_count, None)
+        progress("test", 0)
+    require_keys(int(np.count_nonzero(arrays["node_depth"] >= 2)), stats, corpus_tokens, min_count)
     header["self_test"] = self_test(sm, sample_utterances(stream, sep, 2000), cost)
     if progress:
         progress("save", 0)
-    size = mapfile.write_map(output, header, arrays, version=schema.SUFFIX_VERSION)
+    size = mapfile.write_map(output, header, arrays)
     nodes_per_depth = np.bincount(arrays["node_depth"], minlength=options.depth + 1)[1:]
     result = BuildResult(str(output), size, stats.utterances, dict(stats.skipped), int(header["tokens"]),
                          sm.num_nodes, int(np.count_nonzero(arrays["node_best"] >= 0)),
                          tuple(int(x) for x in nodes_per_depth), round(time.perf_counter() - t0, 3), cost.source,
-                         header["self_test"], 0)
+                         header["self_test"])
     log.info("built %s: %d contexts (min count %d, depth %d), %d bytes in %.1f s", output,
-             result.keys, min_count, options.depth, size, result.seconds)
+             result.contexts, min_count, options.depth, size, result.seconds)
     return result

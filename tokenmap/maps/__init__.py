@@ -1,3 +1,3 @@
-"""The token-map file format: its layouts and constants (:mod:`.schema`), reading and checking a file
-(:mod:`.checks`), writing and loading maps and the n-gram lookup (:mod:`.mapfile`), and the suffix map
-(:mod:`.suffixmap`)."""
+"""The token map and its file: the map itself, a suffix trie with longest-match lookups (:mod:`.suffixmap`),
+the file's layouts and constants (:mod:`.schema`), reading and checking a file (:mod:`.checks`), and writing
+and loading maps and map sets (:mod:`.mapfile`)."""

@@ -1,10 +1,10 @@
 """Reading a token-map file: its prefix, header and array table, and every check a lookup relies on.
 
 :func:`open_map` maps a file and checks its prefix, header and checksum;
-:func:`load_single`, :func:`load_sections` and :func:`load_suffix` check the arrays of a
-one-map file, of a map set and of a suffix map (format 3) against their layouts
-(:mod:`tokenmap.maps.schema`) and return the loaded maps.  Any failure is a
-:class:`~tokenmap.maps.schema.MapFormatError` with a one-line message.
+:func:`load_single` and :func:`load_sections` check the arrays of a one-map file and of a
+map set against their layout (:mod:`tokenmap.maps.schema`, :func:`check_trie`) and return
+the loaded maps.  Any failure is a :class:`~tokenmap.maps.schema.MapFormatError` with a
+one-line message.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmap.maps.schema import (ALIGN, CHECKSUM, LAYOUT, LEGACY_VERSION, MAGIC, MAX_HEADER, NGRAM_VERSION, PREFIX,
-                                  RECALL_VERSION, SCHEMA, SET_VERSION, SUFFIX_LAYOUT, SUFFIX_VERSION, MapFormatError,
-                                  base_name, check_arrays, schema_of, stream_markers)
-from tokenmap.maps.suffixmap import SuffixMap
+from tokenmap.maps.schema import (ALIGN, CHECKSUM, LAYOUT, MAGIC, MAP_VERSION, MAX_HEADER, PREFIX, RECALL_VERSION,
+                                  RETIRED_VERSIONS, SCHEMA, SET_VERSION, MapFormatError, base_name, check_arrays,
+                                  schema_of, stream_markers)
+from tokenmap.maps.suffixmap import TokenMap
 
 
 def fail(path: Path, what: str) -> MapFormatError:
@@ -37,12 +37,12 @@ def read_header(buf, path: Path) -> dict:
     magic, version, hlen = PREFIX.unpack_from(buf, 0)
     if magic != MAGIC:
         raise fail(path, "not a token map (bad magic)")
-    if version == LEGACY_VERSION:
-        raise fail(path, "a token map of format 1 (3-token contexts), which this tokenmap no longer reads: "
-                          "rebuild it with `tokenmap build`")
-    if version not in (SET_VERSION, SUFFIX_VERSION, NGRAM_VERSION, RECALL_VERSION):
+    if version in RETIRED_VERSIONS:
+        raise fail(path, f"{RETIRED_VERSIONS[version]} of format {version}, which this tokenmap no longer reads: "
+                          "rebuild it with `tokenmap build`" + (" --balance" if version == 2 else ""))
+    if version not in (MAP_VERSION, SET_VERSION, RECALL_VERSION):
         raise fail(path, f"unsupported token map format version {version} "
-                          f"(this tokenmap reads {SET_VERSION}, {SUFFIX_VERSION}, {NGRAM_VERSION} "
+                          f"(this tokenmap reads maps, {MAP_VERSION}, map sets, {SET_VERSION}, "
                           f"and recall indexes, {RECALL_VERSION})")
     if hlen > MAX_HEADER:
         raise fail(path, "corrupt token map (header too large)")
@@ -102,7 +102,7 @@ def array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
 
 
 def _known_name(name, header: dict, schema: dict) -> bool:
-    """An array name of this file's layout: ``key_hash``, or ``<i>.key_hash`` in a set of more than i sections."""
+    """An array name of this file's layout: ``edge_key``, or ``<i>.edge_key`` in a set of more than i sections."""
     if not isinstance(name, str):
         return False
     prefix, _, base = name.rpartition(".")
@@ -111,15 +111,6 @@ def _known_name(name, header: dict, schema: dict) -> bool:
     if "sections" not in header:
         return prefix == "" and "." not in name
     return prefix.isdigit() and str(int(prefix)) == prefix and int(prefix) < len(header["sections"])
-
-
-def check_structure(a: dict[str, np.ndarray], header: dict, vocab_size: int, path: Path,
-                     label: str = "") -> None:
-    """Every array by its role in :data:`LAYOUT`, so that lookups can never index out of range
-    nor draft an id outside the vocabulary."""
-    problem = check_arrays(a, LAYOUT, {"order": header["order"]}, vocab_size)
-    if problem:
-        raise fail(path, f"corrupt token map ({label}{problem})")
 
 
 def vocab_size_of(header: dict, vocab_size: int | None, path: Path) -> int:
@@ -149,12 +140,6 @@ def open_map(path: Path, verify: bool):
     return buf, header
 
 
-def check_order(header: dict, path: Path) -> None:
-    order = header.get("order")
-    if not isinstance(order, int) or not 1 <= order <= 64:
-        raise fail(path, "corrupt token map (bad header fields)")
-
-
 def check_fingerprint(header: dict, fingerprint: str | None, model_hint: str, path: Path) -> None:
     if fingerprint is not None and header["fingerprint"] != fingerprint:
         model = model_hint or header.get("model") or "MODEL"
@@ -162,47 +147,15 @@ def check_fingerprint(header: dict, fingerprint: str | None, model_hint: str, pa
                           f"{fingerprint[:12]}…): rebuild it with `tokenmap build --model {model} …`")
 
 
-def load_single(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
-            vocab_size: int | None):
-    """The map of a one-map file."""
-    arrays = array_views(buf, header, path)
-    check_order(header, path)
-    check_fingerprint(header, fingerprint, model_hint, path)
-    check_structure(arrays, header, vocab_size_of(header, vocab_size, path), path)
-    return cls(header, arrays, path, buf)
-
-
-def load_sections(cls, buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
-              vocab_size: int | None) -> list:
-    """Every section of a map set as a map; each header is the file's plus the section's."""
-    check_fingerprint(header, fingerprint, model_hint, path)
-    views = array_views(buf, header, path)
-    top = {k: v for k, v in header.items() if k not in ("sections", "arrays")}
-    maps, tasks = [], set()
-    for i, sec in enumerate(header["sections"]):
-        merged = {**top, **sec}
-        check_order(merged, path)
-        if not isinstance(sec.get("task"), str) or sec["task"] in tasks:
-            raise fail(path, "corrupt token map (bad section table)")
-        tasks.add(sec["task"])
-        arrays = {name: views[f"{i}.{name}"] for name in SCHEMA}
-        check_structure(arrays, merged, vocab_size_of(merged, vocab_size, path), path, f"section {i}: ")
-        maps.append(cls(merged, arrays, path, buf))
-    return maps
-
-
-def load_suffix(buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
-            vocab_size: int | None) -> SuffixMap:
-    """The map of a format-3 file, its arrays checked so that no walk can leave them and no draft
-    can leave the vocabulary (the trie's own BOS and SEP are ``vocab`` and ``vocab + 1``)."""
-    arrays = array_views(buf, header, path)
-    check_fingerprint(header, fingerprint, model_hint, path)
-    vocab = vocab_size_of(header, vocab_size, path)
+def check_trie(arrays: dict, header: dict, vocab: int, path: Path, label: str = "") -> None:
+    """The arrays of one token map against :data:`LAYOUT` and the trie's invariants, so that no walk
+    can leave them and no draft can leave the vocabulary (the trie's own BOS and SEP are ``vocab``
+    and ``vocab + 1``, and the header must say so)."""
     bos, sep = stream_markers(vocab)
     depth = header.get("depth")
     if type(depth) is not int or not 1 <= depth <= 255 or header.get("bos") != bos or header.get("sep") != sep:
-        raise fail(path, "corrupt token map (bad header fields)")
-    problem = check_arrays(arrays, SUFFIX_LAYOUT, {}, vocab + 2)
+        raise fail(path, f"corrupt token map ({label}bad header fields)")
+    problem = check_arrays(arrays, LAYOUT, {}, vocab + 2)
     tokens = arrays["edge_key"] & np.uint64(0xFFFFFFFF)
     if problem is None and tokens.size and int(tokens.max()) > sep:
         problem = (f"array 'edge_key': token id {int(tokens.max())} outside the vocabulary of {vocab} tokens")
@@ -220,5 +173,31 @@ def load_suffix(buf, header: dict, path: Path, fingerprint: str | None, model_hi
         ok = (bool(np.all(count >= 1)) and bool(np.all(count[1:] <= count[parent]))
               and bool(np.all(parent[best[has] - 1] == np.flatnonzero(has))))
     if not ok:
-        raise fail(path, f"corrupt token map ({problem or 'inconsistent arrays'})")
-    return SuffixMap(header, arrays, path, buf)
+        raise fail(path, f"corrupt token map ({label}{problem or 'inconsistent arrays'})")
+
+
+def load_single(buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
+                vocab_size: int | None) -> TokenMap:
+    """The map of a one-map file (format :data:`MAP_VERSION`)."""
+    arrays = array_views(buf, header, path)
+    check_fingerprint(header, fingerprint, model_hint, path)
+    check_trie(arrays, header, vocab_size_of(header, vocab_size, path), path)
+    return TokenMap(header, arrays, path, buf)
+
+
+def load_sections(buf, header: dict, path: Path, fingerprint: str | None, model_hint: str,
+                  vocab_size: int | None) -> list[TokenMap]:
+    """Every section of a map set as a map; each header is the file's plus the section's."""
+    check_fingerprint(header, fingerprint, model_hint, path)
+    views = array_views(buf, header, path)
+    top = {k: v for k, v in header.items() if k not in ("sections", "arrays")}
+    maps, tasks = [], set()
+    for i, sec in enumerate(header["sections"]):
+        merged = {**top, **sec}
+        if not isinstance(sec.get("task"), str) or sec["task"] in tasks:
+            raise fail(path, "corrupt token map (bad section table)")
+        tasks.add(sec["task"])
+        arrays = {name: views[f"{i}.{name}"] for name in SCHEMA}
+        check_trie(arrays, merged, vocab_size_of(merged, vocab_size, path), path, f"section {i}: ")
+        maps.append(TokenMap(merged, arrays, path, buf))
+    return maps

@@ -140,44 +140,28 @@ def _role_problem(a: np.ndarray, role: Role, arrays: Mapping[str, np.ndarray], v
 
 # -- the file format ------------------------------------------------------------
 MAGIC = b"\x93TOKMAP\x1a"
-LEGACY_VERSION = 1  # the 3-token n-gram map of earlier `tokenmap build`s: refused, rebuild it
-SET_VERSION = 2  # a map set of n-gram sections (`tokenmap build --balance`)
-SUFFIX_VERSION = 3  # one suffix map (tokenmap.maps.suffixmap), what `tokenmap build` writes
-NGRAM_VERSION = 4  # one n-gram map with this release's checks (`tokenmap build --balance --layout merged`)
+MAP_VERSION = 3  # one token map (tokenmap.maps.suffixmap), what `tokenmap build` writes
 RECALL_VERSION = 5  # an audio recall index (tokenmap.recall), not a token map
-FORMAT_VERSION = SUFFIX_VERSION
+SET_VERSION = 6  # a map set: one token map per task (`tokenmap build --balance`)
+#: versions of earlier releases, refused with a message to rebuild: 1, 2 and 4 held n-gram maps
+#: (fixed-length contexts with ranked candidate drafts), which the decoder no longer reads
+RETIRED_VERSIONS = {1: "an n-gram token map", 2: "a map set of n-gram sections", 4: "an n-gram token map"}
 MAX_HEADER = 16 << 20
 ALIGN = 64
-PAD = 0xFFFFFFFE
-BOS = 0xFFFFFFFF
 PREFIX = struct.Struct("<8sII")
 CHECKSUM = 32
-MASK = (1 << 64) - 1
-HASH_MULT = 0x9E3779B97F4A7C15
-#: The arrays of a map, what each may hold (:mod:`tokenmap.maps.schema`); ``order`` is the header's.
+#: The arrays of a token map (:mod:`tokenmap.maps.suffixmap`) and what each may hold; the trie's
+#: structure is checked by :func:`tokenmap.maps.checks.check_trie`, token ids here (the trie's
+#: ``BOS`` and ``SEP`` are the vocabulary size and the vocabulary size + 1)
 LAYOUT = {
-    "key_hash": ArraySpec("<u8", ("K",)),
-    "key_tokens": ArraySpec("<u4", ("K", "order"), TokenIds(sentinels=(BOS, PAD))),
-    "key_count": ArraySpec("<u4", ("K",)),
-    "order_offsets": ArraySpec("<i8", ("order+1",), Offsets("key_hash")),
-    "cand_offsets": ArraySpec("<i8", ("K+1",), Offsets("cand_expected")),
-    "cand_tok_offsets": ArraySpec("<i8", ("C+1",), Offsets("cand_tokens")),
-    "cand_tokens": ArraySpec("<u4", ("T",), TokenIds()),
-    "cand_expected": ArraySpec("<f4", ("C",), Values(finite=True)),
-    "cand_saving": ArraySpec("<f4", ("C",), Values(finite=True)),
-}
-#: ``{name: (dtype, number of dimensions)}`` of :data:`LAYOUT`
-SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in LAYOUT.items()}
-#: the arrays of a format-3 suffix map (:mod:`tokenmap.maps.suffixmap`): the trie's structure is
-#: checked by :func:`_suffix`, token ids here (``BOS`` and ``SEP`` of the trie are vocab and vocab + 1)
-SUFFIX_LAYOUT = {
     "edge_key": ArraySpec(ARRAYS["edge_key"], ("E",)),
     "node_count": ArraySpec(ARRAYS["node_count"], ("N",)),
     "node_link": ArraySpec(ARRAYS["node_link"], ("N",)),
     "node_best": ArraySpec(ARRAYS["node_best"], ("N",)),
     "node_depth": ArraySpec(ARRAYS["node_depth"], ("N",)),
 }
-SUFFIX_SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in SUFFIX_LAYOUT.items()}
+#: ``{name: (dtype, number of dimensions)}`` of :data:`LAYOUT`
+SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in LAYOUT.items()}
 #: the arrays of a format-5 recall index (:mod:`tokenmap.recall`)
 RECALL_LAYOUT = {
     "vectors": ArraySpec("<f2", ("R", "D"), Values(finite=True)),
@@ -193,16 +177,17 @@ class MapFormatError(ValueError):
 
 
 def schema_of(version: int) -> dict:
-    """``{name: (dtype, dimensions)}`` of the arrays of a file of format ``version``."""
-    return {SUFFIX_VERSION: SUFFIX_SCHEMA, RECALL_VERSION: RECALL_SCHEMA}.get(version, SCHEMA)
+    """``{name: (dtype, dimensions)}`` of the arrays of a file of format ``version`` (a map set's
+    sections are token maps)."""
+    return RECALL_SCHEMA if version == RECALL_VERSION else SCHEMA
 
 
 def base_name(name: str) -> str:
-    """``"key_hash"`` of ``"key_hash"`` and of a set's ``"3.key_hash"``."""
+    """``"edge_key"`` of ``"edge_key"`` and of a set's ``"3.edge_key"``."""
     return name.rpartition(".")[2]
 
 
 def stream_markers(vocab_size: int) -> tuple[int, int]:
-    """``(BOS, SEP)`` of a build's token stream and of a suffix map's trie: the first two ids past the
+    """``(BOS, SEP)`` of a build's token stream and of a token map's trie: the first two ids past the
     vocabulary, so that no text token can be mistaken for them."""
     return vocab_size, vocab_size + 1

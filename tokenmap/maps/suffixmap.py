@@ -1,7 +1,6 @@
-"""The suffix map: every context of the corpus, of any length, with its continuation counts.
+"""The token map: every context of the corpus, of any length, with its continuation counts.
 
-A token map of format version 3 is a *suffix trie* of the corpus's token
-stream (``BOS t1 ... tn SEP`` per utterance): one node per distinct token
+A token map is a *suffix trie* of the corpus's token stream (``BOS t1 ... tn SEP`` per utterance): one node per distinct token
 sequence of at most ``depth`` tokens that occurs in it, with
 
 * ``node_count``  how often the sequence occurs (so ``count(child) / count(node)``
@@ -12,6 +11,16 @@ sequence of at most ``depth`` tokens that occurs in it, with
 * ``edge_key``    ``parent << 32 | token`` of node ``i + 1``, sorted, so a child
   is found by one binary search.
 
+It is the one kind of map tokenmap builds and drafts from.  A fixed-length
+n-gram map with ranked candidate drafts per context (the map of earlier
+releases) was dropped: a trie keeps every context length at once, so the
+drafter backs off from the longest match in one step and cuts each draft by
+the calibrated cost of the pass that verifies it (:mod:`tokenmap.decode.follow`)
+instead of a cut fixed at build time; and a map for several tasks is a map
+set of these maps, one per task (:mod:`tokenmap.balance`), not one map whose
+candidates are shared out between tasks, which could not give a thin task
+more drafts without drafting them on the other tasks' text too.
+
 Nodes are numbered level by level and, within a level, in the lexicographic
 order of their sequences; the root is node 0.  Because a sequence's parent
 comes earlier in that order, ``edge_key`` is sorted by construction.
@@ -19,7 +28,7 @@ comes earlier in that order, ``edge_key`` is sorted by construction.
 Example (a corpus of two utterances, ``BOS=9``, ``SEP=10``)::
 
     >>> stream = np.array([9, 1, 2, 3, 10, 9, 1, 2, 4, 10], dtype=np.uint32)
-    >>> sm = SuffixMap.from_stream(stream, bos=9, sep=10, depth=4)
+    >>> sm = TokenMap.from_stream(stream, bos=9, sep=10, depth=4)
     >>> node = sm.walk([9, 1])                  # the context "BOS 1"
     >>> sm.count(node), sm.token(sm.best(node)), sm.count(sm.best(node))
     (2, 2, 2)
@@ -40,7 +49,7 @@ log = logging.getLogger("tokenmap")
 
 PAD = np.uint32(0xFFFFFFFF)
 _LOW = (1 << 32) - 1
-#: array name -> dtype of a suffix map (format version 3)
+#: array name -> dtype of a token map
 ARRAYS = {"edge_key": "<u8", "node_count": "<u4", "node_link": "<u4", "node_best": "<i4", "node_depth": "<u1"}
 
 
@@ -172,7 +181,7 @@ def _best_children(parent: np.ndarray, count: np.ndarray, n_nodes: int) -> np.nd
     return best
 
 
-class SuffixMap:
+class TokenMap:
     """Longest-match lookups and greedy walks over the arrays of :func:`build_arrays`.
 
     ``header`` carries ``depth``, ``bos`` and ``sep`` (the ids that mark an
@@ -195,13 +204,14 @@ class SuffixMap:
         self.bos_node = self.child(0, self.bos)
 
     @classmethod
-    def from_stream(cls, stream: np.ndarray, bos: int, sep: int, depth: int = 24, min_count: int = 1) -> "SuffixMap":
-        """Build in memory (tests, the session's own text)."""
+    def from_stream(cls, stream: np.ndarray, bos: int, sep: int, depth: int = 24, min_count: int = 1) -> "TokenMap":
+        """Build in memory from a ``BOS ... SEP`` token stream (tests, scoring a map before it is written)."""
         arrays = build_arrays(np.asarray(stream, dtype=np.uint32), sep, depth, min_count)
         return cls({"depth": depth, "bos": bos, "sep": sep}, arrays)
 
     @property
     def task(self) -> str | None:
+        """The task (``domain/lang``) of a map set's section, else None."""
         return self.header.get("task")
 
     @property
