@@ -58,7 +58,7 @@ def main():
     args = ap.parse_args()
     from tokenizers import Tokenizer
 
-    from tokenmap.recall import new_index
+    from tokenmap.decode.recall import new_index
 
     base = GreedyBase()
     tokenizer = Tokenizer.from_file(str(base.model_dir / "tokenizer.json"))

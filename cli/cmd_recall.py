@@ -42,7 +42,7 @@ def recall(files, output, model, language, compute_type, threads, append, force)
     from tokenmap.audio import AudioError
     from tokenmap.runtime.engine import default_threads
     from tokenmap.models import resolve_model
-    from tokenmap.recall import load_recall, new_index
+    from tokenmap.decode.recall import load_recall, new_index
     from tokenmap.transcriber import TranscribeOptions, transcribe_file
     from tokenmap.whisper import WhisperModel
 

@@ -9,7 +9,7 @@ Asterisk test prompt (the recordings ``make bench-learn`` indexes) and every cal
 ``score`` fingerprints the log-mel frames where each segment opens (8 kHz prompts: the
 index; call windows: the queries) and counts, at the call windows' segment starts, the
 tokens a recalled segment would have had accepted (common prefix with greedy's text and
-closing timestamp), against the encoder fingerprint of :mod:`tokenmap.recall`.
+closing timestamp), against the encoder fingerprint of :mod:`tokenmap.maps.audio_fingerprints`.
 """
 import argparse
 import json
@@ -20,10 +20,13 @@ from types import SimpleNamespace
 import numpy as np
 
 import tokenmap  # noqa: F401  (first: the thread wait policy)
+
+# isort: split
+from tokenmap import resolve_model
 from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap.models import resolve_model
-from tokenmap.recall import fingerprint, segments
+from tokenmap.maps.audio_fingerprints import fingerprint
+from tokenmap.maps.recallindex import segments
 from tokenmap_bench import features
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +62,7 @@ def record(args):
         n = int(seconds * 100) + 1
         mels.append(np.asarray(mel)[0][:, :n].astype(np.float16))
         toks.append(np.asarray(res.sequences_ids[0], dtype=np.int32))
-        # encoder fingerprints at every opening timestamp (what tokenmap.recall uses)
+        # encoder fingerprints at every opening timestamp (what tokenmap.decode.recall uses)
         fp = {}
         for opening, _, _ in segments(res.sequences_ids[0], special.timestamp_begin):
             v = fingerprint(frames, opening - special.timestamp_begin)

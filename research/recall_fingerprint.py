@@ -5,7 +5,7 @@
 Encodes every 8 kHz Asterisk prompt of the language (test and train splits, Debian's
 asterisk-core-sounds wav files) and every 16 kHz test prompt of the bench's telephony set
 (fork, base, int8, 2 threads), fingerprints each at frame 0 two ways (one mean of the first
-second of encoder frames; :func:`tokenmap.recall.fingerprint`, 5 chunk means), and counts
+second of encoder frames; :func:`tokenmap.maps.audio_fingerprints.fingerprint`, 5 chunk means), and counts
 how often the nearest 8 kHz fingerprint is the same prompt (same text, punctuation aside).
 """
 import argparse
@@ -17,9 +17,12 @@ from types import SimpleNamespace
 import numpy as np
 
 import tokenmap  # noqa: F401  (first: the thread wait policy)
+
+# isort: split
 import ctranslate2
-from tokenmap.models import resolve_model
-from tokenmap.recall import FRAMES, fingerprint
+
+from tokenmap import resolve_model
+from tokenmap.maps.audio_fingerprints import FRAMES, fingerprint
 from tokenmap_bench import features
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,7 @@ def _index(tmp_path: Path, audio: Path, recordings=()) -> Path:
     """A recall index of ``audio``'s first window (a stand-in encoder output; the real log-mel features)."""
     from types import SimpleNamespace
 
-    from tokenmap.recall import RecallIndex
+    from tokenmap.maps.recallindex import RecallIndex
     from tokenmap_bench.harness import features
 
     mel = np.asarray(features(SimpleNamespace(audio=str(audio)))[0])[0]

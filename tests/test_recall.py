@@ -11,7 +11,9 @@ from tokenmap.maps.mapfile import load_maps
 from tokenmap.maps.schema import MapFormatError
 from tokenmap.maps.mapfile import write_map
 from tokenmap.maps.schema import RECALL_VERSION
-from tokenmap.recall import RecallDrafter, RecallIndex, fingerprint, mel_fingerprint, new_index, segments
+from tokenmap.decode.recall import RecallDrafter, new_index
+from tokenmap.maps.audio_fingerprints import fingerprint, mel_fingerprint
+from tokenmap.maps.recallindex import RecallIndex, segments
 
 TB = 100  # timestamp_begin of the toy examples
 KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,

@@ -2,8 +2,8 @@
 
 A drop-in subclass: ``transcribe()`` keeps VAD, segment and word timestamps,
 long-form audio with ``condition_on_previous_text`` and language detection,
-because faster-whisper itself runs unchanged. Only the engine object it calls
-(``self.model``) is wrapped: greedy ``generate`` calls are decoded
+because faster-whisper itself runs unchanged. Only the model object it calls
+(``self.model``) is replaced, once, by a :class:`SpeculativeModel`: greedy ``generate`` calls are decoded
 speculatively, everything else (beam search, sampling temperatures of the
 fallback, repetition penalties, ``encode``, ``detect_language``, ``align``)
 goes to CTranslate2 as before, and the first call of each such kind logs
@@ -43,16 +43,17 @@ from dataclasses import dataclass
 import faster_whisper
 import numpy as np
 
-from tokenmap.runtime import memory
 from tokenmap.audio import audio_input
-from tokenmap.context import WINDOW_FRAMES, AudioContext, Guard
+from tokenmap.context import WINDOW_FRAMES, AudioContext, Guard, as_audio_context, content_seconds
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import SessionCache, default_drafter
 from tokenmap.decode.rules import SpecialTokens, supports_fast_path
 from tokenmap.decode.speculative import DecodeStats, decode_window
-from tokenmap.runtime.engine import default_threads, open_engine
 from tokenmap.models import resolve_model
-from tokenmap.recall import load_recall
+from tokenmap.decode.recall import load_recall
+from tokenmap.runtime import memory
+from tokenmap.runtime.engine import default_threads, setup_model
+from tokenmap.runtime.precision import SplitModel
 from tokenmap.runtime.threads import blas_single_thread
 
 logger = logging.getLogger("tokenmap")
@@ -67,24 +68,29 @@ class GenerationResult:
     no_speech_prob: float
 
 
-class SpeculativeEngine:
-    """Wraps a ``ctranslate2.models.Whisper``; greedy ``generate`` goes speculative.
+class SpeculativeModel(SplitModel):
+    """A :class:`~tokenmap.runtime.precision.SplitModel` whose greedy ``generate`` is decoded speculatively.
 
-    ``make_drafter(controllers, seconds, audio=encoder_output, mel=features)`` builds a fresh drafter per
-    window (drafters hold per-window state, so concurrent calls never share one). Statistics are
-    kept per thread (:meth:`take_stats`), and so are the draft controllers, one
-    set for each object ``session()`` returns (the token map in use: what one map
-    taught them says nothing of another).
+    It is the one object that holds the encoder and the decoder (taken over from ``model``) and the
+    drafting state: ``token_map`` (the active map, or a list of maps; assign another to switch),
+    ``recall``, ``session_cache`` and ``prompt_lookup`` (what :meth:`make_drafter` drafts from), the
+    verify-pass ``cost`` curve, the ``guard`` of short audio contexts and, per thread, the statistics
+    (:meth:`take_stats`) and the draft controllers, one set per active map (what one map taught them
+    says nothing of another). A fresh drafter is made per window (drafters hold per-window state,
+    so concurrent calls never share one). ``text`` turns token ids into text for the guard.
     """
 
-    def __init__(self, engine, special: SpecialTokens, make_drafter, cost=None, adaptive: bool = True,
-                 session=None, text=None):
-        self._engine = engine
+    def __init__(self, model: SplitModel, special: SpecialTokens, cost=None, adaptive: bool = True, *,
+                 token_map=None, recall=None, session_cache: SessionCache | None = None,
+                 prompt_lookup: bool = True, text=None):
+        super().__init__(model.encoder, model.decoder, model.encoder_engine, model.decoder_compute_type)
         self.special = special
-        self.make_drafter = make_drafter
         self.cost = cost
         self.adaptive = adaptive and cost is not None
-        self.session = session or (lambda: None)
+        self.token_map = token_map
+        self.recall = recall
+        self.session_cache = session_cache
+        self.prompt_lookup = prompt_lookup
         self.recorder = None  # a RecallIndex that every decoded window is added to (`tokenmap recall`)
         self.guard = Guard()  # judges windows decoded on a short audio context
         self.text = text or (lambda ids: "")  # token ids -> text, for the guard's compression ratio
@@ -92,8 +98,11 @@ class SpeculativeEngine:
         self._bypass_logged: set[str] = set()
         self._bypass_lock = threading.Lock()
 
-    def __getattr__(self, name):
-        return getattr(self._engine, name)
+    def make_drafter(self, controllers=None, seconds: float | None = None, audio=None, mel=None):
+        """The drafter of one window: ``seconds`` of audio, ``audio`` its encoder output, ``mel`` its features."""
+        return default_drafter(self.token_map, self.special.timestamp_begin, self.prompt_lookup,
+                               self.session_cache, controllers, eot=self.special.eot, seconds=seconds,
+                               recall=self.recall, audio=audio, mel=mel)
 
     def note_window(self, seconds: float, mel=None, short=None) -> None:
         """The audio length and log-mel features (all 30 s) of the window this thread encoded last, for the
@@ -109,14 +118,14 @@ class SpeculativeEngine:
         return self._local.stats
 
     def controllers(self) -> ControllerSet | None:
-        """This thread's controllers for the current session (None when not adaptive)."""
+        """This thread's controllers for the active map (None when not adaptive)."""
         if not self.adaptive:
             return None
-        sessions = self._local.__dict__.setdefault("sessions", {})
-        key = self.session()
-        entry = sessions.get(id(key))
-        if entry is None or entry[0] is not key:  # the key is kept, so its id is not reused
-            entry = sessions[id(key)] = (key, ControllerSet(self.cost))
+        per_map = self._local.__dict__.setdefault("per_map", {})
+        active_map = self.token_map
+        entry = per_map.get(id(active_map))
+        if entry is None or entry[0] is not active_map:  # the map is kept, so its id is not reused
+            entry = per_map[id(active_map)] = (active_map, ControllerSet(self.cost))
         return entry[1]
 
     def current_stats(self) -> DecodeStats:
@@ -156,7 +165,7 @@ class SpeculativeEngine:
             import ctranslate2
 
             mel = np.ascontiguousarray(np.asarray(self._local.mel, dtype=np.float32).reshape(1, -1, WINDOW_FRAMES))
-            self._local.full = self._engine.encode(ctranslate2.StorageView.from_array(mel))
+            self._local.full = self.encode(ctranslate2.StorageView.from_array(mel))
         return self._local.full, self._generate(self._local.full, prompts, **kwargs)
 
     def _rejected(self, results, prompts, kwargs) -> str | None:
@@ -175,18 +184,18 @@ class SpeculativeEngine:
         if batch != 1 or not supports_fast_path(prompt=prompts[0], special=self.special, **kwargs):
             self._thread_stats().fallbacks += 1
             self._log_bypass(*bypass_reason(batch, prompts[0], self.special, kwargs))
-            return self._engine.generate(features, prompts, **kwargs)
+            return self.decoder.generate(features, prompts, **kwargs)
         stats = self._thread_stats()
         controllers = self.controllers()
         if controllers is not None and not controllers.use_speculation():
             started = time.perf_counter()
-            result = self._engine.generate(features, prompts, **kwargs)
+            result = self.decoder.generate(features, prompts, **kwargs)
             stats.add(DecodeStats(windows=1, plain_windows=1, decoder_seconds=time.perf_counter() - started))
             return result
         prompt = list(prompts[0])
         history = prompt[1: self.special.sot_index(prompt)] if prompt[0] != self.special.sot else []
         result = decode_window(
-            self._engine, features, prompt, self.special,
+            self.decoder, features, prompt, self.special,
             self.make_drafter(controllers, getattr(self._local, "seconds", None), audio=features,
                               mel=getattr(self._local, "mel", None)),
             history=history, **kwargs,
@@ -197,7 +206,7 @@ class SpeculativeEngine:
         return [GenerationResult([result.tokens], [result.score], result.no_speech_prob or 0.0)]
 
     def _log_bypass(self, kind: str, message: str) -> None:
-        """Log ``message`` the first time this engine bypasses the map for reason ``kind``."""
+        """Log ``message`` the first time this model bypasses the map for reason ``kind``."""
         with self._bypass_lock:
             if kind in self._bypass_logged:
                 return
@@ -248,7 +257,7 @@ class WhisperModel(faster_whisper.WhisperModel):
     ``encoder`` (``"auto"``: stock CTranslate2 in a worker process when
     ``make stock-encoder`` installed it, else the fork; ``"fork"``, ``"stock"``;
     see :mod:`tokenmap.runtime.precision`), ``recall`` (path or
-    :class:`tokenmap.recall.RecallIndex` from ``tokenmap recall``: segments heard
+    :class:`tokenmap.maps.recallindex.RecallIndex` from ``tokenmap recall``: segments heard
     before, drafted whole where their audio is heard again, at a window's start
     or inside it), ``audio_context`` (``"full"``: every window is encoded as
     30 s, as faster-whisper does; ``"auto"``: a window is encoded as its audio
@@ -257,15 +266,17 @@ class WhisperModel(faster_whisper.WhisperModel):
     :class:`tokenmap.context.AudioContext`; ``transcribe(audio_context=...)``
     overrides it per call), ``malloc_policy`` (True: apply
     :mod:`tokenmap.runtime.memory`'s policy to this process before the model loads:
-    encodes up to 1.8× faster, but freed memory stays resident for the whole
-    process; the ``tokenmap`` command applies it). All other arguments are
+    the encoder's large buffers are reused instead of returned to the system, so freed
+    memory stays resident for the whole process; the ``tokenmap`` command applies it). All other arguments are
     faster-whisper's; ``cpu_threads=0`` (faster-whisper's default, CTranslate2's
     own choice) becomes :func:`tokenmap.runtime.engine.default_threads`, so the engine
     runs with the thread count its cost curve was calibrated for.
 
     ``drafting`` is False when the loaded CTranslate2 lacks the fork's
     decoder-step API: the model then decodes as plain faster-whisper, after
-    one warning (:func:`tokenmap.runtime.engine.warn_drafting_off`).
+    one warning (:func:`tokenmap.runtime.engine.warn_drafting_off`). Otherwise ``self.model``
+    is a :class:`SpeculativeModel`, which holds the encoder, the decoder and the drafting
+    state; ``token_map``, ``recall`` and ``session_cache`` read and set its fields.
     """
 
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
@@ -279,31 +290,48 @@ class WhisperModel(faster_whisper.WhisperModel):
             kwargs["cpu_threads"] = default_threads()
         super().__init__(str(model_dir), **kwargs)
         load = {k: kwargs[k] for k in ("device", "device_index", "num_workers") if k in kwargs}
-        engine = open_engine(model_dir, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
-                             decoder_compute_type, encoder, token_map=token_map, fw_model=self, without_fork="warn",
-                             exact=exact, **load)
-        self.drafting = engine.drafting
-        self.token_map = engine.token_map
-        self.recall = None
+        opened = setup_model(model_dir, self.model, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
+                             decoder_compute_type, encoder, token_map=token_map, tokenizer=self.hf_tokenizer,
+                             without_fork="warn", exact=exact, **load)
+        self.drafting = opened.drafting
         self.audio_context = as_audio_context(audio_context)
         self._context_local = threading.local()
-        if not self.drafting:
-            self.session_cache = None
+        if not self.drafting:  # faster-whisper's own model decodes; the maps are kept, unused
+            self._undrafted = {"token_map": opened.token_map, "recall": None, "session_cache": None}
             return
-        self.decoder_compute_type, self.encoder_engine = engine.decoder_compute_type, engine.encoder_engine
-        special = engine.special
-        self.recall = load_recall(recall, engine.tokenizer, model_dir)
-        self.session_cache = SessionCache(timestamp_begin=special.timestamp_begin) if session_cache else None
-        self._prompt_lookup = prompt_lookup
-        cost = cost_model if cost_model is not None else engine.cost
-        self.model = SpeculativeEngine(self.model, special, self._make_drafter, cost, adaptive,
-                                       session=lambda: self.token_map,
-                                       text=lambda ids: self.hf_tokenizer.decode([t for t in ids if t < special.eot]))
+        special = opened.special
+        self.model = SpeculativeModel(
+            opened.model, special, cost_model if cost_model is not None else opened.cost, adaptive,
+            token_map=opened.token_map, recall=load_recall(recall, opened.tokenizer, model_dir),
+            session_cache=SessionCache(timestamp_begin=special.timestamp_begin) if session_cache else None,
+            prompt_lookup=prompt_lookup,
+            text=lambda ids: self.hf_tokenizer.decode([t for t in ids if t < special.eot]))
 
-    def _make_drafter(self, controllers=None, seconds: float | None = None, audio=None, mel=None):
-        return default_drafter(self.token_map, self.model.special.timestamp_begin, self._prompt_lookup,
-                               self.session_cache, controllers, eot=self.model.special.eot, seconds=seconds,
-                               recall=self.recall, audio=audio, mel=mel)
+    def _get(self, name: str):
+        return getattr(self.model, name) if self.drafting else self._undrafted[name]
+
+    def _set(self, name: str, value) -> None:
+        if self.drafting:
+            setattr(self.model, name, value)
+        else:
+            self._undrafted[name] = value
+
+    token_map = property(lambda self: self._get("token_map"), lambda self, v: self._set("token_map", v),
+                         doc="The active map (or list of maps) drafts come from; assign another to switch.")
+    recall = property(lambda self: self._get("recall"), lambda self, v: self._set("recall", v),
+                      doc="The recall index (``tokenmap recall``) drafting segments heard before, or None.")
+    session_cache = property(lambda self: self._get("session_cache"), lambda self, v: self._set("session_cache", v),
+                             doc="The tokens this model decoded earlier, drafted from when they recur (or None).")
+
+    @property
+    def decoder_compute_type(self) -> str | None:
+        """The decoder's compute type (None when drafting is off)."""
+        return self.model.decoder_compute_type if self.drafting else None
+
+    @property
+    def encoder_engine(self) -> str | None:
+        """The engine that encodes, ``"fork"`` or ``"stock"`` (None when drafting is off)."""
+        return self.model.encoder_engine if self.drafting else None
 
     def encode(self, features):
         """faster-whisper's ``encode``; notes how much audio the window holds (drafts end with a guess
@@ -364,28 +392,3 @@ class WhisperModel(faster_whisper.WhisperModel):
         All zero when drafting is off (no engine fork; see ``drafting``).
         """
         return (self.model.current_stats() if self.drafting else DecodeStats()).as_dict()
-
-
-def as_audio_context(value) -> AudioContext:
-    """An :class:`AudioContext` from ``"full"``, ``"auto"`` or an :class:`AudioContext`.
-
-    >>> as_audio_context("auto").mode, as_audio_context(None).mode
-    ('auto', 'full')
-    """
-    if isinstance(value, AudioContext):
-        return value
-    return AudioContext(value or "full")
-
-
-def content_seconds(features, frame_seconds: float = 0.01) -> float:
-    """Seconds of audio in a mel window: faster-whisper pads a window's features with zero columns.
-
-    >>> import numpy as np
-    >>> mel = np.zeros((80, 3000), dtype=np.float32); mel[:, :250] = -0.5
-    >>> content_seconds(mel)
-    2.5
-    """
-    array = np.asarray(features)
-    columns = np.flatnonzero(array.reshape(-1, array.shape[-1]).any(axis=0))
-    return round(float(columns[-1] + 1) * frame_seconds, 2) if columns.size else 0.0
-

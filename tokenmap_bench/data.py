@@ -183,7 +183,7 @@ def _check_lines(option: str, path: Path, utterances) -> None:
 
 
 def _check_index(path: Path, utterances, text_of=None) -> None:
-    from tokenmap.recall import RecallIndex
+    from tokenmap.maps.recallindex import RecallIndex
 
     index = RecallIndex.load(path)
     keys = _measured_keys(utterances)
@@ -216,7 +216,7 @@ def nearest_recorded(index, utt: Recording) -> tuple[float, list[int]]:
     ``utt``'s audio."""
     import numpy as np
 
-    from tokenmap.recall import mel_candidates
+    from tokenmap.maps.audio_fingerprints import mel_candidates
     from tokenmap_bench.harness import features
 
     mel = np.asarray(features(utt)[0])[0]

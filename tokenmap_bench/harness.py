@@ -37,16 +37,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from tokenizers import Tokenizer
 
+from tokenmap.decode.recall import load_recall
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
-from tokenmap.recall import load_recall
 from tokenmap.whisper import WhisperModel
-from tokenmap_bench.stock import start_server
 from tokenmap_bench import systems as sysm
 from tokenmap_bench.data import MAP_MODES, MISMATCH_DOMAIN, BenchMaps, Recording
+from tokenmap_bench.stock import start_server
 
 log = logging.getLogger("tokenmap")
 

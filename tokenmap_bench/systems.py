@@ -22,10 +22,10 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tokenmap.decode.control import AcceptanceController, ControllerSet
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
 from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap.decode.control import AcceptanceController, ControllerSet
 from tokenmap.decode.speculative import DecodeStats, decode_window
 from tokenmap.runtime.engine import open_model
 
@@ -127,7 +127,7 @@ def speculative(eng: Engines, enc, prompt, token_map, task: str = "", seconds: f
     one user's ``tokenmap.WhisperModel`` keeps them across windows), which
     may send a whole window to plain ``generate`` while drafting does not pay.
     ``seconds``: the audio in the window (what ``tokenmap.WhisperModel`` reads off its features);
-    ``recall``: a :class:`tokenmap.recall.RecallIndex` drafting segments heard before (``mel``: the
+    ``recall``: a :class:`tokenmap.maps.recallindex.RecallIndex` drafting segments heard before (``mel``: the
     window's features, by which it finds them inside the window too)."""
     controllers = eng.controllers.setdefault(task, RecordingControllerSet(eng.cost))
 

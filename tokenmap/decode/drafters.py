@@ -32,7 +32,7 @@ import numpy as np
 from tokenmap.decode.control import ControlledDrafter
 from tokenmap.decode.cost import DEFAULT
 from tokenmap.decode.follow import FollowDrafter
-from tokenmap.recall import RecallDrafter
+from tokenmap.decode.recall import RecallDrafter
 
 logger = logging.getLogger("tokenmap")
 
@@ -313,7 +313,7 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
     chances of their own, are each wrapped in a :class:`tokenmap.decode.control.ControlledDrafter`
     with their own controller. ``cost``: the calibrated curve (default: the controllers').
     ``seconds``: the audio in this window, when known (see :func:`map_drafter`).
-    ``recall``: a :class:`tokenmap.maps.recall.RecallIndex`, used when ``audio`` (the
+    ``recall``: a :class:`tokenmap.maps.recallindex.RecallIndex`, used when ``audio`` (the
     window's encoder output) is given too: a segment it recalls is drafted whole;
     ``mel``: the window's log-mel features, by which recall also finds segments
     that start inside the window.

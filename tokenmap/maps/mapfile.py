@@ -5,7 +5,7 @@ Layout (all integers little-endian)::
     offset 0   8 bytes   MAGIC  b"\\x93TOKMAP\\x1a"
     offset 8   uint32    format version: 3 one token map (what `tokenmap build` writes),
                          6 a map set (`tokenmap build --balance`), 5 an audio recall
-                         index (:mod:`tokenmap.recall`); 1, 2 and 4, the n-gram maps of
+                         index (:mod:`tokenmap.maps.recallindex`); 1, 2 and 4, the n-gram maps of
                          earlier releases, are refused with a message to rebuild
     offset 12  uint32    header length H in bytes (<= MAX_HEADER)
     offset 16  H bytes   UTF-8 JSON header (fingerprint, family, depth, bos, sep,

@@ -1,36 +1,14 @@
-"""Audio recall: segments the model decoded before, found again by how they sound.
+"""The recall index: segments the model decoded before, stored by how they sound.
 
 A scripted domain (IVR prompts in call recordings, a fixed command set)
 plays the same recordings again and again. A *recall index* keeps, for
-every segment the model once decoded, two fingerprints of the audio where
-the segment began and the tokens the model wrote for it. While a window is
-decoded, :class:`RecallDrafter` takes the same fingerprints at each segment
-start, finds the nearest stored one and, when it is close enough, drafts
-that whole segment: its text and its closing timestamp. The model verifies
-every token, so a wrong recall costs one longer pass, never a different
-transcript.
-
-* The *encoder* fingerprint of frame ``f`` (an encoder frame is 20 ms, one
-  timestamp step) is the encoder output over frames ``f .. f + 50`` (one
-  second) cut in 5 chunks of 10 frames, each chunk averaged, the 5 means
-  concatenated and scaled to unit length. The encoder output of a frame
-  depends on the audio around it, so it finds a recording again where it
-  starts a window (a prompt, a command, the first segment after
-  faster-whisper moves its window on), not in the middle of one.
-* The *mel* fingerprint, for segments that start inside a window (prompts
-  played back to back in a call), is the window's log-mel features over one
-  second: the 56 lowest of the 80 mel bands (below about 4 kHz, all that
-  telephone audio carries) averaged over 10 chunks of 10 frames (10 ms each),
-  its mean removed (the features' level depends on the loudest sound of the
-  file) and scaled to unit length. A timestamp places a segment start to a
-  few hundred milliseconds, so the lookup tries every start within
-  :data:`MEL_SEARCH` frames of it.
-
-Similarity is the dot product of unit vectors (cosine); an encoder match is
-tried first, then a mel match.
+every segment the model once decoded, two audio fingerprints
+(:mod:`tokenmap.maps.audio_fingerprints`) of where the segment began and the
+tokens the model wrote for it; :class:`tokenmap.decode.recall.RecallDrafter`
+drafts those tokens where a window sounds the same again.
 
 File: the token-map container (:mod:`tokenmap.maps.mapfile`: magic, format
-version :data:`RECALL_VERSION`, JSON header, aligned arrays, sha256), with
+version :data:`~tokenmap.maps.schema.RECALL_VERSION`, JSON header, aligned arrays, sha256), with
 
     vectors   float16 [R, 5 * d_model]  one encoder fingerprint per segment
     mel       float16 [R, 560]          one mel fingerprint per segment (zeros: none)
@@ -47,17 +25,14 @@ Example (a 2-dimensional "encoder", ``timestamp_begin`` 100)::
     >>> index = RecallIndex.empty({})
     >>> index.add_window(frames, [100, 7, 8, 150, 150, 9, 175], timestamp_begin=100)
     2
-    >>> drafter = RecallDrafter(index, frames, timestamp_begin=100)
-    >>> drafter.draft([100], limit=10)         # window start: the segment heard at frame 0
-    [7, 8, 150]
-    >>> drafter.draft([100, 7, 8, 150], limit=10)  # after its closing timestamp: the next one
-    [150, 9, 175]
+    >>> cosine, tokens = index.nearest(fingerprint(frames, 0))
+    >>> round(cosine, 3), tokens          # the segment's text, then its length as a timestamp
+    (1.0, [7, 8, 150])
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import time
 from pathlib import Path
@@ -65,65 +40,10 @@ from typing import Sequence
 
 import numpy as np
 
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.maps.audio_fingerprints import CHUNKS, MAX_FRAMES, MEL_SIZE, as_mel, fingerprint, mel_fingerprint
 from tokenmap.maps.checks import array_views, check_fingerprint, fail, open_map, vocab_size_of
 from tokenmap.maps.mapfile import write_map
 from tokenmap.maps.schema import RECALL_LAYOUT, RECALL_VERSION, check_arrays
-
-log = logging.getLogger("tokenmap")
-
-FRAMES = 50  # one second of encoder frames
-CHUNKS = 5
-MAX_FRAMES = 1500  # a 30 s window
-THRESHOLD = 0.9  # cosine above which a stored segment is drafted (chosen on the bench's test prompts)
-MEL_BANDS = 56  # the mel bands below about 4 kHz (of 80)
-MEL_CHUNK = 10  # mel frames (10 ms) averaged into one chunk
-MEL_CHUNKS = 10  # one second
-MEL_SIZE = MEL_BANDS * MEL_CHUNKS
-MEL_SEARCH = 20  # mel frames tried either side of a segment start (every second one)
-
-
-def fingerprint(frames: np.ndarray, frame: int) -> np.ndarray | None:
-    """Unit vector of the encoder ``frames`` [T, D] from ``frame`` on (None when less than a second is left)."""
-    if frame < 0 or frame + FRAMES > frames.shape[0]:
-        return None
-    chunk = np.asarray(frames[frame:frame + FRAMES], dtype=np.float32)
-    vector = chunk.reshape(CHUNKS, FRAMES // CHUNKS, -1).mean(axis=1).ravel()
-    norm = float(np.sqrt(np.einsum("k,k->", vector, vector)))  # no BLAS call (see RecallIndex.nearest)
-    return vector / norm if norm > 0 else None
-
-
-def mel_fingerprint(mel: np.ndarray, frame: int) -> np.ndarray | None:
-    """Unit vector of the log-mel features ``mel`` [80, N] from mel ``frame`` on (None: under a second left).
-
-    >>> mel = np.zeros((80, 300), dtype=np.float32); mel[:10, 100:150] = 1.0
-    >>> v = mel_fingerprint(mel, 100); v.shape, round(float(v @ v), 3), mel_fingerprint(mel, 250)
-    ((560,), 1.0, None)
-    """
-    if frame < 0 or frame + MEL_CHUNK * MEL_CHUNKS > mel.shape[1]:
-        return None
-    x = np.asarray(mel[:MEL_BANDS, frame:frame + MEL_CHUNK * MEL_CHUNKS], dtype=np.float32)
-    vector = x.reshape(MEL_BANDS, MEL_CHUNKS, MEL_CHUNK).mean(axis=2).T.ravel()
-    vector -= vector.mean()
-    norm = float(np.sqrt(np.einsum("k,k->", vector, vector)))
-    return vector / norm if norm > 0 else None
-
-
-def mel_candidates(mel: np.ndarray, frame: int) -> np.ndarray:
-    """Mel fingerprints [C, MEL_SIZE] of every second start within :data:`MEL_SEARCH` frames of ``frame``."""
-    found = [mel_fingerprint(mel, frame + d) for d in range(-MEL_SEARCH, MEL_SEARCH + 1, 2)]
-    found = [v for v in found if v is not None]
-    return np.stack(found) if found else np.zeros((0, MEL_SIZE), np.float32)
-
-
-def as_mel(features) -> np.ndarray | None:
-    """The [80, N] log-mel features of one window (None for a batch of windows or none)."""
-    if features is None:
-        return None
-    array = np.asarray(features)
-    if array.ndim == 3 and array.shape[0] == 1:
-        array = array[0]
-    return array if array.ndim == 2 else None
 
 
 def segments(tokens: Sequence[int], timestamp_begin: int) -> list[tuple[int, list[int], int]]:
@@ -304,89 +224,3 @@ def _segment_problem(arrays: dict, header: dict, timestamp_begin: int | None) ->
     if (tokens[~closing] >= timestamp_begin).any():
         return "a timestamp token inside a segment's text"
     return None
-
-
-def model_fields(model_dir, hf_tokenizer) -> dict:
-    """The header fields an index records of the model in ``model_dir`` and of its tokenizer."""
-    from tokenmap.textok import TextTokenizer
-
-    return {"fingerprint": TextTokenizer(hf_tokenizer).fingerprint,
-            "vocab_size": SpecialTokens.from_model_dir(str(model_dir)).vocab_size,  # timestamps included
-            "encoder": encoder_identity(model_dir), "model": Path(model_dir).name}
-
-
-def new_index(model_dir, hf_tokenizer) -> RecallIndex:
-    """An empty index for the model in ``model_dir`` (its encoder) and its tokenizer, to add windows to."""
-    return RecallIndex.empty(model_fields(model_dir, hf_tokenizer))
-
-
-def load_recall(recall, hf_tokenizer, model_dir) -> RecallIndex | None:
-    """``recall`` (None, a loaded index or a path) checked for the model in ``model_dir`` and its tokenizer."""
-    if recall is None or isinstance(recall, RecallIndex):
-        return recall
-    fields = model_fields(model_dir, hf_tokenizer)
-    index = RecallIndex.load(recall, fields["fingerprint"], fields["encoder"], fields["vocab_size"],
-                             timestamp_begin=SpecialTokens.from_model_dir(str(model_dir)).timestamp_begin)
-    log.info("recall index %s: %d segments", recall, len(index))
-    return index
-
-
-class RecallDrafter:
-    """Drafts a whole recalled segment at each segment start of one window.
-
-    ``frames``: the window's encoder output [T, D] (or [1, T, D]); ``mel``: its
-    log-mel features [80, N] (or [1, 80, N]), when known (segments that start
-    inside the window are found by them); ``seconds``: the audio in it, when
-    known (no recall after a closing timestamp within the last half second); in
-    a window without timestamps, only the start is recalled (its text).
-    Elsewhere, and when nothing stored is as close as ``threshold``, it drafts
-    nothing (the next drafter of the chain takes over).
-    """
-
-    def __init__(self, index: RecallIndex, frames, timestamp_begin: int, seconds: float | None = None,
-                 threshold: float = THRESHOLD, mel=None):
-        self.index, self.tb, self.threshold = index, timestamp_begin, threshold
-        self._source, self._frames = frames, None
-        self._mel = as_mel(mel)
-        self._end = int(seconds * FRAMES) if seconds else MAX_FRAMES
-        self._seen: dict[int, list[int]] = {}
-
-    def reset(self, history: Sequence[int] = ()) -> None:
-        self._seen = {}
-
-    def _recall(self, frame: int) -> list[int]:
-        """The tokens of the segment recorded where the audio from ``frame`` on sounds like its start, or []."""
-        if frame not in self._seen:
-            if self._frames is None:
-                array = np.asarray(self._source)
-                self._frames = array[0] if array.ndim == 3 else array
-            vector = fingerprint(self._frames, frame)
-            similarity, tokens = self.index.nearest(vector) if vector is not None else (-1.0, [])
-            if similarity < self.threshold and self._mel is not None:
-                similarity, tokens = self.index.nearest_mel(mel_candidates(self._mel, 2 * frame))
-            self._seen[frame] = tokens if similarity >= self.threshold else []
-        return self._seen[frame]
-
-    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
-        if limit <= 0:
-            return []
-        if not tokens:  # a window without timestamps: the text heard at its start
-            return self._recall(0)[:-1][:limit]
-        if tokens[-1] < self.tb:
-            return []
-        opening = int(tokens[-1])
-        closing_just_written = len(tokens) > 1 and tokens[-2] < self.tb
-        frame = opening - self.tb
-        if closing_just_written and frame + FRAMES // 2 > self._end:
-            return []
-        recalled = self._recall(frame)
-        closing = opening + recalled[-1] - self.tb if recalled else 0
-        if not recalled or closing - self.tb > MAX_FRAMES:
-            return []
-        proposal = recalled[:-1] + [closing]
-        if closing_just_written:
-            proposal = [opening] + proposal
-        return proposal[:limit]
-
-    def update(self, drafted: int, accepted: int) -> None:
-        pass

@@ -141,7 +141,7 @@ def _role_problem(a: np.ndarray, role: Role, arrays: Mapping[str, np.ndarray], v
 # -- the file format ------------------------------------------------------------
 MAGIC = b"\x93TOKMAP\x1a"
 MAP_VERSION = 3  # one token map (tokenmap.maps.suffixmap), what `tokenmap build` writes
-RECALL_VERSION = 5  # an audio recall index (tokenmap.recall), not a token map
+RECALL_VERSION = 5  # an audio recall index (tokenmap.maps.recallindex), not a token map
 SET_VERSION = 6  # a map set: one token map per task (`tokenmap build --balance`)
 #: versions of earlier releases, refused with a message to rebuild: 1, 2 and 4 held n-gram maps
 #: (fixed-length contexts with ranked candidate drafts), which the decoder no longer reads
@@ -162,7 +162,7 @@ LAYOUT = {
 }
 #: ``{name: (dtype, number of dimensions)}`` of :data:`LAYOUT`
 SCHEMA = {name: (spec.dtype, len(spec.shape)) for name, spec in LAYOUT.items()}
-#: the arrays of a format-5 recall index (:mod:`tokenmap.recall`)
+#: the arrays of a format-5 recall index (:mod:`tokenmap.maps.recallindex`)
 RECALL_LAYOUT = {
     "vectors": ArraySpec("<f2", ("R", "D"), Values(finite=True)),
     "mel": ArraySpec("<f2", ("R", "MEL"), Values(finite=True)),
