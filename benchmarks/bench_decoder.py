@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tokenmap import resolve_model
 
-from tokenmap.models import resolve_model
+ROOT = Path(__file__).resolve().parents[1]
 
 MODEL = resolve_model("base", download=False)  # assembled by `make`
 AUDIO = ROOT / "tests" / "data" / "en-basic-pbx-ivr-main.flac"
@@ -43,8 +43,8 @@ def setup():
     from faster_whisper.audio import decode_audio
     from faster_whisper.feature_extractor import FeatureExtractor
 
-    from tokenmap.runtime.engine import require_step_api
     from tokenmap.decode.rules import RuleSet, SpecialTokens
+    from tokenmap.runtime.engine import require_step_api
 
     require_step_api()
     model = ctranslate2.models.Whisper(str(MODEL), device="cpu", compute_type="int8", intra_threads=THREADS)

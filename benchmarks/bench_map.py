@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenmap.models import resolve_model
+from tokenmap import resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,7 +82,7 @@ def tok():
 
 @pytest.fixture(scope="module")
 def map_100k(tmp_path_factory, tok):
-    from tokenmap.build.builder import build_map
+    from tokenmap import build_map
     d = tmp_path_factory.mktemp("bench")
     corpus = write_corpus(d / "train.txt", 100_000, seed=1)
     result = build_map([corpus], d / "m.tmap", tokenizer=tok, model=str(MODEL))
@@ -94,17 +94,17 @@ def test_size_100k(map_100k):
 
 
 def test_load_100k(benchmark, map_100k, tok):
-    from tokenmap.maps.mapfile import load_maps
+    from tokenmap import load_maps
     (sm,) = benchmark(load_maps, map_100k.path, tok.fingerprint)
-    assert sm.num_nodes == map_100k.keys
+    assert sm.num_nodes == map_100k.contexts
     if benchmark.enabled:
         assert benchmark.stats["median"] < 0.050
 
 
 def test_lookup(benchmark, map_100k, tok):
     """One decoder pass's drafting: advance the match by the emitted token, walk and cut the draft."""
+    from tokenmap import load_maps
     from tokenmap.decode.follow import FollowDrafter
-    from tokenmap.maps.mapfile import load_maps
     (sm,) = load_maps(map_100k.path, tok.fingerprint)
     drafter = FollowDrafter(sm, timestamp_begin=None, eot=sm.bos)
     contexts = []
@@ -122,20 +122,20 @@ def test_lookup(benchmark, map_100k, tok):
 
 
 def test_build_100k(benchmark, tmp_path, tok):
-    from tokenmap.build.builder import build_map
+    from tokenmap import build_map
     corpus = write_corpus(tmp_path / "train.txt", 100_000, seed=2)
     out = tmp_path / "b.tmap"
     result = benchmark.pedantic(lambda: build_map([corpus], out, tokenizer=tok, force=True), rounds=1, iterations=1)
-    print(f"\n100k build: {result.seconds:.1f} s, {result.size_bytes / 1e6:.2f} MB, {result.keys} contexts")
+    print(f"\n100k build: {result.seconds:.1f} s, {result.size_bytes / 1e6:.2f} MB, {result.contexts} contexts")
 
 
 def test_style_bridge_acceptance(tmp_path, tok):
     """What each bridge buys: maps from written transcripts, replayed on Whisper-style text."""
+    from tokenmap import load_maps
     from tokenmap.build.builder import BuildOptions, build_map
     from tokenmap.build.selftest import self_test
-    from tokenmap.decode.cost import DEFAULT
-    from tokenmap.maps.mapfile import load_maps
     from tokenmap.build.style import StyleOptions
+    from tokenmap.decode.cost import DEFAULT
     corpus = write_corpus(tmp_path / "written.txt", 20_000, seed=3, transform=written_style)
     held_out = [tok.encode(s) for s in sentences(500, seed=4)]
     rows = []
@@ -174,7 +174,7 @@ def main(argv=None) -> int:
     rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     print(f"{args.sentences} sentences, {result.tokens} tokens: built in {wall:.1f} s, "
           f"peak RSS {rss / 1024:.0f} MiB (largest process), {result.size_bytes / 1e6:.2f} MB, "
-          f"{result.keys} contexts, {result.candidates} with a continuation")
+          f"{result.contexts} contexts, {result.with_continuation} with a continuation")
     return 0
 
 

@@ -52,9 +52,8 @@ def cache_dir() -> Path:
 
 def _pieces():
     """``(loader, reference)`` of every English prompt with a text, and of the LibriVox clips."""
-    from tokenmap_bench import decode_g722
-
     from tokenmap.audio import load_audio
+    from tokenmap_bench import decode_g722
 
     pieces = []
     for split in ("train", "test"):

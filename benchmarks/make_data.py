@@ -34,10 +34,9 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-log = logging.getLogger("tokenmap")
-
 from tokenmap_bench import recording_key
 
+log = logging.getLogger("tokenmap")
 ROOT = Path(__file__).resolve().parent.parent
 SR = 16000
 SETS = ("synthetic", "telephony", "opendomain", "dictation", "calls")

@@ -21,10 +21,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 import tokenmap  # noqa: F401  (its thread policy applies on import)
+
+# isort: split
 import tokenmap.runtime.memory
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PASSES = (2, 3, 5, 9, 17)
 COMPUTE_TYPES = ("int8", "float32")
@@ -144,7 +146,7 @@ def table(rows) -> str:
 def main(argv=None) -> int:
     from model_shapes import SHAPES, default_root
 
-    from tokenmap.models import resolve_model
+    from tokenmap import resolve_model
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("names", nargs="*", default=[], metavar="NAME", help=f"default: {', '.join(SHAPES)}")

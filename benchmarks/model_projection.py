@@ -55,15 +55,14 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-
+from tokenmap import load_maps, resolve_model
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel, calibration_path
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
 from tokenmap.decode.replay import replay_window
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap.maps.mapfile import load_maps
-from tokenmap.models import resolve_model
+
+ROOT = Path(__file__).resolve().parent.parent
 
 REGIMES = ("scripted", "structured", "open")
 #: end-to-end systems: name -> (audio context, with a map, decoder compute type)

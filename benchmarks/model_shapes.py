@@ -56,7 +56,7 @@ def default_root() -> Path:
 
 
 def base_dir() -> Path:
-    from tokenmap.models import resolve_model
+    from tokenmap import resolve_model
     return Path(resolve_model("base", download=False))
 
 

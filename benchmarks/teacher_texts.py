@@ -76,7 +76,7 @@ def teacher_lines(rows: list[dict], decode, exclude: set[str], half: int | None,
 
 
 def main(argv=None) -> int:
-    from tokenmap.models import resolve_model
+    from tokenmap import resolve_model
     from tokenmap.textok import TextTokenizer
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

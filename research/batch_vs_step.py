@@ -18,7 +18,7 @@ import numpy as np
 from faster_whisper.audio import decode_audio
 from faster_whisper.feature_extractor import FeatureExtractor
 
-from tokenmap.models import resolve_model
+from tokenmap import resolve_model
 from tokenmap.decode.rules import SpecialTokens
 
 

@@ -17,15 +17,17 @@ import time
 from pathlib import Path
 
 import tokenmap  # noqa: F401  (first: the thread wait policy)
+
+# isort: split
 import ctranslate2
+
+from tokenmap import load_maps, resolve_model
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel
 from tokenmap.decode.drafters import default_drafter
 from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.decode.speculative import decode_window
-from tokenmap.maps.mapfile import load_maps
-from tokenmap.models import resolve_model
 from tokenmap_bench import features, load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]

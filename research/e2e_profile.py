@@ -85,11 +85,10 @@ def main():
     args = ap.parse_args()
     if args.child:
         return child(args.child)
-    import tokenmap  # first: it sets the thread wait policy before CTranslate2 loads
-
     import faster_whisper
-    from tokenmap.maps.mapfile import load_maps
-    from tokenmap.models import resolve_model
+
+    import tokenmap  # first: it sets the thread wait policy before CTranslate2 loads
+    from tokenmap import load_maps, resolve_model
     from tokenmap.runtime.threads import without_policy
 
     model_dir = str(resolve_model("base", download=False))

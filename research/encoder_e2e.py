@@ -84,7 +84,7 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--e2e-reps", type=int, default=3)
     args = ap.parse_args()
-    from tokenmap.models import resolve_model
+    from tokenmap import resolve_model
     from tokenmap.runtime.stock_encoder import stock_dir, stock_installed
 
     if not stock_installed():

@@ -104,7 +104,7 @@ def main():
     args = ap.parse_args()
     import numpy as np
 
-    from tokenmap.models import resolve_model
+    from tokenmap import resolve_model
 
     model_dir = resolve_model("base", download=False)
     systems = [parse_system(s) for s in args.system] or [

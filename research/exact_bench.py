@@ -27,17 +27,16 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmap_bench import features, load_manifest, Recording
-from tokenmap.decode.reference import GREEDY_KW
+from tokenmap import load_maps, resolve_model
 from tokenmap.build.builder import BuildOptions, build_map
+from tokenmap.context import AudioContext
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import calibrate
 from tokenmap.decode.drafters import default_drafter
-from tokenmap.maps.mapfile import load_maps
-from tokenmap.models import resolve_model
+from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.decode.speculative import decode_window
-from tokenmap.context import AudioContext
+from tokenmap_bench import Recording, features, load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,10 +16,13 @@ from pathlib import Path
 import numpy as np
 
 import tokenmap  # noqa: F401  (first: the thread wait policy)
+
+# isort: split
 import ctranslate2
+
+from tokenmap import resolve_model
 from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap.models import resolve_model
 from tokenmap_bench import features, load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]

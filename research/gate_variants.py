@@ -25,13 +25,13 @@ import json
 from pathlib import Path
 
 from replay_bench import CONTROLLER_KEY, fit_greedy, map_key
+
+from tokenmap import load_maps, resolve_model
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
 from tokenmap.decode.replay import replay_window
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap.maps.mapfile import load_maps
-from tokenmap.models import resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
 

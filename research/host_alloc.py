@@ -94,7 +94,8 @@ def child(use_tokenmap: bool, threads: int, iters: int, burst_mb: int) -> dict:
     """The workload in this process (after ``import tokenmap`` when asked); its measurements."""
     if use_tokenmap:
         import tokenmap  # noqa: F401
-        from tokenmap.runtime import memory, threads as waits
+        from tokenmap.runtime import memory
+        from tokenmap.runtime import threads as waits
 
         policy = {"malloc": memory.status, "thread wait": waits.status}
     else:

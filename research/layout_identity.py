@@ -22,6 +22,7 @@ transcripts with the same segments and drafting counters, and the 12 rows of a
 
 from __future__ import annotations
 
+import argparse
 import json
 import struct
 import sys
@@ -84,15 +85,14 @@ def compare(before: Path, after: Path, roots: tuple[str, str] = ("", "")) -> lis
 
 
 def main(argv=None) -> int:
-    args = list(argv if argv is not None else sys.argv[1:])
-    roots = ("", "")
-    if "--roots" in args:
-        i = args.index("--roots")
-        roots, args = (args[i + 1], args[i + 2]), args[:i] + args[i + 3:]
-    if len(args) != 2:
-        print(__doc__.split("\n\n")[-2].strip(), file=sys.stderr)
-        return 2
-    lines = compare(Path(args[0]), Path(args[1]), roots)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("before", type=Path, help="the first checkout's outputs")
+    ap.add_argument("after", type=Path, help="the second checkout's outputs")
+    ap.add_argument("--roots", nargs=2, default=("", ""), metavar=("OLD", "NEW"),
+                    help="read OLD as NEW in the first folder's map headers (checkouts in different folders)")
+    args = ap.parse_args(argv)
+    roots = tuple(args.roots)
+    lines = compare(args.before, args.after, roots)
     print("\n".join(lines))
     differ = sum(line.startswith("DIFFERENT") for line in lines)
     print(f"{len(lines)} files compared, {differ} different")

@@ -18,13 +18,11 @@ import time
 from pathlib import Path
 
 import tokenmap_bench
-from tokenmap_bench import Recording, features
-from tokenmap.decode.control import ControllerSet
-from tokenmap.maps.mapfile import load_maps
-from tokenmap.models import resolve_model
-from tokenmap.decode.reference import GREEDY_KW
+from tokenmap import load_maps, resolve_model
 from tokenmap.decode.drafters import FixedDrafter
+from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.speculative import decode_window
+from tokenmap_bench import Recording, features
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,7 +46,6 @@ def main():
     model = resolve_model("base", download=False)
     eng = tokenmap_bench.load_engines(Path(model), a.compute_type, 2, None)
     token_map = load_maps(a.map)[0] if a.map else None
-    ctl = ControllerSet(eng.cost)
     times = {k: [] for k in ("greedy", "null", "map", "oracle")}
     passes = {k: 0 for k in times}
     for i, r in enumerate(utts):

@@ -41,12 +41,12 @@ import json
 import statistics
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from tokenmap.balance.divergence import cross_entropy
 from tokenmap.decode.cost import CostModel
-from tokenmap.maps.mapfile import TokenMap, load_maps
+from tokenmap.maps.mapfile import load_map, load_maps
 from tokenmap_bench import PREFILL_MS, greedy_segments, unfairness
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _agree(draft, ids, i) -> int:
@@ -69,7 +69,7 @@ def replay_set(maps: dict, segs: list, starts: set, cost: CostModel, fixed=None,
             greedy += prefill + cost.step_ms
             spec += prefill + cost.step_ms
             score = dict.fromkeys(maps, 0.0)
-        ctx, i = [TokenMap.BOS], 0
+        ctx, i = [-1], 0  # -1: the segment start
         while i < len(ids):
             props = {name: list(tm.draft(ctx)) for name, tm in maps.items()}
             lead = fixed if fixed is not None else max(score, key=score.get)
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     cost = CostModel.from_json(run["cost_model"])
     skip = {json.loads(line)["id"] for path in args.skip_teacher for line in path.open(encoding="utf-8")}
     evals = greedy_segments(args.results, args.timestamp_begin, skip)
-    per_task = {t: TokenMap.load(args.maps / f"{t.replace('/', '-')}.tmap") for t in evals}
+    per_task = {t: load_map(args.maps / f"{t.replace('/', '-')}.tmap") for t in evals}
     shared = {m: sorted(args.maps.glob(f"{m}-*tasks.tmap")) for m in ("multi", "balanced")}
     # name -> (replay of task t, the map whose cross-entropy is task t's D_T)
     configs = {"per-task (task known)": (lambda t: replay_set(per_task, *evals[t], cost, fixed=t, decay=args.decay),

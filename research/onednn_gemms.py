@@ -21,10 +21,11 @@ MARK = "-- timed calls --"
 
 
 def child(compute_type: str, n: int, calls: int) -> None:
-    import tokenmap  # noqa: F401  (first: the thread wait policy)
     import ctranslate2
+
+    import tokenmap  # noqa: F401  (first: the thread wait policy)
+    from tokenmap import resolve_model
     from tokenmap.decode.rules import SpecialTokens
-    from tokenmap.models import resolve_model
     from tokenmap_bench import features
 
     model_dir = resolve_model("base", download=False)

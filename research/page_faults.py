@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def child(reps: int) -> dict:
     import tokenmap_bench
+    from tokenmap import resolve_model
     from tokenmap_bench import Recording, features
-    from tokenmap.models import resolve_model
 
     rows = [json.loads(line) for line in open(ROOT / "bench-data/full.jsonl")]
     pick = ([r for r in rows if r["domain"] == "opendomain"][:1] + [r for r in rows if r["set"] == "telephony"][::30]

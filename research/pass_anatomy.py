@@ -16,14 +16,14 @@ import json
 from pathlib import Path
 
 from replay_bench import CONTROLLER_KEY, map_key
+
+from tokenmap import load_maps, resolve_model
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel
 from tokenmap.decode.drafters import default_drafter
 from tokenmap.decode.follow import FollowDrafter
-from tokenmap.decode.speculative import window_draft
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap.maps.mapfile import load_maps
-from tokenmap.models import resolve_model
+from tokenmap.decode.speculative import window_draft
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,8 +16,8 @@ import ctranslate2
 import numpy as np
 from faster_whisper.feature_extractor import FeatureExtractor
 
+from tokenmap import resolve_model
 from tokenmap.decode.drafters import FixedDrafter
-from tokenmap.models import resolve_model
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.decode.speculative import decode_window
 

@@ -9,12 +9,11 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
-from tokenmap_bench import features, load_manifest
+from tokenmap import resolve_model
 from tokenmap.decode.reference import GREEDY_KW
-from tokenmap.models import resolve_model
 from tokenmap.decode.rules import SpecialTokens
+from tokenmap_bench import features, load_manifest
 
 
 def main():

@@ -23,14 +23,13 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from tokenmap_bench import VOICE_BOUND_WER, wer
+from tokenmap import load_maps, resolve_model
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
-from tokenmap.maps.mapfile import load_maps
-from tokenmap.models import resolve_model
 from tokenmap.decode.replay import replay_window
 from tokenmap.decode.rules import SpecialTokens
+from tokenmap_bench import VOICE_BOUND_WER, wer
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,16 +17,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from tokenmap_bench import features, load_manifest
-from tokenmap.decode.reference import GREEDY_KW
+from tokenmap import load_maps, resolve_model
 from tokenmap.build.builder import BuildOptions, build_map
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import load_cost_model
 from tokenmap.decode.drafters import default_drafter
-from tokenmap.maps.mapfile import load_maps
-from tokenmap.models import resolve_model
+from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.decode.speculative import DecodeStats, decode_window
+from tokenmap_bench import features, load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -42,12 +42,12 @@ def files(split: str, per_lang: int, seed: int = 0):
 
 def record(args):
     import ctranslate2
-    from tokenmap_bench import decode_g722
     from faster_whisper.feature_extractor import FeatureExtractor
 
+    from tokenmap import resolve_model
     from tokenmap.context import AudioContext
     from tokenmap.decode.reference import GREEDY_KW
-    from tokenmap.models import resolve_model
+    from tokenmap_bench import decode_g722
 
     model_dir = resolve_model("base", download=False)
     model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type="int8", intra_threads=2)
@@ -92,9 +92,9 @@ def record(args):
 def replay(args):
     from tokenizers import Tokenizer
 
-    from tokenmap.context import AudioContext, Guard
+    from tokenmap import resolve_model
+    from tokenmap.context import AudioContext
     from tokenmap.decode.rules import SpecialTokens
-    from tokenmap.models import resolve_model
     from tokenmap_bench import wer
 
     model_dir = resolve_model("base", download=False)

@@ -20,11 +20,11 @@ from types import SimpleNamespace
 
 from tokenizers import Tokenizer
 
-ROOT = Path(__file__).resolve().parents[1]
-
+from tokenmap import resolve_model
 from tokenmap.runtime import memory, threads
-from tokenmap.models import resolve_model
-from tokenmap_bench import load_manifest, regime_of, StockServer
+from tokenmap_bench import StockServer, load_manifest, regime_of
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main():

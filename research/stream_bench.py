@@ -17,14 +17,14 @@ import logging
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 from tokenmap.audio import load_audio
 from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.stream.audio import FileSource
 from tokenmap.stream.live import Decoded, StreamModel, StreamOptions, StreamTranscriber
 from tokenmap.stream.metrics import normalized_erasure
 from tokenmap_bench import wer
+
+ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ("tests/en-basic-pbx-ivr-main", ROOT / "tests/data/en-basic-pbx-ivr-main.flac",
            "Thank you for calling Super Awesome Company, Asterisk's premier provider of perfect products. If you "
            "know your party's extension, you may dial it at any time. To establish a sales partnership, press one. "

@@ -25,8 +25,8 @@ from collections import Counter, defaultdict
 
 from stream_bench import run, stream_arguments, streams
 
-from tokenmap.stream.live import StreamModel, StreamOptions, StreamTranscriber
 from tokenmap.audio import load_audio
+from tokenmap.stream.live import StreamModel, StreamOptions, StreamTranscriber
 
 CALLS = ("prefill", "forward_batch", "forward_step", "generate")
 

@@ -17,10 +17,10 @@ import json
 from pathlib import Path
 
 from replay_bench import load_run, replay_utterance
-from tokenmap_bench import ensure_map
+
+from tokenmap import load_maps, resolve_model
 from tokenmap.decode.control import ControllerSet
-from tokenmap.maps.mapfile import load_maps
-from tokenmap.models import resolve_model
+from tokenmap_bench import ensure_map
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -31,7 +31,7 @@ import numpy as np
 from types import SimpleNamespace
 import tokenmap
 import ctranslate2
-from tokenmap.models import resolve_model
+from tokenmap import resolve_model
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap_bench import features
 compute_type, reps, audio_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from tokenmap.models import resolve_model
+from tokenmap import resolve_model
 from tokenmap.decode.rules import RuleSet, SpecialTokens
 from tokenmap_bench import features
 

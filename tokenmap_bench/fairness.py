@@ -43,18 +43,18 @@ import json
 import math
 import statistics
 import sys
-from typing import Sequence
 from pathlib import Path
+from typing import Sequence
 
 from tokenmap.balance.budget import Budget
 from tokenmap.balance.divergence import cross_entropy
 from tokenmap.balance.sections import build_balanced
 from tokenmap.balance.streams import split_dev
 from tokenmap.build.builder import BuildOptions, build_map
-from tokenmap.build.selftest import draft_passes
 from tokenmap.decode.cost import DEFAULT, CostModel
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap.maps.mapfile import TokenMap, load_maps
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.maps.suffixmap import TokenMap
 from tokenmap.models import resolve_model
 from tokenmap.textok import TextTokenizer
 from tokenmap_bench.data import checkout_root
@@ -69,7 +69,23 @@ SENTENCES = 5
 CONFIGS = ("per-task", "per-lang", "multi", "balanced")
 
 
-def replay(tm: TokenMap, seqs: list[list[int]], cost: CostModel, per_utt: int = SENTENCES,
+def draft_passes(tm, ids):
+    """Replay greedy drafting over one token sequence, as if the model emitted it: at each position
+    ask ``tm.draft([tm.BOS] + emitted)``, keep the agreeing prefix and one model token; yields
+    ``(draft length, draft tokens accepted)`` per decoder pass."""
+    ctx, i = [tm.BOS], 0
+    while i < len(ids):
+        d = tm.draft(ctx)
+        a = 0
+        while a < len(d) and i + a < len(ids) and d[a] == ids[i + a]:
+            a += 1
+        yield len(d), a
+        step = min(a + 1, len(ids) - i)
+        ctx.extend(ids[i:i + step])
+        i += step
+
+
+def replay(tm, seqs: list[list[int]], cost: CostModel, per_utt: int = SENTENCES,
            prefill: float = PREFILL_MS, starts: set | None = None) -> dict:
     """Drafting replayed over ``seqs``: counts, acceptance and the cost-model speed-up.
 
@@ -118,11 +134,11 @@ def split_corpora(out: Path, split: str) -> tuple[dict, dict]:
 
 
 def parse_variant(spec: str) -> tuple[str, dict]:
-    """``name=min_count,max_candidates,max_draft_len,weight[@protect]`` -> (name, build_balanced kwargs)."""
+    """``name=min_count,teacher[@protect]`` -> (name, build_balanced kwargs)."""
     name, _, rest = spec.partition("=")
     budget, _, protect = rest.partition("@")
-    mc, cand, dl, w = budget.split(",")
-    kw = {"generous": Budget(int(mc), int(cand), int(dl), float(w))}
+    mc, teacher = budget.split(",")
+    kw = {"generous": Budget(int(mc), int(teacher))}
     if protect:
         kw["protect"] = float(protect)
     return name, kw
@@ -282,7 +298,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default="base")
     ap.add_argument("--split", choices=("test", "dev"), default="test",
                     help="evaluate on the held-out test sentences, or on a dev split of the training corpora")
-    ap.add_argument("--variant", action="append", default=[], metavar="NAME=MC,CAND,LEN,WEIGHT[@PROTECT]",
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=MIN_COUNT,TEACHER[@PROTECT]",
                     help="also a balanced map with this worst-task budget (and protection threshold)")
     ap.add_argument("--greedy", type=Path, metavar="RESULTS_JSON",
                     help="instead of sentences, replay on the greedy outputs of a `tokenmap bench` run "

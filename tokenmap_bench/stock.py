@@ -21,8 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tokenmap.runtime import memory, threads
 from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.runtime import memory, threads
 
 log = logging.getLogger("tokenmap")
 
