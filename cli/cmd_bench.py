@@ -117,9 +117,8 @@ def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, 
           timestamps, out, stock_python, map_modes, learn, recall, recall_inventory, teacher, update_docs):
     """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
     _require_bench()
-    from tokenmap_bench import BenchDataError, BenchOptions
+    from tokenmap_bench import BenchDataError, BenchOptions, markdown
     from tokenmap_bench import bench as run_bench
-    from tokenmap_bench import markdown
     from tokenmap_bench import update_docs as write_docs
 
     manifest = manifest or Path("bench-data") / ("quick.jsonl" if quick else "full.jsonl")
