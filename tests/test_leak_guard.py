@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenmap_bench.data import BenchDataError, Recording, check_disjoint
+from tokenmap_bench import BenchDataError, Recording, check_disjoint
 
 TB = 50364
 
@@ -23,7 +23,7 @@ def _index(tmp_path: Path, audio: Path, recordings=()) -> Path:
     from types import SimpleNamespace
 
     from tokenmap.maps.recallindex import RecallIndex
-    from tokenmap_bench.harness import features
+    from tokenmap_bench import features
 
     mel = np.asarray(features(SimpleNamespace(audio=str(audio)))[0])[0]
     index = RecallIndex.empty({"fingerprint": "test", "vocab_size": TB + 1501, "encoder": "test", "model": "test"})
