@@ -218,7 +218,9 @@ def _summary(tm) -> dict:
 
 def _print_summary(info: dict, prefix) -> None:
     if info.get("task"):
-        click.echo(f"section {info['task']}: D_T {info['D_T']}, budget {json.dumps(info['budget'], sort_keys=True)}")
+        budget = info["budget"] or {}
+        click.echo(f"section {info['task']}: D_T {info['D_T']}, budget min-count {budget.get('min_count')}, "
+                   f"teacher copies {budget.get('teacher')}")
     click.echo(f"{info['path']}: {info['size_bytes'] / 1e6:.2f} MB, token map (format {info['format']}), "
                f"{info['family']} (model {info['model']}, tokenizer {str(info['fingerprint'])[:12]}…), "
                f"created {info['created']}")

@@ -81,7 +81,7 @@ def test_build_creates_the_output_directory(tmp_path):
 
 
 def test_issue_command_on_the_maintenance_corpus(tmp_path, monkeypatch):
-    """Issue 3's "done when": `tokenmap build corpora/maintenance/train.txt -o maint.tmap`, then inspect."""
+    """`tokenmap build corpora/maintenance/train.txt -o maint.tmap`, then inspect."""
     from pathlib import Path
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     out = tmp_path / "maint.tmap"
@@ -105,13 +105,12 @@ def test_build_balance_writes_a_map_set(tmp_path):
     out = tmp_path / "bal.tmap"
     res = run("build", *files, "--balance", "--model", MODEL, "-o", out, "--jobs", 1)
     assert res.exit_code == 0, res.output
-    assert "budgets (sections; best task maint/en" in res.output and "tel/en" in res.output
+    assert "budgets (best task maint/en" in res.output and "tel/en" in res.output
     info = json.loads(run("inspect", out, "--json", "--prefix", "Please call", "--model", MODEL).output)
     assert [s["task"] for s in info["sections"]] == ["maint/en", "tel/en"]
-    assert info["sections"][1]["budget"]["min_count"] == 1 and info["sections"][1]["prefix"]["candidates"]
+    assert all(s["format"] == 6 for s in info["sections"])
+    assert info["sections"][1]["budget"]["min_count"] == 1 and info["sections"][1]["prefix"]["tokens"]
     text = run("inspect", out).output
-    assert "a map set of 2 task sections" in text and "section tel/en: budget min-count 1" in text
-    merged = run("build", *files, "--balance", "--layout", "merged", "--model", MODEL, "-o", tmp_path / "m.tmap",
-                 "--jobs", 1)
-    assert merged.exit_code == 0 and "budgets (merged" in merged.output
-    assert "sections" not in json.loads(run("inspect", tmp_path / "m.tmap", "--json").output)
+    assert "a map set of 2 task sections" in text and "section tel/en: D_T" in text and "budget min-count 1" in text
+    for flag in ("--layout", "--max-order", "--max-candidates", "--max-draft-len", "--merge-near-duplicates"):
+        assert run("build", *files, flag, "x", "-o", tmp_path / "m.tmap").exit_code == 2  # no such option

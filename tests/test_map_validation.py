@@ -1,10 +1,9 @@
 """Hostile token maps with valid checksums: loading rejects them in one line, never crashes.
 
-The fuzz tests build maps through the public writer (``write_map``) from random
-headers and arrays, and rewrite the arrays of a real built map in place (the
-checksum recomputed), so they hold for any layout the loader declares: the
-suffix map of ``tokenmap build`` (format 3, :data:`tokenmap.maps.schema.SUFFIX_LAYOUT`)
-and the n-gram layout of map-set sections (:data:`tokenmap.maps.schema.LAYOUT`).
+The fuzz tests build maps through the public writers (``write_map``, ``write_map_set``) from random
+headers and arrays, and rewrite the arrays of a real built map in place (the checksum recomputed),
+so they hold for both files the loader reads: one token map (format 3) and a map set of token maps
+(format 6), both of the layout :data:`tokenmap.maps.schema.LAYOUT`.
 """
 
 import hashlib
@@ -18,56 +17,43 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tokenmap.balance.budget import Budget
-from tokenmap.build.builder import BuildOptions, build_map, encode_texts
-from tokenmap_bench.synthetic import synthetic_corpus
-from tokenmap.decode.cost import DEFAULT
+from tokenmap.build.builder import BuildOptions, build_map
 from tokenmap.decode.follow import FollowDrafter
-from tokenmap.maps.mapfile import TokenMap, load_maps, write_map, write_map_set
-from tokenmap.maps.schema import LAYOUT, NGRAM_VERSION, SCHEMA, SUFFIX_LAYOUT, SUFFIX_SCHEMA, MapFormatError
-from tokenmap.maps.schema import TokenIds
-from tokenmap.build.style import StyleOptions
-from tokenmap.maps.suffixmap import SuffixMap
-from tokenmap.balance.streams import task_arrays
+from tokenmap.maps.mapfile import load_maps, write_map, write_map_set
+from tokenmap.maps.schema import SCHEMA, MapFormatError
+from tokenmap_bench.synthetic import synthetic_corpus
 
-BOS = TokenMap.BOS
 SENTENCES = list(synthetic_corpus(400, seed=5))
-EOT = 50257  # Whisper's <|endoftext|>: a suffix map's drafter never proposes an id at or above it
+EOT = 50257  # Whisper's <|endoftext|>: a map's drafter never proposes an id at or above it
 
 
-@pytest.fixture(scope="module", params=["suffix", "ngram"])
+@pytest.fixture(scope="module", params=["map", "set"])
 def small_map(request, tmp_path_factory, tok):
-    """A real map of 400 synthetic maintenance lines: the suffix map `build` writes, or the n-gram
-    layout of a map set's sections (written as one map)."""
+    """A real map of 400 synthetic maintenance lines: the map `build` writes, or a map set whose one
+    section is that map."""
     tmp = tmp_path_factory.mktemp("small")
     (tmp / "c.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     built = Path(build_map([tmp / "c.txt"], tmp / "small.tmap", tokenizer=tok, options=BuildOptions(jobs=1)).path)
-    if request.param == "suffix":
+    if request.param == "map":
         return built
-    stream = np.frombuffer(encode_texts(SENTENCES, tok, StyleOptions(), False), dtype=np.uint32)
-    arrays = task_arrays(stream, Budget(), BuildOptions(jobs=1), DEFAULT, tok.vocab_size, tok.vocab_size + 1)
-    header = {k: v for k, v in load_maps(built)[0].header.items()
-              if k not in ("arrays", "data_start", "format_version", "depth", "bos", "sep")}
-    header.update(order=3, bos=BOS)
-    write_map(tmp / "ngram.tmap", header, arrays, version=NGRAM_VERSION)
-    return tmp / "ngram.tmap"
+    (tm,) = load_maps(built)
+    header = {k: v for k, v in tm.header.items() if k not in ("arrays", "data_start", "format_version")}
+    write_map_set(tmp / "set.tmap", header, [({"task": "maint/en"}, tm.arrays)])
+    return tmp / "set.tmap"
 
 
-def layout_of(path):
-    return SUFFIX_LAYOUT if path.name == "small.tmap" else LAYOUT
-
-
-def schema_of(path):
-    return SUFFIX_SCHEMA if path.name == "small.tmap" else SCHEMA
+def base(name: str) -> str:
+    """``edge_key`` of ``edge_key`` and of a set's ``0.edge_key``."""
+    return name.rpartition(".")[2]
 
 
 @pytest.fixture(scope="module")
 def contexts(tok):
-    """Contexts a decoder asks the map about: BOS plus every prefix of a few training lines."""
+    """Contexts a decoder asks the map about: every prefix of a few training lines."""
     out = []
     for text in SENTENCES[:4]:
         ids = tok.encode(text)
-        out += [[BOS] + ids[:i] for i in range(len(ids) + 1)]
+        out += [ids[:i] for i in range(len(ids) + 1)]
     return out
 
 
@@ -87,23 +73,13 @@ def rewrite(src, dst, edit):
 
 
 def assert_safe(maps, limit, contexts):
-    """Every token id of every map is within ``limit`` (or a declared sentinel), and so is every draft."""
+    """Every token id of every map is within ``limit`` (or the trie's BOS and SEP), and so is every draft."""
     for tm in maps:
-        if isinstance(tm, SuffixMap):
-            assert ((tm.arrays["edge_key"] & np.uint64(0xFFFFFFFF)) <= limit + 1).all()
-            drafter = FollowDrafter(tm, timestamp_begin=None, eot=min(EOT, limit))
-            for ctx in contexts:
-                drafter.reset()
-                assert all(0 <= t <= min(EOT, limit) for t in drafter.draft(ctx[1:], 24))
-            continue
-        for name, spec in LAYOUT.items():
-            if isinstance(spec.role, TokenIds):
-                a = tm.arrays[name]
-                assert ((a < limit) | np.isin(a, spec.role.sentinels)).all(), name
+        assert ((tm.arrays["edge_key"] & np.uint64(0xFFFFFFFF)) <= limit + 1).all()
+        drafter = FollowDrafter(tm, timestamp_begin=None, eot=min(EOT, limit))
         for ctx in contexts:
-            assert all(0 <= t < limit for t in tm.draft(ctx))
-            for tokens, _, _ in tm.candidates(ctx):
-                assert all(0 <= t < limit for t in tokens)
+            drafter.reset()
+            assert all(0 <= t <= min(EOT, limit) for t in drafter.draft(ctx, 24))
 
 
 def load_or_reject(path, contexts, fingerprint=None, vocab_size=None):
@@ -118,18 +94,13 @@ def load_or_reject(path, contexts, fingerprint=None, vocab_size=None):
     return maps
 
 
-@pytest.mark.parametrize("name, value", [("cand_tokens", 2**31), ("cand_tokens", 2**32 - 3),
-                                         ("cand_tokens", 50364), ("key_tokens", 2**31),
-                                         ("edge_key", 2**31), ("edge_key", 50366)])
-def test_out_of_range_ids_are_rejected(small_map, tmp_path, tok, name, value):
-    if name not in layout_of(small_map):
-        pytest.skip(f"no array {name} in this layout")
+@pytest.mark.parametrize("value", [2**31, 2**32 - 3, 50366])
+def test_out_of_range_ids_are_rejected(small_map, tmp_path, tok, value):
+    name = "edge_key"
 
     def edit(n, view):
-        if n == name == "edge_key":  # the token is the key's low 32 bits
+        if base(n) == name:  # the token is the key's low 32 bits
             view[...] = (view & np.uint64(0xFFFFFFFF00000000)) | np.uint64(value)
-        elif n == name:
-            view[...] = value
 
     bad = rewrite(small_map, tmp_path / "bad.tmap", edit)
     for vocab in (tok.vocab_size, None):  # the tokenizer's size, or the one the header records
@@ -137,26 +108,7 @@ def test_out_of_range_ids_are_rejected(small_map, tmp_path, tok, name, value):
             load_maps(bad, tok.fingerprint, vocab_size=vocab)
 
 
-def test_offsets_and_lengths_are_checked(small_map, tmp_path, tok):
-    if "cand_tok_offsets" not in layout_of(small_map):
-        pytest.skip("a suffix map has no offsets (its structure: test_suffix_structure_is_checked)")
-
-    def longer(n, view):
-        if n == "cand_tok_offsets":
-            view[-1] += 1
-
-    def decreasing(n, view):
-        if n == "cand_offsets" and len(view) > 2:
-            view[1] = view[-1]
-            view[2] = 0
-
-    with pytest.raises(MapFormatError, match="offsets into 'cand_tokens' must run from 0"):
-        load_maps(rewrite(small_map, tmp_path / "a.tmap", longer), vocab_size=tok.vocab_size)
-    with pytest.raises(MapFormatError, match="offsets into 'cand_expected' decrease"):
-        load_maps(rewrite(small_map, tmp_path / "b.tmap", decreasing), vocab_size=tok.vocab_size)
-
-
-def test_suffix_structure_is_checked(tmp_path, tok):
+def test_trie_structure_is_checked(tmp_path, tok):
     tmp = tmp_path
     (tmp / "c.txt").write_text("\n".join(SENTENCES[:50]) + "\n", encoding="utf-8")
     path = build_map([tmp / "c.txt"], tmp / "small.tmap", tokenizer=tok, options=BuildOptions(jobs=1)).path
@@ -173,7 +125,7 @@ def test_vocabulary_must_match_the_tokenizer(small_map, tok):
     with pytest.raises(MapFormatError, match="vocabulary of 50364 tokens, the tokenizer has 50363"):
         load_maps(small_map, vocab_size=50363)
     (tm,) = load_maps(small_map, tok.fingerprint, vocab_size=tok.vocab_size)
-    assert (tm.num_nodes if isinstance(tm, SuffixMap) else tm.num_keys) > 0
+    assert tm.num_nodes > 0
 
 
 def _random_values(rng, dtype, n, vocab):
@@ -239,7 +191,8 @@ def test_arrays_set_to_edge_values(small_map, contexts, tok, tmp_path):
 
 
 HEADER_EDITS = st.fixed_dictionaries({}, optional={
-    "order": st.one_of(st.integers(-1, 9), st.none(), st.text(max_size=2), st.booleans()),
+    "depth": st.one_of(st.integers(-1, 300), st.none(), st.text(max_size=2), st.booleans()),
+    "bos": st.one_of(st.integers(-1, 60000), st.none()),
     "vocab_size": st.one_of(st.integers(-2, 60000), st.sampled_from([2**31, 2**32, 2**63]), st.none(),
                             st.floats(allow_nan=True)),
     "fingerprint": st.one_of(st.none(), st.integers(), st.text(max_size=4)),
@@ -260,18 +213,17 @@ def test_fuzz_written_maps(small_map, contexts, tok, tmp_path, data, seed, edits
         arrays = _mutate(rng, real.arrays, data.draw, tok.vocab_size)
     else:  # arrays of random shapes and values
         arrays = {}
-        for name, (dtype, ndim) in schema_of(small_map).items():
+        for name, (dtype, ndim) in SCHEMA.items():
             shape = tuple(data.draw(st.integers(0, 5)) for _ in range(ndim))
             arrays[name] = _random_values(rng, dtype, int(np.prod(shape)), tok.vocab_size).reshape(shape)
     header = {k: v for k, v in real.header.items() if k != "arrays" and k != "data_start"}
     header.update(edits)
     path = tmp_path / "fuzz.tmap"
-    suffix = small_map.name == "small.tmap"
     try:
-        if as_set and not suffix:
-            write_map_set(path, header, [({"task": "a/en", "order": header.get("order")}, arrays)])
+        if as_set:
+            write_map_set(path, header, [({"task": "a/en"}, arrays)])
         else:
-            write_map(path, header, arrays, version=3 if suffix else NGRAM_VERSION)
+            write_map(path, header, arrays)
     except KeyError:  # an array name the writer does not know (a dropped-and-replaced name): nothing written
         return
     load_or_reject(path, contexts, vocab_size=tok.vocab_size if use_tokenizer else None)
@@ -283,11 +235,11 @@ def test_fuzz_written_maps(small_map, contexts, tok, tmp_path, data, seed, edits
 def test_fuzz_real_map_arrays(small_map, contexts, tok, tmp_path, seed, picks, flips):
     """A real map with random bytes written into some arrays (checksum recomputed): rejected or safe."""
     rng = np.random.default_rng(seed)
-    schema = sorted(schema_of(small_map))
+    schema = sorted(SCHEMA)
     names = {schema[i % len(schema)] for i in picks}
 
     def edit(name, view):
-        if name in names and view.size:
+        if base(name) in names and view.size:
             raw = view.reshape(-1).view(np.uint8)
             raw[rng.integers(0, raw.size, flips)] = rng.integers(0, 256, flips, dtype=np.uint8)
 
@@ -299,18 +251,15 @@ def test_fuzz_real_map_arrays(small_map, contexts, tok, tmp_path, seed, picks, f
 @pytest.mark.parametrize("command", ["transcribe", "stream"])
 def test_cli_rejects_out_of_range_ids_without_crashing(small_map, tmp_path, data_dir, command):
     """Candidate ids >= 2**31 made the engine crash (SIGSEGV); now one line and exit code 2."""
-    name = "edge_key" if small_map.name == "small.tmap" else "cand_tokens"
-
     def edit(n, view):
-        if n == name == "edge_key":
+        if base(n) == "edge_key":
             view[...] = (view & np.uint64(0xFFFFFFFF00000000)) | np.uint64(2**31)
-        elif n == name:
-            view[...] = 2**31
 
     bad = rewrite(small_map, tmp_path / "bad.tmap", edit)
     proc = subprocess.run([sys.executable, "-m", "tokenmap_cli", command, "-l", "en", "--threads", "2",
                            "--map", str(bad), str(data_dir / "en-agent-pass.flac")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.splitlines() == [f"Error: {bad}: corrupt token map (array '{name}': token id "
+    section = "section 0: " if small_map.name == "set.tmap" else ""
+    assert proc.stderr.splitlines() == [f"Error: {bad}: corrupt token map ({section}array 'edge_key': token id "
                                         f"{2**31} outside the vocabulary of 50364 tokens)"]

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from tokenmap.balance.budget import DEFAULT_BUDGET, Budget, allocate
-from tokenmap.maps.mapfile import TokenMap, load_maps
+from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap.balance.teacher import with_teacher
 
@@ -55,7 +55,7 @@ def test_with_teacher_appends_copies():
 
 
 def test_teacher_copies_grow_with_excess_divergence():
-    bound = Budget(min_count=2, max_candidates=3, max_draft_len=16, teacher=6)
+    bound = Budget(min_count=2, teacher=6)
     alloc = allocate({"best": 1.0, "mid": 2.0, "worst": 3.0}, generous=bound)
     assert [alloc[t].teacher for t in ("best", "mid", "worst")] == [0, 3, 6]
     assert allocate({"best": 1.0, "nan": math.nan}, generous=bound)["nan"] == DEFAULT_BUDGET
@@ -66,35 +66,32 @@ def test_teacher_copies_grow_with_excess_divergence():
 def test_teacher_build_teaches_the_thin_task_and_keeps_the_best_section(tmp_path, tok):
     from tokenmap.balance.sections import build_balanced
     from tokenmap.build.builder import BuildOptions
+    from tokenmap.decode.follow import FollowDrafter
 
     files, teacher = _corpora(tmp_path)
     opts = BuildOptions(jobs=1)
-    bound = Budget(min_count=2, max_candidates=3, max_draft_len=16, teacher=4)
+    bound = Budget(min_count=2, teacher=4)
     build_balanced(files, tmp_path / "t.tmap", tokenizer=tok, model=str(MODEL), options=opts, generous=bound,
                    teacher=[teacher])
     build_balanced(files, tmp_path / "plain.tmap", tokenizer=tok, model=str(MODEL), options=opts, generous=bound)
     best, thin = load_maps(tmp_path / "t.tmap", tok.fingerprint)
     bal = best.header["balance"]
     assert bal["best"] == "maint/en" and "greedy transcripts" in bal["divergence"]
-    assert bal["tasks"]["thin/en"]["teacher_lines"] == 3 and thin.header["teacher"] == 4
-    assert best.header["teacher"] == 0
+    assert bal["tasks"]["thin/en"]["teacher_lines"] == 3 and thin.header["budget"]["teacher"] == 4
+    assert best.header["budget"]["teacher"] == 0
     # D_T is the default map's cross-entropy on the teacher lines: the model's own wording is far from thin/en
     assert bal["tasks"]["thin/en"]["D_T"] > bal["tasks"]["maint/en"]["D_T"]
     ref = load_maps(tmp_path / "plain.tmap", tok.fingerprint)[0]
     for name, arr in ref.arrays.items():  # the best task (w = 0) counts no teacher line
         assert np.array_equal(best.arrays[name], arr), name
     ids = tok.encode(TEACHER_LINES[0])
-    assert thin.draft([TokenMap.BOS] + ids[:2])[:3] == ids[2:5]  # the thin section drafts the model's wording
+
+    def draft(tm):
+        return FollowDrafter(tm, timestamp_begin=None, eot=tm.bos).draft(ids[:2], 8)[:3]
+
+    assert draft(thin) == ids[2:5]  # the thin section drafts the model's wording
     (_, plain_thin) = load_maps(tmp_path / "plain.tmap", tok.fingerprint)
-    assert plain_thin.draft([TokenMap.BOS] + ids[:2])[:3] != ids[2:5]
-
-
-def test_teacher_needs_sections(tmp_path, tok):
-    from tokenmap.balance.sections import build_balanced
-
-    files, teacher = _corpora(tmp_path, 200, 20)
-    with pytest.raises(ValueError, match="sections layout"):
-        build_balanced(files, tmp_path / "m.tmap", tokenizer=tok, layout="merged", teacher=[teacher])
+    assert draft(plain_thin) != ids[2:5]
 
 
 def test_cli_build_teacher(tmp_path, caplog):

@@ -2,14 +2,16 @@
 
 The package is laid out by what each part does:
 
-* :mod:`tokenmap.runtime.engine` opens a Whisper model on the CTranslate2 fork
-  (:func:`~tokenmap.runtime.engine.open_engine`) and loads the maps it drafts from;
+* :mod:`tokenmap.runtime` runs the model on this machine: the engine (the CTranslate2
+  fork, checked by :mod:`tokenmap.runtime.engine`, which opens a model once with
+  :func:`~tokenmap.runtime.engine.open_model`), the encoder and decoder precision, the
+  stock encoder worker and the process-wide thread and malloc policies;
   :mod:`tokenmap.whisper` is the faster-whisper drop-in built on it;
 * :mod:`tokenmap.decode` is the speculative decoder: Whisper's logit rules, the
   reference greedy loop, the verify loop, the drafters and their acceptance control;
 * :mod:`tokenmap.maps` is the token-map file format and its lookups;
-* :mod:`tokenmap.build` turns a corpus into a map (style, tokens, counts, pruning);
-* :mod:`tokenmap.balance` shares a multi-task map's budget across tasks;
+* :mod:`tokenmap.build` turns a corpus into a map (style, tokens, counts, self-test);
+* :mod:`tokenmap.balance` builds a map set, one map per task, sharing the budget across tasks;
 * :mod:`tokenmap.stream` is the live transcriber.
 
 The heavy pieces (CTranslate2, faster-whisper) are imported lazily, so that
@@ -37,11 +39,11 @@ logging.getLogger("tokenmap").addHandler(logging.NullHandler())
 
 _LAZY = {
     "WhisperModel": "tokenmap.whisper",
-    "TokenMap": "tokenmap.maps.mapfile",
+    "TokenMap": "tokenmap.maps.suffixmap",
     "load_maps": "tokenmap.maps.mapfile",
     "build_map": "tokenmap.build.builder",
     "Drafter": "tokenmap.decode.drafters",
-    "open_engine": "tokenmap.runtime.engine",
+    "open_model": "tokenmap.runtime.engine",
     "EngineError": "tokenmap.runtime.engine",
     "resolve_model": "tokenmap.models",
 }
