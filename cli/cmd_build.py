@@ -115,8 +115,8 @@ def build(corpus, output, model, depth, context_min_count, text_column, style_br
     """
     from tokenmap.build.builder import BuildError, BuildOptions, build_map
     from tokenmap.build.corpus import CorpusError
-    from tokenmap.maps.schema import MapFormatError
     from tokenmap.build.style import NO_BRIDGE, StyleOptions
+    from tokenmap.maps.schema import MapFormatError
     from tokenmap.textok import TokenizerError
 
     style = StyleOptions(capitalize, final_period, digits) if style_bridge else NO_BRIDGE

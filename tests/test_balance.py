@@ -5,7 +5,16 @@ import math
 import numpy as np
 import pytest
 
-from tokenmap.balance.budget import (DEFAULT_BUDGET, GENEROUS, Budget, allocate, best_task, excess, protected_tasks, shares)
+from tokenmap.balance.budget import (
+    DEFAULT_BUDGET,
+    GENEROUS,
+    Budget,
+    allocate,
+    best_task,
+    excess,
+    protected_tasks,
+    shares,
+)
 from tokenmap.balance.divergence import cross_entropy
 from tokenmap.balance.sections import summed_tests
 from tokenmap.balance.streams import split_dev

@@ -2,15 +2,13 @@
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from tokenmap.build.builder import BuildError, BuildOptions, build_map
-from tokenmap_bench.synthetic import synthetic_corpus
-from tokenmap.maps.mapfile import load_map
 from tokenmap.build.style import NO_BRIDGE, StyleOptions, bridge
-
+from tokenmap.maps.mapfile import load_map
 from tokenmap.models import resolve_model
+from tokenmap_bench.synthetic import synthetic_corpus
 
 MODEL = resolve_model("base", download=False)  # assembled by `make`
 

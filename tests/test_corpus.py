@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tokenmap.build.corpus import MAX_CHARS, CorpusError, CorpusStats, check_nonempty, read_corpus
+from tokenmap.build.corpus import (
+    MAX_CHARS,
+    CorpusError,
+    CorpusStats,
+    check_nonempty,
+    read_corpus,
+)
 
 
 def _read(paths, **kw):

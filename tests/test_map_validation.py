@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tokenmap.build.builder import BuildOptions, build_map
 from tokenmap.decode.follow import FollowDrafter

@@ -5,7 +5,8 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tokenmap.maps.mapfile import load_map, load_maps, write_map, write_map_set
 from tokenmap.maps.schema import MAGIC, MAP_VERSION, SET_VERSION, MapFormatError

@@ -8,10 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenmap.decode.cost import CostModel
+from tokenmap.decode.ct2math import (
+    argmax_of_log_softmax,
+    log_softmax,
+    log_softmax_rows,
+    logsumexp,
+    logsumexp_rows,
+)
+from tokenmap.decode.drafters import find_continuation
 from tokenmap.decode.follow import FollowDrafter
 from tokenmap.decode.replay import replay_window
-from tokenmap.decode.ct2math import argmax_of_log_softmax, log_softmax, log_softmax_rows, logsumexp, logsumexp_rows
-from tokenmap.decode.drafters import find_continuation
 from tokenmap.decode.rules import RuleSet, SpecialTokens
 from tokenmap.maps.suffixmap import TokenMap, build_arrays
 

@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from tokenmap.balance.budget import DEFAULT_BUDGET, Budget, allocate
+from tokenmap.balance.teacher import with_teacher
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
-from tokenmap.balance.teacher import with_teacher
 
 MODEL = resolve_model("base", download=False)  # assembled by `make`
 _PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "teacher_texts.py"
@@ -122,7 +122,7 @@ def test_teacher_texts_cuts_segments_and_drops_shared_sentences():
             {"id": "b", "system": "tokenmap", "kind": "decoder", "domain": "incar", "lang": "en",
              "ref": "Take me home.", "token_ids": [50364, 5, 50380]}]
     assert tt.segments(rows[0]["token_ids"], 50364) == [[1, 2], [3]]  # <|endoftext|> dropped
-    decode = lambda ids: " ".join(map(str, ids))  # noqa: E731
+    decode = lambda ids: " ".join(map(str, ids))
     lines, dropped = tt.teacher_lines(rows, decode, set(), None, 50364)
     assert [x["text"] for x in lines] == ["1 2", "3", "4"] and dropped == 0
     lines, dropped = tt.teacher_lines(rows, decode, tt.sentences("open the window. Other."), None, 50364)

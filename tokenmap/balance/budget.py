@@ -40,8 +40,8 @@ Worked example (defaults 0/0, worst-task bound 1/8)::
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Budget:
             raise ValueError("budget needs min_count >= 0 and teacher >= 0")
 
     @classmethod
-    def of(cls, options) -> "Budget":
+    def of(cls, options) -> Budget:
         """The default budget of build options (their ``min_count``)."""
         return cls(min_count=options.min_count)
 

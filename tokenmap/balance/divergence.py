@@ -22,6 +22,7 @@ about ``log V`` (10.9 nats for Whisper).
 
 Example (a map of one utterance, ``BOS=9``, ``SEP=10``, a vocabulary of 9 tokens)::
 
+    >>> import numpy as np
     >>> tm = TokenMap.from_stream(np.array([9, 1, 2, 3, 10], np.uint32), bos=9, sep=10, depth=4)
     >>> round(cross_entropy(tm, [[1, 2, 3]], vocab_size=9), 2)   # the utterance the map holds
     0.29
@@ -31,9 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Iterable, Sequence
-
-import numpy as np
+from collections.abc import Iterable, Sequence
 
 from tokenmap.maps.suffixmap import TokenMap
 
@@ -72,7 +71,7 @@ def cross_entropy(tm: TokenMap, sequences: Iterable[Sequence[int]], vocab_size: 
     vocab = int(vocab_size or tm.header.get("vocab_size") or DEFAULT_VOCAB)
     total, n = 0.0, 0
     for ids in sequences:
-        node = tm.bos_node if tm.bos_node > 0 else 0
+        node = max(0, tm.bos_node)
         for y in ids:
             total -= math.log(max(next_prob(tm, node, int(y), vocab), 1e-300))
             node = tm.advance(node, int(y))

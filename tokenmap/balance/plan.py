@@ -16,15 +16,25 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
-from tokenmap.balance.budget import (DEFAULT_BUDGET, GENEROUS, PROTECT, Budget, allocate, best_task, protected_tasks,
-                                     rounded, shares, task_name)
+from tokenmap.balance.budget import (
+    DEFAULT_BUDGET,
+    GENEROUS,
+    PROTECT,
+    Budget,
+    allocate,
+    best_task,
+    protected_tasks,
+    rounded,
+    shares,
+    task_name,
+)
 from tokenmap.balance.streams import DEV_EVERY, dev_divergence, encode_stream
 from tokenmap.balance.teacher import check_teacher_tasks, teacher_divergence
 from tokenmap.build.builder import BuildError, BuildOptions, BuildResult, resolve_inputs

@@ -7,8 +7,8 @@ and writes them as the sections of one file (:func:`tokenmap.maps.mapfile.write_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Sequence
 
 from tokenmap.balance.budget import rounded
 from tokenmap.balance.plan import BalancePlan, plan_balance

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

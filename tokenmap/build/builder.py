@@ -40,9 +40,9 @@ import multiprocessing
 import os
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 

@@ -6,7 +6,7 @@ utterance, and the decoder speed-up the cost curve predicts from them.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

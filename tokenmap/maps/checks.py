@@ -17,9 +17,24 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmap.maps.schema import (ALIGN, CHECKSUM, LAYOUT, MAGIC, MAP_VERSION, MAX_HEADER, PREFIX, RECALL_VERSION,
-                                  RETIRED_VERSIONS, SCHEMA, SET_VERSION, MapFormatError, base_name, check_arrays,
-                                  schema_of, stream_markers)
+from tokenmap.maps.schema import (
+    ALIGN,
+    CHECKSUM,
+    LAYOUT,
+    MAGIC,
+    MAP_VERSION,
+    MAX_HEADER,
+    PREFIX,
+    RECALL_VERSION,
+    RETIRED_VERSIONS,
+    SCHEMA,
+    SET_VERSION,
+    MapFormatError,
+    base_name,
+    check_arrays,
+    schema_of,
+    stream_markers,
+)
 from tokenmap.maps.suffixmap import TokenMap
 
 

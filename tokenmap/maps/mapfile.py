@@ -43,13 +43,22 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
 from tokenmap.maps.checks import fail, load_sections, load_single, open_map
-from tokenmap.maps.schema import ALIGN, MAGIC, MAP_VERSION, PREFIX, RECALL_VERSION, SET_VERSION, base_name, schema_of
+from tokenmap.maps.schema import (
+    ALIGN,
+    MAGIC,
+    MAP_VERSION,
+    PREFIX,
+    RECALL_VERSION,
+    SET_VERSION,
+    base_name,
+    schema_of,
+)
 from tokenmap.maps.suffixmap import TokenMap
 
 log = logging.getLogger("tokenmap")

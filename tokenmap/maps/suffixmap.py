@@ -41,7 +41,7 @@ Example (a corpus of two utterances, ``BOS=9``, ``SEP=10``)::
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -204,7 +204,7 @@ class TokenMap:
         self.bos_node = self.child(0, self.bos)
 
     @classmethod
-    def from_stream(cls, stream: np.ndarray, bos: int, sep: int, depth: int = 24, min_count: int = 1) -> "TokenMap":
+    def from_stream(cls, stream: np.ndarray, bos: int, sep: int, depth: int = 24, min_count: int = 1) -> TokenMap:
         """Build in memory from a ``BOS ... SEP`` token stream (tests, scoring a map before it is written)."""
         arrays = build_arrays(np.asarray(stream, dtype=np.uint32), sep, depth, min_count)
         return cls({"depth": depth, "bos": bos, "sep": sep}, arrays)
