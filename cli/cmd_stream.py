@@ -89,13 +89,13 @@ def stream(source, model, map_path, language, update, realtime, beta, mask_k, js
     Every update re-decodes the growing buffer with the previous hypothesis as
     the draft; text that two updates agree on is committed.
     """
-    from tokenmap.stream.live import StreamEngine, StreamOptions, StreamTranscriber
+    from tokenmap.stream.live import StreamModel, StreamOptions, StreamTranscriber
     from tokenmap.stream.audio import AudioSourceError, FileSource, MicrophoneSource
     from tokenmap.audio import AudioError, load_audio
 
     try:  # the model first, as `transcribe` does: the same errors and exit codes for the same inputs
-        engine = StreamEngine.load(model, compute_type=compute_type, threads=threads, token_map=map_path,
-                                   exact=exact)
+        stream_model = StreamModel.load(model, compute_type=compute_type, threads=threads, token_map=map_path,
+                                        exact=exact)
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
         fail(exc, exit_code=2)
     try:
@@ -108,7 +108,7 @@ def stream(source, model, map_path, language, update, realtime, beta, mask_k, js
     options = StreamOptions(update_seconds=update, beta=beta, mask_k=mask_k,
                             language=None if language == "auto" else language,
                             scratch="generate" if scratch else None)
-    st = StreamTranscriber(engine, options)
+    st = StreamTranscriber(stream_model, options)
     display = Display(sys.stdout.isatty(), jsonl)
     interrupted = False
     try:

@@ -7,7 +7,7 @@ import types
 import pytest
 from click.testing import CliRunner
 
-from tokenmap.runtime import engine
+from tokenmap.runtime import engine, report
 from tokenmap_cli.main import cli
 
 
@@ -46,8 +46,8 @@ def test_installed_engine_is_the_fork():
     assert hasattr(ct2.models.Whisper, "forward_batch_greedy")
 
 
-def test_engine_info_reports_versions():
-    info = engine.engine_info()
+def test_doctor_info_reports_versions():
+    info = report.doctor_info()
     assert info["step API"] == "present"
     assert info["faster-whisper"] != "not installed"
 
@@ -65,7 +65,7 @@ def _stock_laptop(monkeypatch, where="Darwin arm64"):
     monkeypatch.setattr(engine, "_import_ctranslate2", lambda: _fake_ct2(False))
     monkeypatch.setattr(engine, "fork_wheel_available", lambda *a: False)
     monkeypatch.setattr(engine, "platform_name", lambda: where)
-    monkeypatch.setattr(engine, "cpu_report", lambda *a, **k: {})
+    monkeypatch.setattr(report, "cpu_report", lambda *a, **k: {})
     monkeypatch.setattr(engine, "_warned", set())
 
 

@@ -4,13 +4,13 @@ import os
 import subprocess
 import sys
 
-from tokenmap.runtime import engine, memory, threads
+from tokenmap.runtime import engine, memory, report, threads
 
 
 def test_the_line_names_each_setting_applied_and_its_opt_out(monkeypatch):
     monkeypatch.setattr(memory, "status", "applied")
     monkeypatch.setattr(threads, "status", "applied")
-    line = engine.runtime_settings()
+    line = report.runtime_settings()
     assert "for the whole process" in line
     assert "TOKENMAP_MALLOC=default" in line and "TOKENMAP_THREAD_WAIT=default" in line
     assert "one arena" in line and "OMP_WAIT_POLICY=ACTIVE" in line
@@ -19,22 +19,22 @@ def test_the_line_names_each_setting_applied_and_its_opt_out(monkeypatch):
 def test_only_what_was_applied_is_listed(monkeypatch):
     monkeypatch.setattr(memory, "status", "off")
     monkeypatch.setattr(threads, "status", "applied")
-    line = engine.runtime_settings()
+    line = report.runtime_settings()
     assert "TOKENMAP_THREAD_WAIT=default" in line and "malloc" not in line
     monkeypatch.setattr(threads, "status", "user")
-    assert engine.runtime_settings() == "none applied by tokenmap in this process (malloc: off, thread wait: user)"
+    assert report.runtime_settings() == "none applied by tokenmap in this process (malloc: off, thread wait: user)"
 
 
-def test_engine_info_always_has_the_line(monkeypatch):
+def test_doctor_info_always_has_the_line(monkeypatch):
     monkeypatch.setattr(engine, "_import_ctranslate2", lambda: (_ for _ in ()).throw(engine.EngineError("absent")))
-    assert engine.engine_info()["runtime settings"] == engine.runtime_settings()
+    assert report.doctor_info()["runtime settings"] == report.runtime_settings()
 
 
 def _line_in_a_fresh_process(**extra) -> str:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("MALLOC_", "TOKENMAP_", "OMP_", "GOMP_")) and k != "GLIBC_TUNABLES"}
     env.update(extra)
-    script = "import tokenmap, tokenmap.runtime.engine as e; print(e.runtime_settings())"
+    script = "import tokenmap, tokenmap.runtime.report as r; print(r.runtime_settings())"
     return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                           check=True).stdout.strip()
 

@@ -4,7 +4,7 @@ and map decoding then gives that configuration's plain output."""
 import numpy as np
 import pytest
 
-from tokenmap.runtime.precision import SplitEngine, decoder_compute_type, describe
+from tokenmap.runtime.precision import SplitModel, decoder_compute_type, describe
 
 KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,
           suppress_blank=True, suppress_tokens=[-1], max_initial_timestamp_index=50)
@@ -27,7 +27,7 @@ def test_describe_names_the_exact_and_the_fast_mode():
     assert "differ" in describe("int8") and "--exact" in describe("int8")
 
 
-def test_split_engine_routes_encode_and_decoder_calls():
+def test_split_model_routes_encode_and_decoder_calls():
     class Fake:
         def __init__(self, name):
             self.name, self.n_mels = name, 80
@@ -38,11 +38,11 @@ def test_split_engine_routes_encode_and_decoder_calls():
         def generate(self, enc, prompts):
             return (self.name, enc)
 
-    split = SplitEngine(Fake("enc"), Fake("dec"))
+    split = SplitModel(Fake("enc"), Fake("dec"), "fork", "float32")
     out = split.encode("mel")
     assert out == ("enc", "mel")
     assert split.generate(out, [[1]]) == ("dec", ("enc", "mel"))
-    assert split.n_mels == 80
+    assert split.n_mels == 80 and split.decoder_compute_type == "float32"
 
 
 def _prompt(base_model_dir, lang):
@@ -69,7 +69,7 @@ def split(base_model_dir):
     from tokenmap.runtime.precision import load_decoder
 
     encoder = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
-    return SplitEngine(encoder, load_decoder(str(base_model_dir), "float32", device="cpu", cpu_threads=2))
+    return SplitModel(encoder, load_decoder(str(base_model_dir), "float32", device="cpu", cpu_threads=2))
 
 
 @pytest.mark.model
@@ -101,17 +101,14 @@ def test_int8_model_decodes_at_int8_by_default_and_with_a_float32_copy_when_exac
     from tokenmap import WhisperModel
     from tokenmap.transcriber import load_model
 
-    def decoder(engine):
-        return engine.decoder if isinstance(engine, SplitEngine) else engine
-
     exact = WhisperModel(str(base_model_dir), device="cpu", compute_type="int8", cpu_threads=2, exact=True)
     assert exact.decoder_compute_type == "float32"
-    assert decoder(exact.model._engine).compute_type == "float32"
+    assert exact.model.decoder.compute_type == "float32"
     fast = WhisperModel(str(base_model_dir), device="cpu", compute_type="int8", cpu_threads=2, encoder="fork")
-    assert fast.decoder_compute_type == "int8" and not isinstance(fast.model._engine, SplitEngine)
-    assert fast.model._engine.compute_type.startswith("int8")
+    assert fast.decoder_compute_type == "int8" and fast.model.encoder is fast.model.decoder
+    assert fast.model.decoder.compute_type.startswith("int8")
     plain = load_model(str(base_model_dir), compute_type="int8", threads=2, exact=True)  # no map, same configuration
-    assert decoder(plain.model).compute_type == "float32"
+    assert isinstance(plain.model, SplitModel) and plain.model.decoder.compute_type == "float32"
     audio = decode_audio(str(data_dir / "en-basic-pbx-ivr-main.flac"))
 
     def text(model):
@@ -172,4 +169,4 @@ def test_doctor_shows_the_encoder_and_decoder_choice_and_why(monkeypatch, tmp_pa
     (tmp_path / "none" / "ctranslate2").mkdir(parents=True)
     (tmp_path / "none" / "ctranslate2" / "__init__.py").write_text("")
     info = json.loads(CliRunner().invoke(cli, ["doctor", "--json"]).stdout)
-    assert info["encoder"].startswith("stock CTranslate2 in a worker process") and "1e-4" in info["encoder"]
+    assert info["encoder"].startswith("stock CTranslate2 in a worker process") and str(tmp_path) in info["encoder"]

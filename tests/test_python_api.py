@@ -69,6 +69,33 @@ def test_default_is_greedy_and_positional_beam_size_is_kept(base_model_dir, tele
 
 
 @pytest.mark.model
+@pytest.mark.parametrize("with_map", [True, False])
+def test_a_load_resolves_the_model_once_and_sets_up_one_model_object(monkeypatch, base_model_dir, telephony_map,
+                                                                     with_map):
+    import tokenmap.models
+    import tokenmap.runtime.engine
+    import tokenmap.transcriber
+    import tokenmap.whisper
+    from tokenmap.runtime.precision import SplitModel
+    from tokenmap.whisper import SpeculativeModel
+
+    resolved = []
+
+    def counting(*args, **kwargs):
+        resolved.append(args)
+        return tokenmap.models.resolve_model(*args, **kwargs)
+
+    for module in (tokenmap.runtime.engine, tokenmap.transcriber, tokenmap.whisper):
+        monkeypatch.setattr(module, "resolve_model", counting)
+    model = tokenmap.transcriber.load_model(str(base_model_dir), "int8", 2, encoder="fork",
+                                            token_map=str(telephony_map) if with_map else None)
+    assert len(resolved) == 1
+    assert isinstance(model.model, SpeculativeModel if with_map else SplitModel)
+    # one object holds the encoder and the decoder: neither is itself a wrapper
+    assert not isinstance(model.model.encoder, SplitModel) and not isinstance(model.model.decoder, SplitModel)
+
+
+@pytest.mark.model
 def test_the_drafter_knows_how_much_audio_the_window_holds(base_model_dir, telephony_map, data_dir):
     from faster_whisper.audio import decode_audio
 
@@ -165,11 +192,12 @@ class _PlainEngine:
 
 @pytest.mark.model
 def test_each_kind_of_bypass_is_logged_once_per_model(special, caplog):
-    from tokenmap.whisper import SpeculativeEngine
+    from tokenmap.runtime.precision import SplitModel
+    from tokenmap.whisper import SpeculativeModel
 
     caplog.set_level(logging.WARNING, logger="tokenmap")
     plain = _PlainEngine()
-    spec = SpeculativeEngine(plain, special, make_drafter=None)
+    spec = SpeculativeModel(SplitModel(plain, plain), special)
     prompt = _prompt(special)
     for kwargs in (SAMPLING, SAMPLING, BEAM, SAMPLING, BEAM):
         assert spec.generate(None, [prompt], **kwargs) == ["plain"]
@@ -179,7 +207,7 @@ def test_each_kind_of_bypass_is_logged_once_per_model(special, caplog):
     assert "temperature fallback" in messages[0] and "temperature 0.2" in messages[0]
     assert "beam_size=5" in messages[1]
     caplog.clear()
-    other = SpeculativeEngine(_PlainEngine(), special, make_drafter=None)  # another model says it again
+    other = SpeculativeModel(SplitModel(_PlainEngine(), _PlainEngine()), special)  # another model says it again
     other.generate(None, [prompt], **BEAM)
     assert len([r for r in caplog.records if "without the token map" in r.getMessage()]) == 1
 
@@ -189,21 +217,21 @@ def test_draft_controllers_are_kept_per_map_and_thread():
     import threading
 
     from tokenmap.decode.cost import DEFAULT
-    from tokenmap.whisper import SpeculativeEngine
+    from tokenmap.runtime.precision import SplitModel
+    from tokenmap.whisper import SpeculativeModel
 
-    maps = {"current": "maintenance map"}
-    spec = SpeculativeEngine(_PlainEngine(), special=None, make_drafter=None, cost=DEFAULT,
-                             session=lambda: maps["current"])
+    plain = SplitModel(_PlainEngine(), _PlainEngine())
+    spec = SpeculativeModel(plain, special=None, cost=DEFAULT, token_map="maintenance map")
     first = spec.controllers()
     assert first is spec.controllers()
-    maps["current"] = "telephony map"
+    spec.token_map = "telephony map"
     second = spec.controllers()
     assert second is not first
-    maps["current"] = "maintenance map"
+    spec.token_map = "maintenance map"
     assert spec.controllers() is first
     other = []
     thread = threading.Thread(target=lambda: other.append(spec.controllers()))
     thread.start()
     thread.join()
     assert other[0] is not first
-    assert SpeculativeEngine(_PlainEngine(), None, None, cost=None).controllers() is None  # not adaptive
+    assert SpeculativeModel(plain, None, cost=None).controllers() is None  # not adaptive

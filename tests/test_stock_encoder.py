@@ -6,7 +6,7 @@ import os
 import numpy as np
 import pytest
 
-from tokenmap.runtime.precision import SplitEngine, choose_encoder
+from tokenmap.runtime.precision import SplitModel, choose_encoder
 from tokenmap.runtime.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
 
 
@@ -109,7 +109,7 @@ def test_stock_encoder_gives_the_same_transcript(stock_encoder, base_model_dir, 
 
     stock = load_model(str(base_model_dir), "int8", 2, encoder="stock", exact=True)
     fork = load_model(str(base_model_dir), "int8", 2, encoder="fork", exact=True)
-    assert isinstance(stock.model, SplitEngine) and isinstance(stock.model.encoder, StockEncoder)
+    assert isinstance(stock.model, SplitModel) and isinstance(stock.model.encoder, StockEncoder)
     assert not isinstance(fork.model.encoder, StockEncoder)
     for name in ("en-basic-pbx-ivr-main.flac", "fr-conf-getpin.flac"):
         path = data_dir / name

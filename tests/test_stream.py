@@ -222,9 +222,9 @@ def test_metrics_summary_with_mask_k():
 
 @pytest.fixture(scope="module")
 def engine32(base_model_dir):
-    from tokenmap.stream.live import StreamEngine
+    from tokenmap.stream.live import StreamModel
 
-    return StreamEngine.load(str(base_model_dir), compute_type="float32", threads=2)
+    return StreamModel.load(str(base_model_dir), compute_type="float32", threads=2)
 
 
 class Stepwise(StreamTranscriber):

@@ -10,7 +10,7 @@ known ways: it repeats itself, runs past the audio, or never ends.
 ``seconds`` of audio (``None``: the full window). :class:`Guard` looks at what
 the decoder wrote on a short context and names the failure it sees; the
 caller then decodes that window again with the full context
-(:class:`tokenmap.whisper.SpeculativeEngine`), so a rejected short decode
+(:class:`tokenmap.whisper.SpeculativeModel`), so a rejected short decode
 costs one more encoder pass, never a worse transcript on that window. A
 window the guard accepts may still differ from the full-context transcript
 by a word: ``auto`` trades that for speed (docs/BENCHMARKS.md, "Short audio").
@@ -33,6 +33,8 @@ import math
 import zlib
 from dataclasses import dataclass
 from typing import Sequence
+
+import numpy as np
 
 #: mel frames of a full window (30 s at 10 ms)
 WINDOW_FRAMES = 3000
@@ -136,3 +138,27 @@ def repeated_run(tokens: Sequence[int], longest: int = 8) -> int:
             run = run + 1 if tokens[i] == tokens[i - period] else 0
             best = max(best, 1 + run // period)
     return best
+
+
+def as_audio_context(value) -> AudioContext:
+    """An :class:`AudioContext` from ``"full"``, ``"auto"`` or an :class:`AudioContext`.
+
+    >>> as_audio_context("auto").mode, as_audio_context(None).mode
+    ('auto', 'full')
+    """
+    if isinstance(value, AudioContext):
+        return value
+    return AudioContext(value or "full")
+
+
+def content_seconds(features, frame_seconds: float = 0.01) -> float:
+    """Seconds of audio in a mel window: faster-whisper pads a window's features with zero columns.
+
+    >>> import numpy as np
+    >>> mel = np.zeros((80, 3000), dtype=np.float32); mel[:, :250] = -0.5
+    >>> content_seconds(mel)
+    2.5
+    """
+    array = np.asarray(features)
+    columns = np.flatnonzero(array.reshape(-1, array.shape[-1]).any(axis=0))
+    return round(float(columns[-1] + 1) * frame_seconds, 2) if columns.size else 0.0

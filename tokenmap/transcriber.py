@@ -25,21 +25,21 @@ import faster_whisper
 import numpy as np
 
 from tokenmap.audio import SAMPLE_RATE, audio_input, load_audio
-from tokenmap.runtime.engine import default_threads, open_engine
 from tokenmap.models import resolve_model
+from tokenmap.runtime.engine import default_threads, setup_model
 from tokenmap.whisper import WhisperModel
 from tokenmap.writers import Segment, Transcript, Word
 
 logger = logging.getLogger("tokenmap")
+
 
 @dataclass(frozen=True)
 class TranscribeOptions:
     """The faster-whisper ``transcribe`` options tokenmap exposes.
 
     ``language`` None means detect it; ``vad`` is faster-whisper's ``vad_filter`` (Silero VAD,
-    its default parameters), on by default: without it Whisper repeated or invented sentences
-    after pauses of a few seconds, and on single prompts and call windows it changed few
-    transcripts either way (``research/vad_table.py``).
+    its default parameters), on by default: without it Whisper may repeat or invent sentences
+    in long pauses.
     """
 
     language: str | None = None
@@ -70,25 +70,25 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     model decodes as plain faster-whisper after one warning.
     ``exact`` (a float32 decoder for an int8 model, whose output equals plain
     greedy decoding), ``decoder_compute_type`` and ``encoder`` (``auto``: stock
-    CTranslate2 in a worker when installed) are :func:`tokenmap.runtime.engine.open_engine`'s
+    CTranslate2 in a worker when installed) are :func:`tokenmap.runtime.engine.setup_model`'s
     and apply with or without a map. ``audio_context`` (``auto``: short windows
     are encoded as their audio plus a margin, guarded; :mod:`tokenmap.context`)
     needs the engine fork, with or without a map. ``recall``
     (a ``tokenmap recall`` index) drafts segments heard before, with or without a map. Raises ``ModelError``.
     """
-    model_dir = resolve_model(model)
     threads = threads or default_threads()
-    logger.info("loading %s (%s, %d threads)", model_dir, compute_type, threads)
+    logger.info("loading %s (%s, %d threads)", model, compute_type, threads)
     if token_map is not None or recall is not None or audio_context != "full":
-        return WhisperModel(
-            str(model_dir), token_map=token_map, device="cpu", compute_type=compute_type, cpu_threads=threads,
+        return WhisperModel(  # which resolves the model
+            str(model), token_map=token_map, device="cpu", compute_type=compute_type, cpu_threads=threads,
             decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall, exact=exact,
             audio_context=audio_context,
         )
+    model_dir = resolve_model(model)
     plain = faster_whisper.WhisperModel(str(model_dir), device="cpu", compute_type=compute_type, cpu_threads=threads)
-    # the configuration map decoding would use, where the fork can draft
-    open_engine(model_dir, compute_type, threads, decoder_compute_type, encoder, fw_model=plain,
-                without_fork="quiet", exact=exact, device="cpu")
+    # the encoder and decoder map decoding would use, where the fork can draft
+    plain.model = setup_model(model_dir, plain.model, compute_type, threads, decoder_compute_type, encoder,
+                              tokenizer=plain.hf_tokenizer, without_fork="quiet", exact=exact, device="cpu").model
     return plain
 
 

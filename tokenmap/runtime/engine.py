@@ -1,47 +1,48 @@
-"""The decoding engine: the CTranslate2 fork with a decoder-step API.
+"""The engine: the CTranslate2 build that runs Whisper, and the one way a model is opened on it.
 
-Stock ``ctranslate2`` offers Whisper only ``encode``/``generate``/``detect_language``/
-``align``. Speculative decoding needs to feed draft tokens and truncate the
-decoder state, which the MIT fork ``ctranslate2-crisperwhisper`` adds
-(``prefill``, ``forward_batch``, ``truncate_to_step``). Both distributions
-install the same ``ctranslate2`` package, so whichever was installed last wins;
-:func:`require_step_api` says so in one line when stock CTranslate2 won.
+An **engine** here is a CTranslate2 build. Stock ``ctranslate2`` offers Whisper only
+``encode``/``generate``/``detect_language``/``align``. Speculative decoding needs to feed draft
+tokens and truncate the decoder state, which the MIT fork ``ctranslate2-crisperwhisper`` adds
+(``prefill``, ``forward_batch``, ``truncate_to_step``). Both distributions install the same
+``ctranslate2`` package, so whichever was installed last wins; :func:`require_step_api` says so in
+one line (:class:`EngineError`) when stock CTranslate2 won.
 
-The fork ships manylinux x86-64 wheels only. Elsewhere (macOS, Windows, Linux
-on ARM) stock CTranslate2 is the engine: :func:`drafting_off_reason` says why
-drafting is off and :func:`warn_drafting_off` logs it once, while transcription
-goes on as plain faster-whisper.
+The fork ships manylinux x86-64 wheels only. Elsewhere (macOS, Windows, Linux on ARM) stock
+CTranslate2 is the engine: :func:`drafting_off_reason` says why drafting is off and
+:func:`warn_drafting_off` logs it once, while transcription goes on as plain faster-whisper.
 
-:func:`open_engine` is the one way a Whisper model is opened for decoding (the
-library's ``WhisperModel``, ``tokenmap transcribe``, live streaming and the
-benchmarks): the fork check, the model lookup, the thread count, the encoder
-and decoder precision (:mod:`tokenmap.runtime.precision`) and the cost curve of a verify
-pass.  :func:`load_token_maps` loads the maps it drafts from.
+Opening a model is one path for every caller (``tokenmap.WhisperModel``, ``tokenmap transcribe``,
+live streaming, the benchmarks): :func:`open_model` resolves the model name once and loads it on
+the fork; :func:`setup_model` (which ``open_model`` ends with, and which a caller that loaded the
+fork's model itself calls directly) checks the fork, chooses the encoder and decoder precision
+(:func:`tokenmap.runtime.precision.split_model`) and loads the maps (:func:`load_token_maps`).
+Both return an :class:`OpenedModel`; nothing is changed in place.
+
+Example::
+
+    >>> opened = open_model("base", "int8", threads=2, token_map="ivr.tmap")   # doctest: +SKIP
+    >>> opened.model.encoder_engine, opened.model.decoder_compute_type          # doctest: +SKIP
+    ('stock', 'int8')
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import os
 import platform
-import re
-import subprocess
 import sys
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from types import SimpleNamespace
 
 from tokenizers import Tokenizer
 
-from tokenmap.runtime import memory, threads
-from tokenmap.runtime.threads import warn_if_late
 from tokenmap.decode.cost import CostModel, load_cost_model
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
-from tokenmap.runtime.precision import build_engine, choose_encoder, describe
+from tokenmap.runtime.precision import SplitModel, split_model
+from tokenmap.runtime.threads import warn_if_late
 from tokenmap.textok import TextTokenizer
 
 FORK_DIST = "ctranslate2-crisperwhisper"
@@ -136,128 +137,6 @@ def _import_ctranslate2():
     return ctranslate2
 
 
-def _version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def cpu_report(model_dir, timeout: float = 120.0) -> dict:
-    """CTranslate2's own CPU report (ISA, GEMM backends), read in a subprocess.
-
-    CTranslate2 prints it when it first loads a model with ``CT2_VERBOSE=1``,
-    so this loads ``model_dir`` once in a child process.
-    """
-    code = (
-        "import ctranslate2; "
-        f"ctranslate2.models.Whisper({str(model_dir)!r}, device='cpu', compute_type='int8')"
-    )
-    env = dict(os.environ, CT2_VERBOSE="1")
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=timeout
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"error": str(exc)}
-    report = {}
-    for line in proc.stderr.splitlines():
-        text = re.sub(r"^\[.*?\]\s*\[ctranslate2\]\s*\[thread \d+\]\s*\[info\]\s*", "", line).strip()
-        if text.startswith("CPU:"):
-            report["cpu"] = text[4:].strip()
-        elif ":" in text and text.startswith("- "):
-            key, _, value = text[2:].partition(":")
-            report[key.strip()] = value.strip()
-    return report
-
-
-def engine_info(model_dir=None) -> dict:
-    """Everything `tokenmap doctor` prints, as a dict.
-
-    ``model_dir`` (optional) is loaded in a subprocess to read CTranslate2's CPU report.
-    """
-    info = {
-        "platform": platform_name(),
-        "fork wheel for this platform": (
-            f"yes ({FORK_WHEELS})" if fork_wheel_available()
-            else f"no ({FORK_DIST} ships {FORK_WHEELS} wheels only)"
-        ),
-        "python": sys.version.split()[0],
-        "ctranslate2 (module)": "not importable",
-        "ctranslate2-crisperwhisper (dist)": _version(FORK_DIST),
-        "ctranslate2 (stock dist)": _version("ctranslate2"),
-        "faster-whisper": _version("faster-whisper"),
-        "numpy": _version("numpy"),
-        "tokenizers": _version("tokenizers"),
-        "runtime settings": runtime_settings(),
-    }
-    try:
-        ct2 = _import_ctranslate2()
-    except EngineError as exc:
-        info["step API"] = str(exc)
-        info["drafting"] = "off: ctranslate2 is not importable"
-        return info
-    info["ctranslate2 (module)"] = ct2.__version__
-    missing = missing_step_api(ct2)
-    if not missing:
-        info["step API"] = "present"
-    elif fork_wheel_available():
-        info["step API"] = f"MISSING {', '.join(missing)}; fix: {FIX_COMMAND}"
-    else:
-        info["step API"] = f"missing {', '.join(missing)} (stock CTranslate2; no fork wheel for this platform)"
-    reason = drafting_off_reason()
-    info["drafting"] = "on" if reason is None else f"off: {reason.partition(': ')[2]}"
-    info["compute types (cpu)"] = ", ".join(sorted(ct2.get_supported_compute_types("cpu")))
-    info["threads"] = _thread_report()
-    info["thread wait"] = threads.describe()
-    info["memory"] = memory.describe()
-    if reason is None:
-        info.update(_precision_report())
-    else:
-        info["encoder"] = f"ctranslate2 {ct2.__version__} in process (drafting off: plain faster-whisper)"
-    if model_dir is not None:
-        info.update({("cpu" if k == "cpu" else f"cpu {k}"): v for k, v in cpu_report(model_dir).items()})
-    return info
-
-
-def runtime_settings() -> str:
-    """One line for ``tokenmap doctor``: the process-wide settings tokenmap applied here.
-
-    They hold for the whole process, a host program's own threads and allocations included (the
-    thread wait policy also reaches child processes through the environment), so the line names
-    each one applied with the variable that turns it off. The thread wait policy is set on
-    ``import tokenmap``; the malloc policy by the ``tokenmap`` command, by
-    ``WhisperModel(..., malloc_policy=True)`` or on import with ``TOKENMAP_MALLOC=tokenmap``.
-    """
-    applied = []
-    if memory.status == "applied":
-        applied.append(f"glibc malloc: one arena, no mmap, trim threshold 512 MB, top pad 64 MB "
-                       f"({memory.OPT_OUT}=default to leave glibc's defaults)")
-    if threads.status == "applied":
-        applied.append(f"OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT=100000 in the environment "
-                       f"({threads.OPT_OUT}=default to leave OpenMP's defaults)")
-    if not applied:
-        return (f"none applied by tokenmap in this process (malloc: {memory.status or 'not asked for'}, "
-                f"thread wait: {threads.status or 'not run'})")
-    return "set by tokenmap for the whole process, not only the engine: " + "; ".join(applied)
-
-
-def _precision_report() -> dict:
-    """Which engine encodes and which precision decodes by default, and why (:mod:`tokenmap.runtime.precision`)."""
-    _, reason = choose_encoder("auto")
-    return {"encoder": reason, "decoder (--compute-type int8)": describe("int8"),
-            "decoder (--exact)": describe("int8", exact=True)}
-
-
-def _thread_report() -> str:
-    omp = os.environ.get("OMP_NUM_THREADS")
-    cores = os.cpu_count() or 1
-    return (
-        f"{cores} cores visible; OMP_NUM_THREADS={omp or 'unset'}; "
-        f"tokenmap uses {default_threads()} intra-op threads unless --threads says otherwise"
-    )
-
-
 def default_threads() -> int:
     """Threads tokenmap gives CTranslate2 by default: every visible core, at most 8."""
     try:
@@ -268,14 +147,13 @@ def default_threads() -> int:
 
 
 @dataclass
-class Engine:
-    """A Whisper model opened by :func:`open_engine`.
+class OpenedModel:
+    """A Whisper model opened by :func:`open_model` or :func:`setup_model`.
 
-    ``model`` is the ``ctranslate2.models.Whisper`` that decodes (a
-    :class:`tokenmap.runtime.precision.SplitEngine` when another engine encodes);
-    ``tokenizer`` is the model's ``tokenizers.Tokenizer`` and ``token_map`` what
-    :func:`load_token_maps` made of the maps asked for; ``drafting`` is False on
-    stock CTranslate2, where the precision fields stay None.
+    ``model`` is what decodes: a :class:`~tokenmap.runtime.precision.SplitModel` (its encoder and
+    decoder) when ``drafting``, else the ``ctranslate2.models.Whisper`` it was given (stock
+    CTranslate2 cannot draft); ``tokenizer`` is the model's ``tokenizers.Tokenizer`` and
+    ``token_map`` what :func:`load_token_maps` made of the maps asked for.
     """
 
     model_dir: Path
@@ -284,8 +162,16 @@ class Engine:
     tokenizer: object
     token_map: object
     drafting: bool
-    decoder_compute_type: str | None = None
-    encoder_engine: str | None = None
+
+    @property
+    def decoder_compute_type(self) -> str | None:
+        """The decoder's compute type (None when not drafting)."""
+        return self.model.decoder_compute_type if isinstance(self.model, SplitModel) else None
+
+    @property
+    def encoder_engine(self) -> str | None:
+        """The engine that encodes, ``"fork"`` or ``"stock"`` (None when not drafting)."""
+        return self.model.encoder_engine if isinstance(self.model, SplitModel) else None
 
     @cached_property
     def special(self) -> SpecialTokens:
@@ -298,42 +184,48 @@ class Engine:
         return load_cost_model(self.model_dir, self.decoder_compute_type, self.threads)
 
 
-def open_engine(model: str | os.PathLike = "base", compute_type: str = "int8", threads: int | None = None,
-                decoder_compute_type: str | None = "auto", encoder: str = "auto", *, token_map=None,
-                fw_model=None, without_fork: str = "raise", exact: bool = False, **load_kwargs) -> Engine:
-    """Open ``model`` (anything :func:`tokenmap.models.resolve_model` accepts) for decoding on this machine.
+def open_model(model: str | os.PathLike = "base", compute_type: str = "int8", threads: int | None = None,
+               decoder_compute_type: str | None = "auto", encoder: str = "auto", *, token_map=None,
+               without_fork: str = "raise", exact: bool = False, **load_kwargs) -> OpenedModel:
+    """Open ``model`` (anything :func:`tokenmap.models.resolve_model` accepts) on the CPU of this machine.
 
-    ``threads`` defaults to :func:`default_threads`.  Without the fork's
-    decoder-step API, ``without_fork`` decides: ``"raise"`` :class:`EngineError`,
-    ``"warn"`` (log why once, :func:`warn_drafting_off`) or ``"quiet"``; the last
-    two return an engine with ``drafting`` False.  With the fork, ``decoder_compute_type``, ``exact`` and
-    ``encoder`` choose the precision of each half (:func:`tokenmap.runtime.precision.build_engine`).
-    ``token_map`` (a path, a loaded map, or a list of them) is loaded for the
-    model's tokenizer before the engine is set up (:func:`load_token_maps`).
-    ``fw_model`` is a faster-whisper model already loaded from the same
-    directory, whose ``model`` is then set up in place; otherwise the fork's
-    ``ctranslate2.models.Whisper`` is loaded here (on the CPU).  ``load_kwargs``
-    (``device``, ``device_index``, ``num_workers``) go to a second decoder copy.
+    Resolves ``model`` once, loads it on the fork at ``compute_type`` with ``threads`` (default
+    :func:`default_threads`) and ends with :func:`setup_model`, whose other arguments these are.
+    """
+    model_dir = resolve_model(model)
+    threads = threads or default_threads()
+    ct2 = _import_ctranslate2()
+    fork = ct2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type, intra_threads=threads)
+    return setup_model(model_dir, fork, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
+                       without_fork=without_fork, exact=exact, **load_kwargs)
+
+
+def setup_model(model_dir: Path, fork, compute_type: str, threads: int, decoder_compute_type: str | None = "auto",
+                encoder: str = "auto", *, token_map=None, tokenizer=None, without_fork: str = "raise",
+                exact: bool = False, **load_kwargs) -> OpenedModel:
+    """Set up ``fork``, the ``ctranslate2.models.Whisper`` already loaded from the resolved ``model_dir``.
+
+    Without the fork's decoder-step API, ``without_fork`` decides: ``"raise"`` :class:`EngineError`,
+    ``"warn"`` (log why once, :func:`warn_drafting_off`) or ``"quiet"``; the last two return
+    ``fork`` itself with ``drafting`` False. With the fork, ``decoder_compute_type``, ``exact`` and
+    ``encoder`` choose the precision of each half (:func:`tokenmap.runtime.precision.split_model`;
+    ``load_kwargs``, e.g. ``device``, ``device_index``, ``num_workers``, go to a second decoder copy).
+    ``token_map`` (a path, a loaded map, or a list of them) is loaded for ``tokenizer`` (default:
+    ``model_dir``'s ``tokenizer.json``) by :func:`load_token_maps`. The caller puts the returned
+    ``model`` where it decodes.
     """
     if without_fork == "raise":
         require_step_api()
-    model_dir = resolve_model(model)
-    threads = threads or default_threads()
     drafting = warn_drafting_off() if without_fork == "warn" else drafting_off_reason() is None
     warn_if_late()
-    if fw_model is None:
-        ct2 = _import_ctranslate2()
-        fw_model = SimpleNamespace(model=ct2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
-                                                            intra_threads=threads))
-    tokenizer = getattr(fw_model, "hf_tokenizer", None)
     if tokenizer is None:
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     maps = load_token_maps(token_map, tokenizer)
     if not drafting:
-        return Engine(model_dir, threads, fw_model.model, tokenizer, maps, False)
-    decoder, encoder_engine = build_engine(fw_model, str(model_dir), compute_type, decoder_compute_type, encoder,
-                                           cpu_threads=threads, exact=exact, **load_kwargs)
-    return Engine(model_dir, threads, fw_model.model, tokenizer, maps, True, decoder, encoder_engine)
+        return OpenedModel(model_dir, threads, fork, tokenizer, maps, False)
+    model = split_model(fork, str(model_dir), compute_type, decoder_compute_type, encoder, cpu_threads=threads,
+                        exact=exact, **load_kwargs)
+    return OpenedModel(model_dir, threads, model, tokenizer, maps, True)
 
 
 def load_token_maps(token_map, hf_tokenizer):

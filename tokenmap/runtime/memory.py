@@ -4,9 +4,8 @@ CTranslate2 allocates its working buffers with ``malloc`` on every call and
 frees them after it. For Whisper base the encoder's attention scores alone
 are 72 MB a layer (8 heads x 1500 x 1500 floats). With glibc's defaults such
 buffers are ``mmap``-ed and unmapped each time, so every call touches fresh
-pages, and the kernel has to fault in and zero each 4 KB page again: about
-210,000 page faults (824 MB) per 30 s encode on the machine measured, and
-9,000-11,000 per window decoded through the decoder-step API. The engine runs
+pages, and the kernel has to fault in and zero each 4 KB page again, on every
+encode and on every window decoded through the decoder-step API. The engine runs
 on a worker thread with its own arena, whose heaps glibc caps at 64 MB, so
 the 72 MB buffers are mapped whatever the thresholds say.
 
@@ -15,7 +14,7 @@ the 72 MB buffers are mapped whatever the thresholds say.
 for large blocks, and a high trim threshold, so freed buffers stay in the
 heap and the next call reuses them without a fault. The arithmetic is
 unchanged, so is every transcript; the cost is a resident size that stays at
-its peak (docs/BENCHMARKS.md, "Page faults").
+its peak.
 
 A thread takes its arena at its first allocation, so this only reaches
 models loaded afterwards. The policy holds for the whole process, a host

@@ -14,10 +14,15 @@ output equals plain greedy decoding of that configuration, at the price of a
 second copy of the weights and a slower decoder. ``"same"``, ``"float32"`` and
 ``"int8"`` choose explicitly.
 
-:class:`SplitEngine` routes ``encode`` to one ``ctranslate2.models.Whisper``
-and every decoder call (``generate``, ``detect_language``, ``align`` and the
-fork's step API) to the other; the encoder output is an ordinary float32
-``StorageView`` that either model accepts.
+Names used here and in :mod:`tokenmap.runtime.engine`:
+
+* an **engine** is a CTranslate2 build: ``"fork"`` (the fork with the decoder-step API) or
+  ``"stock"`` (stock CTranslate2, run in a worker process: :mod:`tokenmap.runtime.stock_encoder`);
+  ``encoder_engine`` names the one that encodes;
+* a :class:`SplitModel` is one Whisper model object whose ``encode`` runs on one object and every
+  decoder call (``generate``, ``detect_language``, ``align`` and the fork's step API) on another;
+  the encoder output is an ordinary float32 ``StorageView`` that either accepts.
+  :func:`split_model` returns the one a configuration asks for.
 
 Example::
 
@@ -39,9 +44,6 @@ logger = logging.getLogger("tokenmap")
 QUANTIZED = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16")
 CHOICES = ("auto", "same", "float32", "int8")
 ENCODERS = ("auto", "fork", "stock")
-#: why the stock encoder is preferred (figures: docs/BENCHMARKS.md, "Engine")
-STOCK_GAIN = ("stock CTranslate2's encoder is the one stock faster-whisper runs, and not slower than the fork's; "
-              "its output equals the fork's within 1e-4 (bit for bit on the CPU measured, not promised on every CPU)")
 
 
 def decoder_compute_type(compute_type: str, requested: str | None = "auto", exact: bool = False) -> str:
@@ -71,17 +73,27 @@ def describe(compute_type: str, requested: str | None = "auto", exact: bool = Fa
             f"equal step logits, so map decoding gives the plain transcript of this configuration")
 
 
-class SplitEngine:
-    """``encode`` on ``encoder``, everything else on ``decoder`` (two ``ctranslate2.models.Whisper``)."""
+class SplitModel:
+    """A Whisper model whose ``encode`` runs on ``encoder`` and everything else on ``decoder``.
 
-    def __init__(self, encoder, decoder):
+    ``encoder`` and ``decoder`` are ``ctranslate2.models.Whisper`` objects (possibly the same one) or,
+    for the encoder, a :class:`~tokenmap.runtime.stock_encoder.StockEncoder`.
+    ``encoder_engine`` (``"fork"`` or ``"stock"``) and ``decoder_compute_type`` say which configuration
+    :func:`split_model` chose.
+    """
+
+    def __init__(self, encoder, decoder, encoder_engine: str = "fork", decoder_compute_type: str | None = None):
         self.encoder = encoder
         self.decoder = decoder
+        self.encoder_engine = encoder_engine
+        self.decoder_compute_type = decoder_compute_type
 
     def encode(self, *args, **kwargs):
         return self.encoder.encode(*args, **kwargs)
 
     def __getattr__(self, name):
+        if name in ("encoder", "decoder"):  # not set yet (a copy being made): never recurse
+            raise AttributeError(name)
         return getattr(self.decoder, name)
 
 
@@ -99,32 +111,32 @@ def load_decoder(model_path: str, compute_type: str, *, device: str = "auto", de
 def choose_encoder(requested: str = "auto") -> tuple[str, str]:
     """``(engine, reason)``: ``"stock"`` (worker process) or ``"fork"`` (in process) encodes.
 
-    ``auto`` picks the stock worker when ``make stock-encoder`` installed it:
-    it is the encoder stock faster-whisper runs (docs/BENCHMARKS.md, "Engine").
+    ``auto`` picks the stock worker when ``make stock-encoder`` installed it: it is the
+    encoder stock faster-whisper runs.
     """
     if requested == "fork":
         return "fork", "the fork's own encoder, in process (asked for)"
     if requested not in ("auto", "stock"):
         raise ValueError(f"encoder must be one of {', '.join(ENCODERS)}, not {requested!r}")
     if stock_installed():
-        return "stock", f"stock CTranslate2 in a worker process ({stock_dir()}): {STOCK_GAIN}"
+        return "stock", (f"stock CTranslate2 in a worker process ({stock_dir()}): the encoder stock "
+                         "faster-whisper runs")
     if requested == "stock":
         raise StockEncoderError(f"no stock CTranslate2 in {stock_dir()}; run `make stock-encoder`")
     return "fork", (f"the fork's own encoder, in process: no stock CTranslate2 in {stock_dir()} "
-                    "(`make stock-encoder` installs it; it encodes faster)")
+                    "(`make stock-encoder` installs it)")
 
 
-def build_engine(fw_model, model_path: str, compute_type: str, decoder: str | None = "auto",
-                 encoder: str = "auto", *, cpu_threads: int, exact: bool = False, **load_kwargs) -> tuple[str, str]:
-    """Give faster-whisper model ``fw_model`` the encoder and decoder this configuration asks for.
+def split_model(fork, model_path: str, compute_type: str, decoder: str | None = "auto", encoder: str = "auto", *,
+                cpu_threads: int, exact: bool = False, **load_kwargs) -> SplitModel:
+    """The encoder and decoder this configuration asks for, around ``fork``, the fork's model at ``compute_type``.
 
-    ``fw_model.model`` (the fork's model at ``compute_type``) stays the decoder
-    when ``decoder`` resolves to ``compute_type`` and the encoder when the fork
-    encodes; otherwise it becomes a :class:`SplitEngine`. Returns the decoder's
-    compute type and the encoder's engine (``"fork"`` or ``"stock"``).
+    ``fork`` decodes when ``decoder`` resolves to ``compute_type`` (:func:`decoder_compute_type`), else a
+    second copy of ``model_path`` does (:func:`load_decoder`, given ``load_kwargs``); it encodes unless
+    :func:`choose_encoder` picks the stock worker (on the CPU only). Nothing is changed in place: the
+    caller puts the returned model where it decodes.
     """
     decoder_type = decoder_compute_type(compute_type, decoder, exact)
-    fork = fw_model.model
     on_cpu = getattr(fork, "device", "cpu") == "cpu"
     encoder_engine, reason = choose_encoder(encoder) if on_cpu else ("fork", "not on the CPU")
     dec = fork if decoder_type == compute_type else load_decoder(model_path, decoder_type, cpu_threads=cpu_threads,
@@ -133,6 +145,4 @@ def build_engine(fw_model, model_path: str, compute_type: str, decoder: str | No
     if encoder_engine == "stock":
         enc = StockEncoder(model_path, compute_type, cpu_threads, fallback=fork)
         logger.info("encoder: %s", reason)
-    if enc is not dec:
-        fw_model.model = SplitEngine(enc, dec)
-    return decoder_type, encoder_engine
+    return SplitModel(enc, dec, encoder_engine, decoder_type)

@@ -1,12 +1,12 @@
 """Stock CTranslate2's encoder in a worker process, features and output through shared memory.
 
-The engine fork (4.7.1) encodes more slowly than stock CTranslate2 4.8.5 on
-the CPUs measured (docs/BENCHMARKS.md), and the two cannot be loaded into one
-process. :class:`StockEncoder` starts :mod:`tokenmap.runtime.stock_encoder_child` with
+Stock CTranslate2's encoder is the one stock faster-whisper runs, and stock
+CTranslate2 and the engine fork cannot be loaded into one process.
+:class:`StockEncoder` starts :mod:`tokenmap.runtime.stock_encoder_child` with
 a private copy of stock CTranslate2 first on ``PYTHONPATH`` (installed by
 ``make stock-encoder`` into :func:`stock_dir`; never fetched at run time) and
 exposes ``encode(features) -> StorageView`` like ``ctranslate2.models.Whisper``,
-so :class:`tokenmap.runtime.precision.SplitEngine` can pair it with the fork's decoder.
+so :class:`tokenmap.runtime.precision.SplitModel` can pair it with the fork's decoder.
 
 What happens when things go wrong:
 

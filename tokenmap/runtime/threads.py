@@ -3,11 +3,9 @@
 A Whisper decoder pass is a few hundred small operations (about 230 GEMMs for
 base), each one an OpenMP parallel region. Between two regions the engine's
 worker threads wait. CTranslate2's wheels bundle GNU libgomp, which, with its
-default policy, spun only briefly before sleeping on a futex on the machines
-measured; waking a sleeping thread costs far more than the work of a small
-region: on the virtual machine measured, an int8 decoder step took
-twice as long as with the threads kept awake (docs/BENCHMARKS.md, "Thread
-wait policy").
+default policy, spins only briefly before sleeping on a futex, and waking a
+sleeping thread costs far more than the work of a small region, so a decoder
+pass spends much of its time waking threads.
 
 :func:`apply_wait_policy` sets ``OMP_WAIT_POLICY=ACTIVE`` with a finite
 ``GOMP_SPINCOUNT``: the threads spin across the short gaps of a decoder pass
@@ -24,8 +22,8 @@ It leaves the environment alone when the user set either variable, or set
 numpy's BLAS (OpenBLAS in its wheels) keeps threads of its own, which also
 spin for a while after each call. faster-whisper computes a file's log-mel
 features with one BLAS product; on a short file the engine starts right after
-it, and on 2 cores those spinning threads took the engine's: decoder steps
-and short encodes ran at half speed. :func:`blas_single_thread` holds numpy's
+it, and on a machine with few cores those spinning threads take the engine's
+cores from decoder steps and short encodes. :func:`blas_single_thread` holds numpy's
 BLAS to one thread while tokenmap transcribes (``WhisperModel.transcribe``),
 and :data:`BLAS_ENVIRONMENT` is the same for a child process.
 
@@ -116,14 +114,14 @@ def warn_if_late() -> bool:
     """Log one warning when the policy came too late for this process; True if it did.
 
     A program that imports ``faster_whisper`` or ``ctranslate2`` before ``tokenmap``
-    decodes with libgomp's defaults: about twice the time per decoder pass where measured.
+    decodes with libgomp's defaults, whose sleeping threads make every decoder pass slower.
     """
     global _warned
     if status != "late" or _warned:
         return False
     _warned = True
     logger.warning("ctranslate2 was imported before tokenmap, so the engine's threads sleep between the "
-                   "operations of a decoder pass (about 2x slower decoding where measured); import tokenmap "
+                   "operations of a decoder pass (slower decoding); import tokenmap "
                    "first, or set OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT=100000 before starting Python")
     return True
 

@@ -29,7 +29,7 @@ logits, only while the output still follows the previous hypothesis. beta = 0
 
 Example::
 
-    >>> eng = StreamEngine.load("base", compute_type="int8")                    # doctest: +SKIP
+    >>> eng = StreamModel.load("base", compute_type="int8")                    # doctest: +SKIP
     >>> st = StreamTranscriber(eng, StreamOptions(update_seconds=1.0))        # doctest: +SKIP
     >>> for update in st.run(FileSource(audio).chunks(1.0)):                  # doctest: +SKIP
     ...     print(update.committed_text, "|", update.tentative_text)
@@ -47,7 +47,7 @@ from faster_whisper.feature_extractor import FeatureExtractor
 
 from tokenmap.audio import SAMPLE_RATE
 from tokenmap.decode.reference import GREEDY_KW, greedy_decode
-from tokenmap.runtime.engine import open_engine
+from tokenmap.runtime.engine import open_model
 from tokenmap.decode.drafters import default_drafter
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.rules import DISABLED, SpecialTokens
@@ -97,7 +97,7 @@ class StreamUpdate:
     record: UpdateRecord
 
 
-class StreamEngine:
+class StreamModel:
     """The fork's Whisper model with what streaming needs: features, tokenizer, special ids, map."""
 
     def __init__(self, model, special: SpecialTokens, tokenizer, token_map=None, cost=None):
@@ -108,12 +108,12 @@ class StreamEngine:
     @classmethod
     def load(cls, model: str = "base", compute_type: str = "int8", threads: int | None = None,
              token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto",
-             exact: bool = False) -> "StreamEngine":
+             exact: bool = False) -> "StreamModel":
         """Load ``model``; ``decoder_compute_type``, ``encoder`` and ``exact`` as in
-        :func:`tokenmap.runtime.engine.open_engine`."""
-        engine = open_engine(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
-                             exact=exact, device="cpu")
-        return cls(engine.model, engine.special, engine.tokenizer, engine.token_map, engine.cost)
+        :func:`tokenmap.runtime.engine.open_model`."""
+        opened = open_model(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
+                            exact=exact, device="cpu")
+        return cls(opened.model, opened.special, opened.tokenizer, opened.token_map, opened.cost)
 
     def token_id(self, token: str) -> int:
         found = self.tokenizer.token_to_id(token)
@@ -164,7 +164,7 @@ class Decoded:
 class StreamTranscriber:
     """Transcribes audio pushed in chunks; one :meth:`update` per chunk (see the module doc)."""
 
-    def __init__(self, engine: StreamEngine, options: StreamOptions = StreamOptions()):
+    def __init__(self, engine: StreamModel, options: StreamOptions = StreamOptions()):
         self.engine, self.options = engine, options
         sp = engine.special
         self.ts0, self.ts_end = sp.timestamp_begin, sp.timestamp_end
