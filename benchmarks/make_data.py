@@ -225,11 +225,11 @@ def flac_duration(path: str | Path) -> float:
 
 # ---------------------------------------------------------------- plans
 def read_lines(path: Path) -> list[str]:
-    return [l.strip() for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def read_tsv(path: Path) -> list[tuple[str, str]]:
-    return [tuple(l.split("\t", 1)) for l in read_lines(path)]
+    return [tuple(line.split("\t", 1)) for line in read_lines(path)]
 
 
 def tts_jobs(set_: str, domain: str, lang: str, items: list[tuple[int, str]], voices: list[str],
@@ -255,7 +255,7 @@ def plan_synthetic(corpora: Path, seed, per_item: int) -> list[Job]:
     for domain in ("maintenance", "incar"):
         for lang in ("en", "es", "fr"):
             texts = read_lines(corpora / domain / lang / "test.txt")
-            voices = [v for v, (_, _, l) in VOICES.items() if l == lang]
+            voices = [v for v, (_, _, voice_lang) in VOICES.items() if voice_lang == lang]
             jobs += tts_jobs("synthetic", domain, lang, list(enumerate(texts)), voices, seed, per_item, NOISE_SHARE)
     return jobs
 
@@ -392,8 +392,8 @@ def summary(records: list[dict]) -> str:
         row = rows[(r["set"], r["lang"], r["voice"])]
         row[:] = row[0] + 1, row[1] + (r.get("snr_db") is not None), row[2] + r["duration"]
     lines = [f"{'set':<11} {'lang':<4} {'voice':<18} {'utts':>5} {'noisy':>5} {'hours':>6}"]
-    for (s, l, v), (n, nz, d) in sorted(rows.items(), key=lambda kv: (SETS.index(kv[0][0]), kv[0][1:])):
-        lines.append(f"{s:<11} {l:<4} {v:<18} {n:>5} {nz:>5} {d / 3600:>6.3f}")
+    for (s, lang, v), (n, nz, d) in sorted(rows.items(), key=lambda kv: (SETS.index(kv[0][0]), kv[0][1:])):
+        lines.append(f"{s:<11} {lang:<4} {v:<18} {n:>5} {nz:>5} {d / 3600:>6.3f}")
     tot = sum(r["duration"] for r in records)
     lines.append(f"{'total':<11} {'':<4} {'':<18} {len(records):>5} "
                  f"{sum(r.get('snr_db') is not None for r in records):>5} {tot / 3600:>6.3f}")

@@ -38,7 +38,7 @@ def main():
     ap.add_argument("--compute-type", default="int8")
     a = ap.parse_args()
     tasks = a.task or ["telephony/en"]
-    rows = [json.loads(l) for l in open(ROOT / a.manifest)]
+    rows = [json.loads(line) for line in open(ROOT / a.manifest)]
     utts = []
     for t in tasks:
         d, lang = t.split("/")

@@ -308,7 +308,7 @@ def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str, 
     """The cached ``multi``, ``balanced`` or ``taught`` map over the train corpora of ``tasks``
     (``(domain, lang)`` pairs; those without a corpus are left out), or None.  ``teacher``: the
     ``taught`` set's teacher transcripts (:mod:`tokenmap.balance.teacher`)."""
-    corpus = [corpus_path(corpora, d, l) for d, l in sorted(tasks) if corpus_path(corpora, d, l).is_file()]
+    corpus = [corpus_path(corpora, d, lang) for d, lang in sorted(tasks) if corpus_path(corpora, d, lang).is_file()]
     if not corpus:
         return None
     teacher = [Path(t) for t in teacher] if mode == "taught" else []

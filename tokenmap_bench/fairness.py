@@ -62,8 +62,8 @@ from tokenmap_bench.metrics import spearman, unfairness
 
 ROOT = checkout_root()
 
-TASKS = [(d, l) for d in ("maintenance", "incar") for l in ("en", "es", "fr")] + \
-        [("telephony", l) for l in ("en", "es", "fr")]
+TASKS = [(d, lang) for d in ("maintenance", "incar") for lang in ("en", "es", "fr")] + \
+        [("telephony", lang) for lang in ("en", "es", "fr")]
 PREFILL_MS = 65.0
 SENTENCES = 5
 CONFIGS = ("per-task", "per-lang", "multi", "balanced")

@@ -47,7 +47,7 @@ def _features(audio_path, n_mels):
 def _peak_mb():
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     with open("/proc/self/status", encoding="ascii") as f:
-        return next((int(l.split()[1]) / 1024.0 for l in f if l.startswith("VmHWM:")), peak)
+        return next((int(line.split()[1]) / 1024.0 for line in f if line.startswith("VmHWM:")), peak)
 
 
 def serve(stdin, out):
