@@ -1,7 +1,8 @@
 """The token map: every context of the corpus, of any length, with its continuation counts.
 
-A token map is a *suffix trie* of the corpus's token stream (``BOS t1 ... tn SEP`` per utterance): one node per distinct token
-sequence of at most ``depth`` tokens that occurs in it, with
+A token map is a *suffix trie* of the corpus's token stream (``BOS t1 ... tn
+SEP`` per utterance): one node per distinct token sequence of at most
+``depth`` tokens that occurs in it, with
 
 * ``node_count``  how often the sequence occurs (so ``count(child) / count(node)``
   is the relative frequency of a continuation after exactly that context);
