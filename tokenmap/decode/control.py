@@ -18,7 +18,7 @@ and each learns them from the drafts the model verified:
   :class:`DraftTally`: observed over predicted kept tokens of its verified
   drafts (and the hit rates of the timestamps it guesses).
 
-:class:`ControllerSet` keeps all of this state for one thread and session: an
+:class:`ControllerSet` keeps this state across the windows one thread decodes with the same maps: an
 ``AcceptanceController`` per controlled source, a ``DraftTally`` per map (one
 per member of a map set), and a :class:`WindowGate` that sends whole windows
 to plain ``generate`` while no source pays, or while the windows decoded with
@@ -75,7 +75,7 @@ def best_cut(chances, step_ms: float, verify_ms: np.ndarray, min_saving_ms: floa
 
 class DraftTally:
     """What one map drafter learned from its verified drafts, decayed; lives as long as its
-    :class:`ControllerSet` (the windows of one thread and session).
+    :class:`ControllerSet` (the windows one thread decodes with the same maps).
 
     * ``factor``: observed over predicted kept tokens, which scales the drafter's chances;
     * ``stamp_rate`` and ``open_rate``: how often a guessed closing timestamp, and a guessed
@@ -219,7 +219,7 @@ class AcceptanceController:
 
 
 class ControllerSet:
-    """What the drafters of one thread and session learned, and the window gate.
+    """What the drafters learned over the windows one thread decodes with the same maps, and the window gate.
 
     Sources differ: prompt lookup inside a repetitive window is nearly always
     right while a token map may be from the wrong domain, so each source
@@ -256,7 +256,7 @@ class ControllerSet:
         return self.members[index]
 
     def tally(self, index: int) -> DraftTally:
-        """The tally of the drafter of the ``index``-th map of the session (created on first use)."""
+        """The tally of the drafter of the ``index``-th map (0: a single map; created on first use)."""
         while len(self.tallies) <= index:
             self.tallies.append(DraftTally())
         return self.tallies[index]

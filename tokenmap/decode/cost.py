@@ -9,7 +9,12 @@ expected number of accepted tokens is ``E`` therefore saves::
 
 :class:`CostModel` holds the measured curve; ``tokenmap calibrate`` measures
 it on the user's machine and :func:`load_cost_model` falls back to
-:data:`DEFAULT` (measured on the development machine: Whisper base, int8, 2 threads).
+:data:`DEFAULT` (a curve of Whisper base, int8, 2 threads).
+
+Names: the *calibration* is this measured curve and nothing else (``tokenmap
+calibrate``, :func:`calibrate`, :func:`calibration_path`); what a drafter
+learns from the drafts the model verified is its *tally*
+(:class:`tokenmap.decode.control.DraftTally`).
 
 The decoding loop also pays ``loop_ms`` a pass that CTranslate2's own
 ``generate`` does not (the logits as numpy, the rules in Python), so a whole
@@ -42,8 +47,8 @@ from tokenmap.decode.rules import RuleSet, SpecialTokens
 log = logging.getLogger("tokenmap")
 
 MAX_TOKENS = 32
-#: the decoding loop's Python a step beyond a token of ``generate`` (int8 and float32, base, 2 threads,
-#: AMD EPYC: 0.70 ms measured around the engine calls of 2,298 steps)
+#: the decoding loop's Python a step beyond a token of ``generate`` (the logits as numpy, the rules),
+#: for a curve that does not give its own (Whisper base, 2 threads)
 LOOP_MS = 0.7
 
 
@@ -160,7 +165,7 @@ def interpolate(points: dict[int, float], up_to: int = MAX_TOKENS) -> tuple[floa
     return tuple(round(v, 3) for v in out)
 
 
-#: measured on the development machine (Whisper base, int8, 2 threads, median of 7 runs)
+#: the curve of a machine without its own calibration: Whisper base, int8, 2 threads
 DEFAULT = CostModel(
     step_ms=11.8,
     batch_ms=interpolate({1: 10.7, 2: 13.1, 4: 14.6, 8: 15.4, 12: 16.8, 16: 19.1, 24: 26.0}),
@@ -168,8 +173,8 @@ DEFAULT = CostModel(
     prefill_ms=45.0,
 )
 
-#: a float32 decoder (base, 2 threads, AMD EPYC, medians of 30): a pass of 2-3 tokens
-#: costs about one step, longer ones grow faster than at int8
+#: the same for a float32 decoder: a pass of 2-3 tokens costs about one step, longer ones grow
+#: faster than at int8
 DEFAULT_FLOAT32 = CostModel(
     step_ms=9.3,
     batch_ms=interpolate({1: 9.3, 2: 9.3, 5: 15.7, 9: 22.7, 13: 37.6, 17: 64.8}),
@@ -261,9 +266,9 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
     shifts the whole curve rather than bending it).  ``loop_ms`` is the part
     of that step spent after the engine returned (the logits as numpy and the
     rules), timed directly: ``generate`` takes the argmax in the engine instead.
-    (The difference of two timed engine steps, the step less a
-    ``forward_step_greedy``, read 0.5 ms in one run and 1.2 ms in the next on
-    a shared machine, and the window gate weighs every step with it.)
+    (Timed directly rather than as the step less a ``forward_step_greedy``:
+    the difference of two timed engine steps is too noisy on a shared machine,
+    and the window gate weighs every step with it.)
     ``progress(1)`` is called after each round.
     """
     import ctranslate2

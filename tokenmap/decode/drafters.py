@@ -146,10 +146,9 @@ class PromptLookupDrafter:
 
     The searched text is ``history`` (the previous-window prompt) followed by
     the tokens generated in this window. Longer matches are tried first.
-    A match must be at least 4 tokens long by default: in long dictation
-    windows, 2- and 3-token matches ("the", numbers, units) were wrong often
-    enough that drafting from them cost more than it saved (replay of a
-    ``tokenmap bench`` run, docs/BENCHMARKS.md).
+    A match must be at least 4 tokens long by default: in long windows,
+    2- and 3-token matches ("the", numbers, units) recur without the same
+    continuation, so drafts from them are mostly rejected.
     """
 
     def __init__(self, min_match: int = 4, max_match: int = 8, timestamp_begin: int | None = None):
@@ -291,10 +290,13 @@ class FixedDrafter:
 
 def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=None, controllers=None,
                 index: int = 0, seconds: float | None = None) -> FollowDrafter:
-    """The drafter of one map (:class:`tokenmap.decode.follow.FollowDrafter`): ``cost``, the calibrated
-    curve; ``controllers``, the session's :class:`tokenmap.decode.control.ControllerSet`, whose
-    ``index``-th tally it learns into; ``seconds``, the audio in the window, when known (the drafter
-    guesses the closing timestamp from it)."""
+    """The drafter of one map (:class:`tokenmap.decode.follow.FollowDrafter`).
+
+    ``cost``: the calibrated curve; ``controllers``: the
+    :class:`tokenmap.decode.control.ControllerSet` of this thread's windows with
+    these maps, whose ``index``-th tally the drafter learns into; ``seconds``: the
+    audio in the window, when known (the drafter guesses the closing timestamp from it).
+    """
     if eot is None:
         raise ValueError("a token map's drafter needs the model's <|endoftext|> id")
     tally = controllers.tally(index) if controllers is not None else None
@@ -307,11 +309,12 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
     """The drafter tokenmap uses: audio recall, the token map, then prompt lookup, then the session cache.
 
     ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
-    ``controllers``: the session's :class:`tokenmap.decode.control.ControllerSet`, which keeps what
-    every source learns across windows: a map's drafter cuts its drafts by its own chances and
-    learns into the set's tally of that map; prompt lookup and the session cache, which have no
-    chances of their own, are each wrapped in a :class:`tokenmap.decode.control.ControlledDrafter`
-    with their own controller. ``cost``: the calibrated curve (default: the controllers').
+    ``controllers``: the :class:`tokenmap.decode.control.ControllerSet` of this thread's
+    windows with these maps, which keeps what every source learns across windows: a
+    map's drafter cuts its drafts by its own chances and learns into the set's tally of
+    that map; prompt lookup and the session cache, which have no chances of their own,
+    are each wrapped in a :class:`tokenmap.decode.control.ControlledDrafter` with their
+    own controller. ``cost``: the calibrated curve (default: the controllers').
     ``seconds``: the audio in this window, when known (see :func:`map_drafter`).
     ``recall``: a :class:`tokenmap.maps.recallindex.RecallIndex`, used when ``audio`` (the
     window's encoder output) is given too: a segment it recalls is drafted whole;

@@ -14,8 +14,8 @@ The loop (token-map paper, section III; the draft is verified in one pass)::
 
 Every decision goes through :class:`tokenmap.decode.rules.RuleSet`, the same rules
 ``generate(beam_size=1)`` applies, so a draft can change the speed but not
-the output (exactly at float32; at int8 batched logits differ slightly from
-step logits, see docs/BENCHMARKS.md).
+the output (exactly at float32; at int8 batched logits can differ slightly
+from step logits: ``recheck_margin`` decides close positions again from a step).
 """
 
 from __future__ import annotations
