@@ -40,9 +40,9 @@ def recall(files, output, model, language, compute_type, threads, append, force)
       tokenmap transcribe --map ivr.tmap --recall prompts.trec call-0042.wav
     """
     from tokenmap.audio import AudioError
-    from tokenmap.runtime.engine import default_threads
-    from tokenmap.models import resolve_model
     from tokenmap.decode.recall import load_recall, new_index
+    from tokenmap.models import resolve_model
+    from tokenmap.runtime.engine import default_threads
     from tokenmap.transcriber import TranscribeOptions, transcribe_file
     from tokenmap.whisper import WhisperModel
 

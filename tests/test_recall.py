@@ -4,16 +4,14 @@ import numpy as np
 import pytest
 
 from tokenmap.decode.drafters import default_drafter
+from tokenmap.decode.recall import RecallDrafter, new_index
 from tokenmap.decode.reference import greedy_decode
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.decode.speculative import decode_window
-from tokenmap.maps.mapfile import load_maps
-from tokenmap.maps.schema import MapFormatError
-from tokenmap.maps.mapfile import write_map
-from tokenmap.maps.schema import RECALL_VERSION
-from tokenmap.decode.recall import RecallDrafter, new_index
 from tokenmap.maps.audio_fingerprints import fingerprint, mel_fingerprint
+from tokenmap.maps.mapfile import load_maps, write_map
 from tokenmap.maps.recallindex import RecallIndex, segments
+from tokenmap.maps.schema import RECALL_VERSION, MapFormatError
 
 TB = 100  # timestamp_begin of the toy examples
 KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,

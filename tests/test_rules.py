@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 
 from tokenmap.decode import ct2math
-from tokenmap.decode.rules import (DISABLED, RuleSet, SpecialTokens, SuppressBlank, SuppressTokens,
-                            TimestampRules, supports_fast_path)
+from tokenmap.decode.rules import (
+    DISABLED,
+    RuleSet,
+    SpecialTokens,
+    SuppressBlank,
+    SuppressTokens,
+    TimestampRules,
+    supports_fast_path,
+)
 
 # Toy vocabulary: text 0..9, EOT 10, SOT 11, transcribe 12, nospeech 13,
 # notimestamps 14, timestamps 15..19.
@@ -239,7 +246,6 @@ def test_reference_matches_generate(base_setup, base_model_dir, case):
 @pytest.mark.model
 def test_reference_matches_generate_tiny_en(tmp_path_factory):
     from tokenmap.decode.reference import greedy_decode
-
     from tokenmap.models import resolve_model
 
     model, special, encoded = _load(resolve_model("tiny.en", download=False), tmp_path_factory)

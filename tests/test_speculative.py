@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tokenmap.decode.control import AcceptanceController, ControlledDrafter
 from tokenmap.decode.drafters import FixedDrafter
 from tokenmap.decode.reference import greedy_decode
 from tokenmap.decode.rules import SpecialTokens
-from tokenmap.decode.control import AcceptanceController, ControlledDrafter
 from tokenmap.decode.speculative import decode_window
 
 pytestmark = pytest.mark.model
@@ -184,9 +184,9 @@ def test_controller_gates_whole_windows():
 
 def test_each_source_learns_its_own_acceptance():
     """A failing token map is throttled while prompt lookup keeps drafting."""
+    from tokenmap.decode.control import ControllerSet
     from tokenmap.decode.cost import DEFAULT
     from tokenmap.decode.drafters import ChainDrafter
-    from tokenmap.decode.control import ControllerSet
 
     class Always:
         def __init__(self, tokens):
@@ -216,8 +216,8 @@ def test_each_source_learns_its_own_acceptance():
 
 
 def test_untried_sources_do_not_hold_the_gate_open():
-    from tokenmap.decode.cost import DEFAULT
     from tokenmap.decode.control import ControllerSet
+    from tokenmap.decode.cost import DEFAULT
 
     controllers = ControllerSet(DEFAULT, probe_windows=4)
     controllers.member(1)  # prompt lookup: never drafted, optimistic prior
@@ -230,7 +230,6 @@ def test_untried_sources_do_not_hold_the_gate_open():
 def test_a_paying_suffix_map_keeps_the_gate_open_when_prompt_lookup_fails():
     """The map's drafter cuts its drafts by its own chances (its tally, not a controller): the gate
     weighs the saving its verified drafts made, so a failing prompt lookup cannot close windows it pays in."""
-    import numpy as np
 
     from tokenmap.decode.control import ControllerSet
     from tokenmap.decode.cost import DEFAULT

@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 
-from tokenmap.stream.live import (PreviousHypothesisDrafter, StreamOptions, StreamTranscriber, Decoded,
-                             biased_accept)
-from tokenmap.stream.audio import FileSource
 from tokenmap.decode.drafters import lcp
+from tokenmap.stream.audio import FileSource
+from tokenmap.stream.live import Decoded, PreviousHypothesisDrafter, StreamOptions, StreamTranscriber, biased_accept
 from tokenmap.stream.metrics import erasures, mask_display, normalized_erasure
 from tokenmap.stream.segments import agreed_segments, parse_segments, shift_timestamps
 
@@ -79,8 +78,8 @@ def test_previous_hypothesis_drafter_realigns_after_edits():
 
 
 def test_fallback_is_throttled_by_its_controller():
-    from tokenmap.decode.cost import DEFAULT
     from tokenmap.decode.control import AcceptanceController
+    from tokenmap.decode.cost import DEFAULT
 
     fallback = type("F", (), {"reset": lambda s, h=(): None, "draft": lambda s, t, n: [99] * n})()
     control = AcceptanceController(DEFAULT)

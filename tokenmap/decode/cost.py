@@ -222,7 +222,8 @@ def save_cost_model(cost: CostModel, path: Path, meta: dict | None = None) -> Pa
 
 
 def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads: int = 2) -> CostModel:
-    """The calibrated curve (:meth:`CostModel.smoothed`) for this model/compute type/threads, else :func:`default_cost`."""
+    """The calibrated curve (:meth:`CostModel.smoothed`) for this model, compute type and threads,
+    else :func:`default_cost`."""
     if model_dir is not None:
         path = calibration_path(Path(model_dir), compute_type, threads)
         if path.is_file():

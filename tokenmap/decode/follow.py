@@ -60,7 +60,6 @@ import numpy as np
 from tokenmap.decode.control import DraftTally, best_cut, verify_costs
 from tokenmap.decode.cost import DEFAULT, CostModel
 
-
 LAST_TIMESTAMP = 1500  # <|30.00|>, Whisper's last timestamp, as an offset from <|0.00|>
 GOES_ON_S = 1.0  # a closing timestamp this long before the audio's end is followed by another segment
 

@@ -30,8 +30,14 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tokenmap.decode.ct2math import (TIE_TOLERANCE, argmax_of_log_softmax, log_softmax, log_softmax_shift_rows,
-                                     logsumexp, softmax)
+from tokenmap.decode.ct2math import (
+    TIE_TOLERANCE,
+    argmax_of_log_softmax,
+    log_softmax,
+    log_softmax_shift_rows,
+    logsumexp,
+    softmax,
+)
 
 logger = logging.getLogger("tokenmap")
 

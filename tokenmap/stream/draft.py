@@ -74,7 +74,7 @@ class PreviousHypothesisDrafter:
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
         if limit <= 0:
             return []
-        tokens, prev = list(tokens), self.previous
+        tokens = list(tokens)
         rest = self._rest(tokens)
         if rest is None:
             return self._fallback(tokens, limit)

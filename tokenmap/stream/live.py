@@ -46,15 +46,14 @@ import numpy as np
 from faster_whisper.feature_extractor import FeatureExtractor
 
 from tokenmap.audio import SAMPLE_RATE
-from tokenmap.decode.reference import GREEDY_KW, greedy_decode
-from tokenmap.runtime.engine import open_model
-from tokenmap.decode.drafters import default_drafter
-from tokenmap.decode.ct2math import softmax
-from tokenmap.decode.rules import DISABLED, SpecialTokens
 from tokenmap.decode.control import AcceptanceController
+from tokenmap.decode.ct2math import softmax
+from tokenmap.decode.drafters import default_drafter, lcp
+from tokenmap.decode.reference import GREEDY_KW, greedy_decode
+from tokenmap.decode.rules import DISABLED, SpecialTokens
 from tokenmap.decode.speculative import decode_window
+from tokenmap.runtime.engine import open_model
 from tokenmap.stream.draft import PreviousHypothesisDrafter
-from tokenmap.decode.drafters import lcp
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
 from tokenmap.stream.segments import TS_SECONDS, TokenSegment, agreed_segments, parse_segments, shift_timestamps
 

@@ -35,6 +35,7 @@ from typing import Sequence
 
 from tokenmap.decode.drafters import lcp
 
+
 def erasures(displays: Sequence[Sequence[int]]) -> list[int]:
     """E(i) for i = 1..N-1 (eq. 3): tokens of display i-1 that display i takes back."""
     return [len(prev) - lcp(prev, cur) for prev, cur in zip(displays, displays[1:])]
