@@ -30,9 +30,9 @@ def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tok
     """Time a verify pass of 1..N tokens on the real path (engine call, logits, rules); save the curve."""
     from tqdm import tqdm
 
+    from tokenmap.decode.cost import calibrate as measure
+    from tokenmap.decode.cost import calibration_path, save_cost_model
     from tokenmap.runtime.precision import decoder_compute_type as decoder_type
-
-    from tokenmap.decode.cost import calibrate as measure, calibration_path, save_cost_model
     from tokenmap.textok import TokenizerError, model_dir_for
 
     try:

@@ -54,8 +54,10 @@ def summary_line(s: dict, interrupted: bool) -> str:
         return "-" if v is None else f"{v:{spec}}{unit}"
 
     return (
-        f"{'interrupted; ' if interrupted else ''}{s['updates']} updates, decode {s['decode_ms_per_update']:.0f} ms/update"
-        f" (scratch {fmt(s['scratch_ms_per_update'], '.0f', ' ms')}, cost {fmt(s['decode_cost_vs_scratch'], '.2f', 'x')},"
+        f"{'interrupted; ' if interrupted else ''}{s['updates']} updates, "
+        f"decode {s['decode_ms_per_update']:.0f} ms/update"
+        f" (scratch {fmt(s['scratch_ms_per_update'], '.0f', ' ms')}, "
+        f"cost {fmt(s['decode_cost_vs_scratch'], '.2f', 'x')},"
         f" speed-up {fmt(s['speedup_vs_scratch'], '.2f', 'x')}), encode {s['encode_ms_per_update']:.0f} ms/update;"
         f" NE {s['ne']:.2f} (mask-{s['mask_k']}: {s['ne_masked']:.2f}), A/D {s['a_d']:.1%}, A/O {s['a_o']:.1%};"
         f" latency {fmt(s['latency_mean'], '.2f', ' s')} mean, {fmt(s['latency_max'], '.2f', ' s')} max"
@@ -89,9 +91,9 @@ def stream(source, model, map_path, language, update, realtime, beta, mask_k, js
     Every update re-decodes the growing buffer with the previous hypothesis as
     the draft; text that two updates agree on is committed.
     """
-    from tokenmap.stream.live import StreamModel, StreamOptions, StreamTranscriber
-    from tokenmap.stream.audio import AudioSourceError, FileSource, MicrophoneSource
     from tokenmap.audio import AudioError, load_audio
+    from tokenmap.stream.audio import AudioSourceError, FileSource, MicrophoneSource
+    from tokenmap.stream.live import StreamModel, StreamOptions, StreamTranscriber
 
     try:  # the model first, as `transcribe` does: the same errors and exit codes for the same inputs
         stream_model = StreamModel.load(model, compute_type=compute_type, threads=threads, token_map=map_path,

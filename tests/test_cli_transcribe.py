@@ -56,7 +56,8 @@ def test_bad_inputs_in_one_batch(data_dir, tmp_path, sox):
     flac = good.read_bytes()
     (tmp_path / "notes.txt").write_text("this is not audio\n" * 50)
     (tmp_path / "truncated.flac").write_bytes(flac[:3000])
-    (tmp_path / "corrupt.flac").write_bytes(flac[:200] + bytes(np.random.default_rng(0).integers(0, 256, 40000, dtype=np.uint8)))
+    noise = bytes(np.random.default_rng(0).integers(0, 256, 40000, dtype=np.uint8))
+    (tmp_path / "corrupt.flac").write_bytes(flac[:200] + noise)
     (tmp_path / "empty.wav").write_bytes(b"")
     _write_wav(tmp_path / "zero-length.wav", [])
     (tmp_path / "adir").mkdir()
@@ -149,7 +150,8 @@ def test_map_for_another_tokenizer_is_one_line(tmp_path, data_dir):
 
     (tmp_path / "c.txt").write_text("Please enter your password.\nPlease enter your password.\n")
     tmap = tmp_path / "tiny.tmap"
-    assert CliRunner().invoke(main, ["build", str(tmp_path / "c.txt"), "--model", "tiny.en", "-o", str(tmap)]).exit_code == 0
+    built = CliRunner().invoke(main, ["build", str(tmp_path / "c.txt"), "--model", "tiny.en", "-o", str(tmap)])
+    assert built.exit_code == 0
     result = run("--map", tmap, data_dir / "en-agent-pass.flac")
     assert result.exit_code == 2
     assert "another tokenizer" in result.stderr and "Traceback" not in result.output

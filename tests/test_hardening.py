@@ -18,11 +18,10 @@ import pytest
 from click.testing import CliRunner
 
 from tokenmap.build.builder import BuildError, BuildOptions, build_map
-from tokenmap_bench.synthetic import synthetic_corpus
 from tokenmap.maps.mapfile import load_map, write_map
-from tokenmap_cli.main import cli
-
 from tokenmap.models import resolve_model
+from tokenmap_bench.synthetic import synthetic_corpus
+from tokenmap_cli.main import cli
 
 MODEL = str(resolve_model("base", download=False))  # assembled by `make`
 

@@ -16,11 +16,11 @@ import pytest
 from click.testing import CliRunner
 
 from tokenmap.build.corpus import MAX_LINE_BYTES, CorpusError, CorpusStats, read_corpus
-from tokenmap.maps.mapfile import load_maps, write_map
-from tokenmap.maps.schema import RECALL_VERSION, MapFormatError
 from tokenmap.decode.recall import RecallDrafter, load_recall, model_fields
 from tokenmap.maps.audio_fingerprints import MEL_SIZE
+from tokenmap.maps.mapfile import load_maps, write_map
 from tokenmap.maps.recallindex import RecallIndex
+from tokenmap.maps.schema import RECALL_VERSION, MapFormatError
 from tokenmap_cli.main import cli
 
 TB = 100  # timestamp_begin of the toy index

@@ -27,7 +27,8 @@ def test_applied_on_a_clean_environment():
 
 
 def test_a_users_setting_is_kept():
-    for env in ({"MALLOC_ARENA_MAX": "4"}, {"MALLOC_TRIM_THRESHOLD_": "0"}, {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}):
+    for env in ({"MALLOC_ARENA_MAX": "4"}, {"MALLOC_TRIM_THRESHOLD_": "0"},
+                {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}):
         libc = FakeLibc()
         assert apply_malloc_policy(env, libc) == "user"
         assert libc.calls == []
@@ -109,7 +110,7 @@ def test_the_encoder_worker_gets_the_policy_unless_the_user_decided():
 @pytest.mark.skipif(memory._glibc() is None, reason="glibc only")
 def test_the_tokenmap_command_applies_it():
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != memory.OPT_OUT}
-    script = ("from click.testing import CliRunner; from tokenmap_cli.main import cli; import tokenmap.runtime.memory as m; "
-              "CliRunner().invoke(cli, ['models', '--help']); print(m.status)")
+    script = ("from click.testing import CliRunner; from tokenmap_cli.main import cli; "
+              "import tokenmap.runtime.memory as m; CliRunner().invoke(cli, ['models', '--help']); print(m.status)")
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "applied"

@@ -20,8 +20,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenmap.runtime.stock_encoder import (DEFAULT_TIMEOUT, TIMEOUT_ENV, StockEncoder, StockEncoderError, _Worker,
-                                    encoder_timeout, stock_dir, stock_installed)
+from tokenmap.runtime.stock_encoder import (
+    DEFAULT_TIMEOUT,
+    TIMEOUT_ENV,
+    StockEncoder,
+    StockEncoderError,
+    _Worker,
+    encoder_timeout,
+    stock_dir,
+    stock_installed,
+)
 
 SHM = Path("/dev/shm")
 ROOT = Path(__file__).resolve().parent.parent

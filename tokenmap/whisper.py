@@ -47,10 +47,10 @@ from tokenmap.audio import audio_input
 from tokenmap.context import WINDOW_FRAMES, AudioContext, Guard, as_audio_context, content_seconds
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import SessionCache, default_drafter
+from tokenmap.decode.recall import load_recall
 from tokenmap.decode.rules import SpecialTokens, supports_fast_path
 from tokenmap.decode.speculative import DecodeStats, decode_window
 from tokenmap.models import resolve_model
-from tokenmap.decode.recall import load_recall
 from tokenmap.runtime import memory
 from tokenmap.runtime.engine import default_threads, setup_model
 from tokenmap.runtime.precision import SplitModel
