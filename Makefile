@@ -12,11 +12,12 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see docs/ENGINE.md).
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock bench-hour shapes bench-sizes clean
+.PHONY: help demo test lint setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock bench-hour shapes bench-sizes clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
-	@echo "make test        install everything needed, then run the test suite"
+	@echo "make test        install everything needed, then run the linter and the test suite"
+	@echo "make lint        ruff (configured in pyproject.toml)"
 	@echo "make engine      re-install the CTranslate2 fork (if stock ctranslate2 shadowed it)"
 	@echo "make stock-encoder  stock CTranslate2 for the encoder worker (stock faster-whisper's encoder)"
 	@echo "make bench-data  install TTS voices and real speech, build the benchmark test sets"
@@ -58,8 +59,12 @@ models: $(STAMP)
 tools:
 	@command -v sox >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq sox libsox-fmt-base; }
 
-test: setup tools
+test: setup tools lint
 	$(PY) -m pytest
+
+# ruff (configured in pyproject.toml): pyflakes, pycodestyle and sorted imports
+lint: $(STAMP)
+	$(BIN)/ruff check .
 
 # Random-weight CTranslate2 models of the real Whisper shapes, to measure what each size costs.
 shapes: $(STAMP)

@@ -171,7 +171,8 @@ def main(argv=None) -> int:
     result = build_map([corpus], work / "bench.tmap", tokenizer=tok, force=True,
                        options=BuildOptions(jobs=args.jobs))
     wall = time.perf_counter() - t0
-    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+              resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     print(f"{args.sentences} sentences, {result.tokens} tokens: built in {wall:.1f} s, "
           f"peak RSS {rss / 1024:.0f} MiB (largest process), {result.size_bytes / 1e6:.2f} MB, "
           f"{result.contexts} contexts, {result.with_continuation} with a continuation")

@@ -305,7 +305,8 @@ def plan_calls(corpora: Path, seed) -> list[Job]:
         for i, window in enumerate(calls_windows(prompts)):
             text = " ".join(t for _, t, _ in window)
             jobs.append(Job(make_id("calls", "telephony", lang, voice, i, text), text, "calls", "telephony", lang,
-                            voice, f"asterisk-core-sounds-{lang}-g722", "g722-calls", "|".join(p for p, _, _ in window)))
+                            voice, f"asterisk-core-sounds-{lang}-g722", "g722-calls",
+                            "|".join(p for p, _, _ in window)))
     return jobs
 
 

@@ -64,9 +64,10 @@ class Bench:
         feats = FeatureExtractor(feature_size=self.model.n_mels)(audio)[:, :3000]
         self.full = ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None], dtype=np.float32))
         self.short = ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None, :, :600], dtype=np.float32))
-        self.contexts = {s: ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None, :, : min(100 * s, 3000)],
-                                                                                    dtype=np.float32))
-                         for s in encoder_seconds}
+        self.contexts = {
+            s: ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None, :, : min(100 * s, 3000)],
+                                                                       dtype=np.float32))
+            for s in encoder_seconds}
         self.prompt = calibration_prompt(Path(model_dir), special, self.model.is_multilingual)
         self.rules = RuleSet.from_generate_kwargs(special, self.prompt)
         self.encoded = self.model.encode(self.short)  # warm-up; the decoder reads the 30 s output below
@@ -138,7 +139,8 @@ def table(rows) -> str:
     lines = [head, "|" + " --- |" * 8]
     for r in rows:
         passes = " / ".join(f"{r[f'pass_{k}']:.1f}" for k in PASSES)
-        lines.append(f"| {r['model']} | {r['compute_type']} | {r['encoder_30s']:.0f} | {r.get('encoder_6s', float('nan')):.0f} | "
+        short = r.get("encoder_6s", float("nan"))
+        lines.append(f"| {r['model']} | {r['compute_type']} | {r['encoder_30s']:.0f} | {short:.0f} | "
                      f"{r['prefill']:.1f} | {r['step']:.1f} | {passes} | {r['reps']} / {r['encoder_reps']} |")
     return "\n".join(lines) + "\n"
 

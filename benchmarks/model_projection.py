@@ -84,8 +84,9 @@ class Shape:
     def __init__(self, name: str, model_dir: Path, compute_type: str, costs_row: dict, threads: int = 2):
         path = calibration_path(model_dir, compute_type, threads)
         if not path.is_file():
+            exact = " --exact" if compute_type == "float32" else ""
             raise SystemExit(f"{name}: no {compute_type} calibration ({path}); run "
-                             f"`tokenmap calibrate --model {model_dir}{' --exact' if compute_type == 'float32' else ''}`")
+                             f"`tokenmap calibrate --model {model_dir}{exact}`")
         self.name, self.compute_type = name, compute_type
         self.cost = CostModel.from_json(json.loads(path.read_text())).smoothed()
         self.row = costs_row
@@ -232,7 +233,8 @@ class Projection:
                    if e2e.get((m, n, g))}
             self.e2e_raw[m], self.e2e[m] = raw, scaled(raw, base_e2e, measured)
         self.dec, self.dec_raw, self.a_r, self.dec_base = {}, {}, {}, {}
-        for label, path, ts in (("timestamps", args.decoder_run, True), ("no timestamps", args.no_timestamps_run, False)):
+        runs = (("timestamps", args.decoder_run, True), ("no timestamps", args.no_timestamps_run, False))
+        for label, path, ts in runs:
             if path is None:
                 continue
             drun, dmaps = load_run(path)
@@ -269,7 +271,8 @@ class Projection:
             if meas:
                 lines.append(f"- decoder S, {label}: measured {fmt(meas)}, replayed {fmt(raw)}")
         for name in MEASURED:
-            lines.append(f"- end to end, {name}: measured {fmt({g: measured[(name, g)] for g in REGIMES if (name, g) in measured})}, "
+            seen = {g: measured[(name, g)] for g in REGIMES if (name, g) in measured}
+            lines.append(f"- end to end, {name}: measured {fmt(seen)}, "
                          f"projected {fmt({g: base_e2e[(name, g)] for g in REGIMES})}")
         return lines
 

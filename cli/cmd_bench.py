@@ -62,7 +62,8 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
 
 @click.command()
 @click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="JSON-lines manifest  [default: bench-data/full.jsonl (the full run), quick.jsonl with --quick; manifest.jsonl holds every utterance]")
+              help="JSON-lines manifest  [default: bench-data/full.jsonl (the full run), quick.jsonl with --quick; "
+                   "manifest.jsonl holds every utterance]")
 @click.option("--quick", is_flag=True, help="The quick set (bench-data/quick.jsonl), end-to-end timed once.")
 @click.option("--systems", default=SYSTEMS, show_default=True,
               help="Comma-separated systems (greedy is always run: it is the baseline).")
@@ -113,8 +114,9 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
                    "on a run over bench-data/dev.jsonl. Refused if it holds an utterance this run decodes.")
 @click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Regenerate the generated section of this Markdown file (e.g. docs/FULL_RUN.md).")
-def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, limit, threads, compute_type, model, draft_model, spec_tokens,
-          timestamps, out, stock_python, map_modes, learn, recall, recall_inventory, teacher, update_docs):
+def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, limit, threads, compute_type, model,
+          draft_model, spec_tokens, timestamps, out, stock_python, map_modes, learn, recall, recall_inventory, teacher,
+          update_docs):
     """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
     _require_bench()
     from tokenmap_bench import BenchDataError, BenchOptions, markdown

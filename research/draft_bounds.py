@@ -99,8 +99,9 @@ def main():
     if args.closing:
         variants.append(("true closing", 0, True))
     guess = follow.closing_timestamp
-    truth = {round(min(r["audio_s"], 30.0), 6): [t for t in r["token_ids"] if t >= special.timestamp_begin][-1]
-             for r in run["rows"] if r["system"] == "greedy" and any(t >= special.timestamp_begin for t in r["token_ids"])}
+    tb = special.timestamp_begin
+    truth = {round(min(r["audio_s"], 30.0), 6): [t for t in r["token_ids"] if t >= tb][-1]
+             for r in run["rows"] if r["system"] == "greedy" and any(t >= tb for t in r["token_ids"])}
     for name, k, closing in variants:
         follow.closing_timestamp = ((lambda s, tb, m=30.0: truth.get(round(s, 6)) if s else None) if closing
                                     else guess)

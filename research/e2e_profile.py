@@ -4,7 +4,8 @@
 
 Runs, alternating on each utterance: tokenmap's ``WhisperModel`` (default configuration,
 the utterance's per-task map from ``--maps``; ``tokenmap-recall``: the same plus
-``--recall``), faster-whisper on the fork in this process, and stock faster-whisper in ``.venv-stock`` (this same file, run there with
+``--recall``), faster-whisper on the fork in this process, and stock faster-whisper in ``.venv-stock``
+(this same file, run there with
 ``--child``). Each engine object is wrapped so that every ``encode`` and ``generate``
 call is timed; the rest of ``transcribe()`` (audio decoding, features, segment
 building) is the remainder. Prints sums per system: windows, encode, generate, other, total.
@@ -151,7 +152,8 @@ def main():
         print(f"texts tokenmap == tokenmap-nomap (plain decoding of the same configuration): {exact}")
     for s, d in sums.items():
         print(f"{s:9s} windows {d['windows']:3d} encode {d['encode']:6.2f} generate {d['generate']:6.2f} "
-              f"other {d['other']:5.2f} total {d['total']:6.2f}  {chosen[-1]}/this {sums[chosen[-1]]['total'] / d['total']:.3f}")
+              f"other {d['other']:5.2f} total {d['total']:6.2f}  "
+              f"{chosen[-1]}/this {sums[chosen[-1]]['total'] / d['total']:.3f}")
     stock.stdin.close()
 
 

@@ -75,7 +75,8 @@ def end_to_end(model_dir, reps: int) -> None:
     ratios = [f / s for f, s in zip(walls["fork"], walls["stock"])]
     print(f"end to end, {len(files)} files of tests/data per round, {reps} rounds: "
           + ", ".join(f"{n} median {statistics.median(w):.2f} s" for n, w in walls.items())
-          + f"; fork/stock per round median {statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f}; "
+          + f"; fork/stock per round median {statistics.median(ratios):.3f}, "
+          f"range {min(ratios):.3f}-{max(ratios):.3f}; "
           f"texts equal: {texts['fork'] == texts['stock']}")
 
 

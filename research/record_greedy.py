@@ -1,6 +1,7 @@
 """Record plain greedy token streams (fork, base, int8) for model-free replays.
 
-    python research/record_greedy.py bench-data/manifest.jsonl -o results/greedy.jsonl [--set telephony] [--no-timestamps]
+    python research/record_greedy.py bench-data/manifest.jsonl -o results/greedy.jsonl \
+        [--set telephony] [--no-timestamps]
 
 One JSON line per utterance: id, task, set, voice, prompt, tokens (no EOT), seconds (audio in the window).
 The replay (research/replay.py) drafts against these streams with no model.

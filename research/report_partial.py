@@ -1,6 +1,7 @@
 """Report a `tokenmap bench` run from its rows.partial.jsonl (a run that stopped before its report).
 
-    python research/report_partial.py results/<run>/rows.partial.jsonl --command "make bench" [--update-docs docs/FULL_RUN.md]
+    python research/report_partial.py results/<run>/rows.partial.jsonl --command "make bench" \
+        [--update-docs docs/FULL_RUN.md]
 
 Writes results.json, report.md and the plots beside the rows (:func:`tokenmap_bench.report_partial`).
 The options are those of `make bench`.

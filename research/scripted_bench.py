@@ -126,7 +126,8 @@ def report(rows, name="tokenmap"):
     for r in rows:
         by[r["task"]].append(r)
     by["ALL"] = rows
-    print(f"{'task':16s} {'n':>4s} {'S(med)':>7s} {'S(min)':>7s} {'A_r':>5s} {'A_l':>5s} {'tok/pass':>8s} {'ident':>6s}")
+    print(f"{'task':16s} {'n':>4s} {'S(med)':>7s} {'S(min)':>7s} {'A_r':>5s} {'A_l':>5s} "
+          f"{'tok/pass':>8s} {'ident':>6s}")
     for task, rs in by.items():
         ss = [r[name] for r in rs]
         s_med = sum(r["greedy_med"] for r in rs) / sum(x["med"] for x in ss)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tokenmap.decode.reference import GREEDY_KW
 from tokenmap_bench import stock_runner
 from tokenmap_bench.harness import BenchOptions
 from tokenmap_bench.stock import start_server
-from tokenmap.decode.reference import GREEDY_KW
 
 DATA = Path(__file__).parent / "data"
 
@@ -45,8 +45,9 @@ def test_serve_answers_each_request_on_its_own_line(base_model_dir):
 @pytest.mark.model
 def test_bench_features_are_the_window_transcribe_encodes(fw_model):
     """The bench decodes what a user's ``transcribe()`` decodes: the same first window, frame for frame."""
-    import numpy as np
     from types import SimpleNamespace
+
+    import numpy as np
 
     from tokenmap_bench.harness import features
 

@@ -4,10 +4,10 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from tokenmap_cli.main import cli
 
 from tokenmap.models import resolve_model
 from tokenmap_bench.synthetic import synthetic_corpus
+from tokenmap_cli.main import cli
 
 MODEL = resolve_model("base", download=False)  # assembled by `make`
 

@@ -24,7 +24,8 @@ class SixAfterFive:
 
 def test_greedy_segments_cut_at_timestamps_per_task(tmp_path):
     rows = [
-        {"system": "greedy", "kind": "decoder", "task": "incar/en", "token_ids": [TS, 5, 6, TS + 50, TS + 50, 7, TS + 90]},
+        {"system": "greedy", "kind": "decoder", "task": "incar/en",
+         "token_ids": [TS, 5, 6, TS + 50, TS + 50, 7, TS + 90]},
         {"system": "greedy", "kind": "decoder", "task": "incar/en", "token_ids": [8, 9]},  # without timestamps
         {"system": "tokenmap", "kind": "decoder", "task": "incar/en", "token_ids": [1, 2]},  # not greedy: ignored
         {"system": "greedy", "kind": "e2e", "task": "incar/en", "token_ids": [3]},

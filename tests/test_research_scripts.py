@@ -59,8 +59,9 @@ def test_script_imports_public_names_that_exist(path):
             assert name is None or not name.startswith("_"), f"{where}: {module}.{name} is private"
             mod = importlib.import_module(module)
             if name is not None:
-                assert hasattr(mod, name) or (hasattr(mod, "__path__") and importlib.util.find_spec(f"{module}.{name}")), \
-                    f"{where}: {module} has no {name}"
+                found = hasattr(mod, name) or (hasattr(mod, "__path__")
+                                               and importlib.util.find_spec(f"{module}.{name}"))
+                assert found, f"{where}: {module} has no {name}"
         elif (path.parent / f"{top}.py").is_file():  # a script of the same folder
             assert name is None or name in _top_level_names(path.parent / f"{top}.py"), \
                 f"{where}: {top}.py has no {name}"

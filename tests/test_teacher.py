@@ -122,7 +122,9 @@ def test_teacher_texts_cuts_segments_and_drops_shared_sentences():
             {"id": "b", "system": "tokenmap", "kind": "decoder", "domain": "incar", "lang": "en",
              "ref": "Take me home.", "token_ids": [50364, 5, 50380]}]
     assert tt.segments(rows[0]["token_ids"], 50364) == [[1, 2], [3]]  # <|endoftext|> dropped
-    decode = lambda ids: " ".join(map(str, ids))
+    def decode(ids):
+        return " ".join(map(str, ids))
+
     lines, dropped = tt.teacher_lines(rows, decode, set(), None, 50364)
     assert [x["text"] for x in lines] == ["1 2", "3", "4"] and dropped == 0
     lines, dropped = tt.teacher_lines(rows, decode, tt.sentences("open the window. Other."), None, 50364)

@@ -390,7 +390,8 @@ def run_benchmark(utterances: list[Recording], options: BenchOptions, maps: Benc
     started = time.perf_counter()
     state = load_state(options, maps)
     log.info("warm-up on %s", utterances[0].id)
-    run_utterance(state, utterances[0], BenchOptions(**{**asdict(options), "reps": 1, "e2e_reps": 1, "open_reps": 0}), 0)
+    warm = BenchOptions(**{**asdict(options), "reps": 1, "e2e_reps": 1, "open_reps": 0})
+    run_utterance(state, utterances[0], warm, 0)
     heavy = heavy_ids(utterances, options.heavy_per_group)
     rows: list[dict] = []
     for index, utt in enumerate(utterances):

@@ -257,7 +257,8 @@ def markdown(result: dict) -> str:
              "### Per voice", group_table(agg["groups"]["voice"], "voice"),
              "### Per set", group_table(agg["groups"]["set"], "set"),
              "### Beside the paper's Table I", paper_table(agg),
-             "### Speed-up unfairness (disparate-impacts paper, Definition 1)", fairness_text(agg["fairness"]) + fairness_ce_text(agg.get("fairness_ce")) + map_modes_text(agg),
+             "### Speed-up unfairness (disparate-impacts paper, Definition 1)",
+             fairness_text(agg["fairness"]) + fairness_ce_text(agg.get("fairness_ce")) + map_modes_text(agg),
              "### Definitions", DEFINITIONS]
     if result.get("stock_skipped"):
         parts.insert(1, f"**stock skipped:** {result['stock_skipped']}")
@@ -270,8 +271,12 @@ def markdown(result: dict) -> str:
 DEFINITIONS = """- S = Σ T_greedy / Σ T_system over the group's utterances (token-map paper eq. 3), T = median of the \
 repetitions of the decoder call on one 30 s window (encoder excluded; distil-spec includes its draft encoder and is \
 compared with greedy without timestamps). `S vs stock` divides stock's time by ours (> 1: we are faster).
-- Stock is faster-whisper 1.2.1 on stock CTranslate2 4.8.5 in its own process. *Tuned stock* (`stock`, `stock-e2e`) runs with the OpenMP thread wait, BLAS thread and glibc malloc settings tokenmap applies to itself \
-(`OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT=100000 OPENBLAS_NUM_THREADS=1 MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=536870912 MALLOC_TOP_PAD_=67108864`): the anchor of every end-to-end figure. *Untuned stock* (`stock-untuned-e2e`) runs with faster-whisper's defaults, as users run it today. Both decode greedily at temperature 0 (no fallback).
+- Stock is faster-whisper 1.2.1 on stock CTranslate2 4.8.5 in its own process. *Tuned stock* (`stock`, \
+`stock-e2e`) runs with the OpenMP thread wait, BLAS thread and glibc malloc settings tokenmap applies to itself \
+(`OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT=100000 OPENBLAS_NUM_THREADS=1 MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 \
+MALLOC_TRIM_THRESHOLD_=536870912 MALLOC_TOP_PAD_=67108864`): the anchor of every end-to-end figure. *Untuned \
+stock* (`stock-untuned-e2e`) runs with faster-whisper's defaults, as users run it today. Both decode greedily at \
+temperature 0 (no fallback).
 - A_r = accepted / drafted draft tokens (eq. 4); A_l = accepted tokens per verified draft (eq. 5).
 - oracle fraction = (T_greedy − T_map) / (T_greedy − T_oracle): the share of a perfect drafter's saving the map gets.
 - identical = token-identical to greedy `generate` on the fork (int8 batched logits can flip near-ties).

@@ -138,13 +138,15 @@ def report_partial(rows_path: Path, options: BenchOptions, manifest: Path, comma
     utterances = [u for u in load_manifest(manifest) if u.id in ids]
     total = sum(1 for line in Path(manifest).open(encoding="utf-8") if line.strip())
     maps = bench_maps(utterances, options, ROOT / "corpora", ROOT / "results" / "maps")
-    shown = manifest if len(ids) == total else f"{manifest} (first {len(ids)} of {total} utterances: the run was stopped)"
+    shown = (manifest if len(ids) == total
+             else f"{manifest} (first {len(ids)} of {total} utterances: the run was stopped)")
     cost = load_cost_model(resolve_model(options.model), options.compute_type, options.threads)
     result = {"rows": rows, "peak_rss_mb": {}, "seconds": {}, "cost_model": cost.to_json()}
     complete(result, utterances, options, maps, shown, command.split())
     result["machine"]["command"] = command
     ended = datetime.datetime.fromtimestamp(rows_path.stat().st_mtime, datetime.timezone.utc)
-    result["machine"]["date"] = f"ending {ended:%Y-%m-%d %H:%M} UTC (its last row; reported {result['machine']['date']})"
+    reported = result["machine"]["date"]
+    result["machine"]["date"] = f"ending {ended:%Y-%m-%d %H:%M} UTC (its last row; reported {reported})"
     write_all(result, rows_path.parent)
     if docs:
         update_docs(Path(docs), markdown(result))

@@ -85,8 +85,8 @@ def serve(stdin, out):
             seconds, text = _timed(e2e)
             answer = {"seconds": seconds, "text": text}
         elif op == "done":
-            answer = {"peak_rss_mb": round(_peak_mb(), 1),
-                      "versions": {"ctranslate2": ctranslate2.__version__, "faster_whisper": faster_whisper.__version__}}
+            versions = {"ctranslate2": ctranslate2.__version__, "faster_whisper": faster_whisper.__version__}
+            answer = {"peak_rss_mb": round(_peak_mb(), 1), "versions": versions}
         else:
             answer = {"error": f"unknown op {op!r}"}
         out.write(json.dumps(answer) + "\n")

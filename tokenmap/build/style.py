@@ -60,7 +60,7 @@ def capitalize_first(text: str) -> str:
     for i, ch in enumerate(text):
         if ch.isalpha():
             return text[:i] + ch.upper() + text[i + 1:]
-        if not ch.isspace() and not ch in "\"'(¿¡":
+        if not ch.isspace() and ch not in "\"'(¿¡":
             return text
     return text
 
