@@ -15,7 +15,7 @@ that shares a reference sentence with an ``--exclude`` manifest (default: the
 measured ``full.jsonl`` and ``quick.jsonl``) is dropped: a dev dictation window
 can hold a sentence that the full run speaks alone. ``--half 0`` or ``1`` keeps
 one half of the utterances (by a hash of the id), to choose settings on one
-half and score them on the other (``map_inference.py --skip-teacher``).
+half and score them on the other.
 """
 
 from __future__ import annotations

@@ -77,18 +77,23 @@ def test_previous_hypothesis_drafter_realigns_after_edits():
     assert d.draft([ts(0), 1, 2, 3, 4, ts(1), ts(1), 5, 9, 6], 100) == []
 
 
-def test_fallback_is_throttled_by_its_controller():
-    from tokenmap.decode.control import AcceptanceController
+def test_fallback_learns_under_its_own_controls():
+    from tokenmap.decode.control import ControlledDrafter, ControllerSet
     from tokenmap.decode.cost import DEFAULT
 
-    fallback = type("F", (), {"reset": lambda s, h=(): None, "draft": lambda s, t, n: [99] * n})()
-    control = AcceptanceController(DEFAULT)
-    d = PreviousHypothesisDrafter([ts(0), 1], TS, fallback, controller=control)
-    assert d.draft([ts(0), 1], 100)  # beyond the previous hypothesis: the fallback drafts
+    seen = []
+    stub = type("F", (), {"reset": lambda s, h=(): None, "draft": lambda s, t, n: [99] * n,
+                          "update": lambda s, d, a: seen.append((d, a))})()
+    controls = ControllerSet(DEFAULT)
+    d = PreviousHypothesisDrafter([ts(0), 1, 2], TS, ControlledDrafter(stub, controls.member(0)))
+    assert d.draft([ts(0)], 100) == [1, 2]  # the previous hypothesis: not the fallback's
+    d.update(2, 2)
+    assert seen == []
+    assert d.draft([ts(0), 1, 2], 100)  # beyond the previous hypothesis: the fallback drafts
     for _ in range(30):
-        d.draft([ts(0), 1], 100)
+        d.draft([ts(0), 1, 2], 100)
         d.update(5, 0)  # and is always rejected
-    assert control.limit() == 0 and d.draft([ts(0), 1], 100) == []
+    assert seen and controls.member(0).limit() == 0 and d.draft([ts(0), 1, 2], 100) == []
 
 
 def test_biased_accept_is_eq5_on_softmax():

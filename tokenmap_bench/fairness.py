@@ -3,9 +3,11 @@
 For every task (maintenance, incar x en/es/fr; telephony en/es/fr) the
 task's held-out ``corpora/<domain>/<lang>/test.txt`` sentences are tokenized
 as Whisper emits them (leading space, no special tokens) and stand in for
-the model's greedy output.  Drafting is replayed on them (the decoder asks
-the map after every pass, accepts the agreeing prefix plus one model token),
-and the decoder time is estimated with the cost model::
+the model's greedy output.  The decoder's own map drafter
+(:func:`tokenmap.decode.drafters.map_drafter`, which cuts its drafts on the cost
+curve and learns from what is accepted) is replayed on them: after every pass it
+is asked for a draft, the agreeing prefix plus one model token is kept, and the
+decoder time is estimated with the cost model::
 
     greedy  = prefill + (n + 1) * step                 # n text tokens + end-of-text
     drafted = prefill + sum(batch(L + 1) if L else step over passes) + step
@@ -28,7 +30,7 @@ greedy output of a ``tokenmap bench`` run (its results.json, cut into
 segments at the timestamps, one prefill per utterance) with that run's
 cached maps (``--bench-maps``, default results/maps): the same measurement
 on what the decoder really sees on audio, free of timing noise (the
-acceptance controller is not replayed, so bad drafts count in full).
+window gate is not replayed, so a task whose drafts lose still drafts).
 
 Usage::
 
@@ -52,6 +54,7 @@ from tokenmap.balance.sections import build_balanced
 from tokenmap.balance.streams import split_dev
 from tokenmap.build.builder import BuildOptions, build_map
 from tokenmap.decode.cost import DEFAULT, CostModel
+from tokenmap.decode.drafters import map_drafter
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.maps.suffixmap import TokenMap
@@ -69,25 +72,37 @@ SENTENCES = 5
 CONFIGS = ("per-task", "per-lang", "multi", "balanced")
 
 
-def draft_passes(tm, ids):
+MAX_DRAFT = 64
+
+
+def draft_passes(drafter, ids):
     """Replay greedy drafting over one token sequence, as if the model emitted it: at each position
-    ask ``tm.draft([tm.BOS] + emitted)``, keep the agreeing prefix and one model token; yields
-    ``(draft length, draft tokens accepted)`` per decoder pass."""
-    ctx, i = [tm.BOS], 0
-    while i < len(ids):
-        d = tm.draft(ctx)
+    ask ``drafter.draft(emitted, MAX_DRAFT)`` (the decoder's drafter interface), keep the agreeing
+    prefix and one model token, and tell the drafter what was kept; yields ``(draft length, draft
+    tokens accepted)`` per decoder pass."""
+    drafter.reset(())
+    emitted: list[int] = []
+    while len(emitted) < len(ids):
+        i = len(emitted)
+        d = list(drafter.draft(emitted, MAX_DRAFT))
         a = 0
         while a < len(d) and i + a < len(ids) and d[a] == ids[i + a]:
             a += 1
+        if d:
+            drafter.update(len(d), a)
         yield len(d), a
-        step = min(a + 1, len(ids) - i)
-        ctx.extend(ids[i:i + step])
-        i += step
+        emitted.extend(ids[i:i + min(a + 1, len(ids) - i)])
 
 
-def replay(tm, seqs: list[list[int]], cost: CostModel, per_utt: int = SENTENCES,
+def drafter_of(tm: TokenMap, special: SpecialTokens, cost: CostModel):
+    """The decoder's drafter of one map, as :func:`replay` asks it."""
+    return map_drafter(tm, special.timestamp_begin, special.eot, cost)
+
+
+def replay(drafter, seqs: list[list[int]], cost: CostModel, per_utt: int = SENTENCES,
            prefill: float = PREFILL_MS, starts: set | None = None) -> dict:
-    """Drafting replayed over ``seqs``: counts, acceptance and the cost-model speed-up.
+    """Drafting by ``drafter`` (e.g. :func:`drafter_of` a map) replayed over ``seqs``: counts,
+    acceptance and the cost-model speed-up.
 
     A prefill is paid every ``per_utt`` sequences, or at the indexes in ``starts`` when given."""
     greedy = spec = 0.0
@@ -96,7 +111,7 @@ def replay(tm, seqs: list[list[int]], cost: CostModel, per_utt: int = SENTENCES,
         if (k in starts) if starts is not None else (k % per_utt == 0):
             greedy += prefill + cost.step_ms  # + end-of-text step
             spec += prefill + cost.step_ms
-        for n, a in draft_passes(tm, ids):
+        for n, a in draft_passes(drafter, ids):
             drafts += n > 0
             drafted += n
             accepted += a
@@ -174,7 +189,7 @@ def task_map(maps: list, task: str) -> TokenMap:
     return next((m for m in maps if m.task == task), maps[0])
 
 
-def measure(maps: dict, tok, cost: CostModel, evals: dict) -> dict:
+def measure(maps: dict, tok, cost: CostModel, evals: dict, special: SpecialTokens) -> dict:
     """``{config: {task: replay + D_T}}`` on ``evals`` (``{task: lines}``)."""
     tests = {t: [tok.encode(line) for line in evals[t]] for t in TASKS}
     loaded: dict = {}
@@ -185,7 +200,7 @@ def measure(maps: dict, tok, cost: CostModel, evals: dict) -> dict:
             if path not in loaded:
                 loaded[path] = load_maps(path)
             tm = task_map(loaded[path], f"{task[0]}/{task[1]}")
-            row = replay(tm, tests[task], cost)
+            row = replay(drafter_of(tm, special, cost), tests[task], cost)
             row["D_T"] = cross_entropy(tm, tests[task])
             out[config][f"{task[0]}/{task[1]}"] = row
     return out
@@ -212,12 +227,12 @@ def greedy_segments(results_json: Path, timestamp_begin: int, skip_ids=frozenset
     return out
 
 
-def measure_greedy(maps_dir: Path, results_json: Path, cost: CostModel, timestamp_begin: int,
+def measure_greedy(maps_dir: Path, results_json: Path, cost: CostModel, special: SpecialTokens,
                    variants: Sequence[str] = (), out: Path | None = None, model: str = "base") -> dict:
     """:func:`measure` on a bench run's greedy outputs with that run's cached maps
     (``<task>.tmap``, ``multi-<N>tasks.tmap``, ``balanced-<N>tasks.tmap``), plus a balanced
     map over the same tasks' corpora for each of ``variants`` (built into ``out/maps``)."""
-    evals = greedy_segments(results_json, timestamp_begin)
+    evals = greedy_segments(results_json, special.timestamp_begin)
     shared = {m: sorted(maps_dir.glob(f"{m}-*tasks.tmap")) for m in ("multi", "balanced")}
     maps = {"per-task": {t: maps_dir / f"{t.replace('/', '-')}.tmap" for t in evals}}
     maps.update({m: dict.fromkeys(evals, paths[-1]) for m, paths in shared.items() if paths})
@@ -235,7 +250,7 @@ def measure_greedy(maps_dir: Path, results_json: Path, cost: CostModel, timestam
         for task, path in per_task.items():
             tm = task_map(load_maps(path), task)
             segs, starts = evals[task]
-            row = replay(tm, segs, cost, starts=starts)
+            row = replay(drafter_of(tm, special, cost), segs, cost, starts=starts)
             row["D_T"] = cross_entropy(tm, segs)
             out[config][task] = row
     return out
@@ -306,17 +321,17 @@ def main(argv=None) -> int:
     ap.add_argument("--bench-maps", type=Path, default=ROOT / "results" / "maps")
     args = ap.parse_args(argv)
     tok = TextTokenizer.from_model(args.model)
+    special = SpecialTokens.from_model_dir(str(resolve_model(args.model)))
     args.out.mkdir(parents=True, exist_ok=True)
     if args.greedy:
         cost = CostModel.from_json(json.loads(args.greedy.read_text(encoding="utf-8"))["cost_model"])
-        ts0 = SpecialTokens.from_model_dir(str(resolve_model(args.model))).timestamp_begin
-        results = measure_greedy(args.bench_maps, args.greedy, cost, ts0, args.variant, args.out, args.model)
+        results = measure_greedy(args.bench_maps, args.greedy, cost, special, args.variant, args.out, args.model)
     else:
         corpus, evals = split_corpora(args.out, args.split)
         maps = build_maps(args.out, tok, args.model, corpus, args.variant)
-        results = measure(maps, tok, DEFAULT, evals)
-    multi = results["multi"]
-    fastest = max(multi, key=lambda t: multi[t]["S"])
+        results = measure(maps, tok, DEFAULT, evals, special)
+    shared = results.get("multi", results["per-task"])  # a run without a shared map: its per-task maps
+    fastest = max(shared, key=lambda t: shared[t]["S"])
     summ = summary(results, fastest)
     text = markdown(results, summ, fastest)
     plot(results, args.out / "fairness_S.png")

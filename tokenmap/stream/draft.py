@@ -44,13 +44,12 @@ class PreviousHypothesisDrafter:
     """Drafts the rest of ``previous`` aligned to the tokens so far, else asks ``fallback``."""
 
     def __init__(self, previous: Sequence[int], timestamp_begin: int, fallback=None, realign: int = 64,
-                 near: int = 4, substitute: bool = False, short_tail: int = 2, controller=None):
+                 near: int = 4, substitute: bool = False, short_tail: int = 2):
         self.previous, self.realign, self.near = list(previous), realign, near
         self.substitute, self.short_tail = substitute, short_tail
         self.ts0 = timestamp_begin
         self.fallback = fallback
         self.kind = ""  # how the last draft was aligned (diagnostics)
-        self.controller = controller  # throttles the fallback (an AcceptanceController), kept across updates
         self._from_fallback = False
 
     def reset(self, history: Sequence[int] = ()) -> None:
@@ -85,16 +84,15 @@ class PreviousHypothesisDrafter:
     def _fallback(self, tokens: list[int], limit: int) -> list[int]:
         if self.fallback is None:
             return []
-        if self.controller is not None:
-            limit = min(limit, self.controller.limit())
-        draft = self.fallback.draft(tokens, limit) if limit > 0 else []
+        draft = self.fallback.draft(tokens, limit)
         self._from_fallback = bool(draft)
         return draft
 
     def update(self, drafted: int, accepted: int) -> None:
-        """Called by the decoder after each verified draft: teaches the fallback's controller."""
-        if self._from_fallback and self.controller is not None:
-            self.controller.update(drafted, accepted)
+        """Called by the decoder after each verified draft: a draft of the fallback teaches the fallback
+        (whose own controls decide how much it drafts); the previous hypothesis is not throttled."""
+        if self._from_fallback and self.fallback is not None:
+            self.fallback.update(drafted, accepted)
         self._from_fallback = False
 
     def _rest(self, tokens: list[int]) -> list[int] | None:

@@ -5,7 +5,9 @@ hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding
 paper): it is verified in one decoder pass, realigned to the output after
 each mismatch (:mod:`tokenmap.stream.draft`), so mostly only the new tail is
 decoded step by step; beyond the previous hypothesis the token map (or
-prompt lookup) drafts, throttled by its own acceptance controller.
+prompt lookup) drafts, under the same controls as in file transcription: a
+:class:`tokenmap.decode.control.ControllerSet` kept across updates, with the
+calibrated cost curve, learns what the model accepts of those drafts.
 
 Commit policy (LocalAgreement-2 over whole segments, segment-end trimming):
 Whisper splits the buffer into timestamped segments. A leading segment is
@@ -46,7 +48,7 @@ import numpy as np
 from faster_whisper.feature_extractor import FeatureExtractor
 
 from tokenmap.audio import SAMPLE_RATE
-from tokenmap.decode.control import AcceptanceController
+from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.drafters import default_drafter, lcp
 from tokenmap.decode.reference import GREEDY_KW, greedy_decode
@@ -177,7 +179,7 @@ class StreamTranscriber:
         self.metrics = StreamMetrics()
         self.finished = False
         cost = getattr(engine, "cost", None)
-        self._controller = AcceptanceController(cost) if cost is not None else None  # the fallback's
+        self._controllers = ControllerSet(cost) if cost is not None else None  # the fallback's, across updates
 
     @property
     def audio_end(self) -> float:
@@ -256,8 +258,9 @@ class StreamTranscriber:
         """One update's decoding of the buffer: ``draft`` verified, the rest drafted by the map (or prompt lookup)."""
         e = self.engine
         t = time.perf_counter()
-        fallback = default_drafter(e.token_map, self.ts0, eot=e.special.eot)
-        drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback, controller=self._controller)
+        fallback = default_drafter(e.token_map, self.ts0, eot=e.special.eot, controllers=self._controllers,
+                                   cost=getattr(e, "cost", None))
+        drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback)
         history = prompt[1: e.special.sot_index(prompt)]
         r = decode_window(e.model, enc, prompt, e.special, drafter, history=history,
                           accept=biased_accept(self.options.beta, drafter),
