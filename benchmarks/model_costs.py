@@ -33,17 +33,6 @@ COMPUTE_TYPES = ("int8", "float32")
 
 
 
-def calibration_prompt(model_dir: Path, special, multilingual: bool) -> list[int]:
-    """``<|startoftranscript|><|en|><|transcribe|>`` in this model's own ids (large-v3's ``<|yue|>`` moves
-    ``<|transcribe|>`` up by one), or ``<|startoftranscript|>`` alone: the prompt `tokenmap calibrate` times."""
-    if not multilingual:
-        return [special.sot]
-    txt = model_dir / "vocabulary.txt"
-    vocab = (txt.read_text(encoding="utf-8").split("\n") if txt.is_file()
-             else json.loads((model_dir / "vocabulary.json").read_text(encoding="utf-8")))
-    index = {tok: i for i, tok in enumerate(vocab)}
-    return [special.sot, index.get("<|en|>", special.sot + 1), index.get("<|transcribe|>", special.no_timestamps - 4)]
-
 class Bench:
     """One loaded model, with encoder output, state and rules ready."""
 
@@ -52,6 +41,7 @@ class Bench:
         import numpy as np
         from faster_whisper.feature_extractor import FeatureExtractor
 
+        from tokenmap.decode.cost import calibration_prompt
         from tokenmap.decode.rules import RuleSet, SpecialTokens
 
         self.ct2 = ctranslate2

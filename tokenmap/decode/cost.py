@@ -239,7 +239,7 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
     return fallback
 
 
-def _prompt(model_dir: Path, special: SpecialTokens, multilingual: bool) -> list[int]:
+def calibration_prompt(model_dir: Path, special: SpecialTokens, multilingual: bool) -> list[int]:
     """``<|startoftranscript|><|en|><|transcribe|>`` in this model's own ids (large-v3's
     ``<|yue|>`` moves ``<|transcribe|>`` up by one), or ``<|startoftranscript|>`` alone."""
     if not multilingual:
@@ -285,7 +285,7 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
     audio = np.random.default_rng(0).normal(0, 1e-3, 16000 * 30).astype(np.float32)
     features = extractor(audio)[:, :3000]
     encoded = model.encode(ctranslate2.StorageView.from_array(features[None].astype(np.float32)))
-    prompt = _prompt(Path(model_dir), special, model.is_multilingual)
+    prompt = calibration_prompt(Path(model_dir), special, model.is_multilingual)
     rules = RuleSet.from_generate_kwargs(special, prompt)
     state, _ = model.prefill(encoded, prompt)
     base = state.current_step
