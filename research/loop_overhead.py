@@ -44,7 +44,7 @@ def main():
         d, lang = t.split("/")
         utts += [r for r in rows if r["domain"] == d and r["lang"] == lang][: a.n]
     model = resolve_model("base", download=False)
-    eng = tokenmap_bench.load_engines(Path(model), a.compute_type, 2, None)
+    eng = tokenmap_bench.load_models(Path(model), a.compute_type, 2, None)
     token_map = load_maps(a.map)[0] if a.map else None
     times = {k: [] for k in ("greedy", "null", "map", "oracle")}
     passes = {k: 0 for k in times}

@@ -34,7 +34,7 @@ def child(reps: int) -> dict:
     rows = [json.loads(line) for line in open(ROOT / "bench-data/full.jsonl")]
     pick = ([r for r in rows if r["domain"] == "opendomain"][:1] + [r for r in rows if r["set"] == "telephony"][::30]
             + [r for r in rows if r["set"] == "calls"][:1] + [r for r in rows if r["set"] == "dictation"][:1])
-    eng = tokenmap_bench.load_engines(Path(resolve_model("base", download=False)), "int8", 2, None)
+    eng = tokenmap_bench.load_models(Path(resolve_model("base", download=False)), "int8", 2, None)
     totals, faults = {}, {}
     for r in pick:
         mel, _ = features(Recording(r["id"], str(ROOT / "bench-data" / r["audio"]), r["text"], r["domain"], r["lang"]))

@@ -36,7 +36,7 @@ Metrics:
   ``PREFILL_MS`` is the prefill cost an offline replay charges per utterance.
 
 The systems compared, each a callable that decodes one window once: :func:`greedy`,
-:func:`speculative` (the product's map drafting), :func:`oracle`; :func:`load_engines` opens
+:func:`speculative` (the product's map drafting), :func:`oracle`; :func:`load_models` opens
 their models.
 
 Baseline: :func:`start_server` starts stock faster-whisper in its own environment
@@ -82,7 +82,7 @@ _PUBLIC = {
     "VOICE_BOUND_WER": "tokenmap_bench.aggregate",
     "greedy_segments": "tokenmap_bench.fairness",
     "PREFILL_MS": "tokenmap_bench.fairness",
-    "load_engines": "tokenmap_bench.systems",
+    "load_models": "tokenmap_bench.systems",
     "greedy": "tokenmap_bench.systems",
     "speculative": "tokenmap_bench.systems",
     "oracle": "tokenmap_bench.systems",

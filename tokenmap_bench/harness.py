@@ -102,7 +102,7 @@ class BenchOptions:
 class RunState:
     """Models loaded once for the run."""
 
-    eng: sysm.Engines
+    eng: sysm.BenchModels
     maps: BenchMaps
     loaded_maps: dict = field(default_factory=dict)  # path -> TokenMap
     tokenizer: object = None
@@ -142,7 +142,7 @@ class RunState:
 def load_state(options: BenchOptions, maps: BenchMaps) -> RunState:
     model_dir = resolve_model(options.model)
     draft_dir = resolve_model(options.draft_model) if "distil-spec" in options.systems else None
-    eng = sysm.load_engines(model_dir, options.compute_type, options.threads, draft_dir, options.spec_tokens)
+    eng = sysm.load_models(model_dir, options.compute_type, options.threads, draft_dir, options.spec_tokens)
     state = RunState(eng, maps, tokenizer=Tokenizer.from_file(str(model_dir / "tokenizer.json")))
     if options.recall and maps.learned:
         state.recall = load_recall(options.recall, state.tokenizer, model_dir)

@@ -73,7 +73,7 @@ def vocab_maps(main_vocab: list[str], draft_vocab: list[str]) -> tuple[list[int]
 
 
 @dataclass
-class Engines:
+class BenchModels:
     """Loaded models and what the systems need besides the audio."""
 
     main: object
@@ -94,8 +94,8 @@ class Engines:
         return prompt + ([] if timestamps else [self.special.no_timestamps])
 
 
-def load_engines(model_dir: Path, compute_type: str, threads: int, draft_dir: Path | None,
-                 spec_tokens: int = 4) -> Engines:
+def load_models(model_dir: Path, compute_type: str, threads: int, draft_dir: Path | None,
+                 spec_tokens: int = 4) -> BenchModels:
     """The models the systems decode with: the main Whisper model, and the distil-spec draft model from
     ``draft_dir`` when given."""
     import ctranslate2
@@ -103,7 +103,7 @@ def load_engines(model_dir: Path, compute_type: str, threads: int, draft_dir: Pa
     # the main model decodes at its own precision and encodes in process, as every system is timed on it
     opened = open_model(model_dir, compute_type, threads, decoder_compute_type="same", encoder="fork")
     vocab = vocabulary(model_dir)
-    eng = Engines(opened.model, opened.special, vocab, opened.cost, spec_tokens=spec_tokens)
+    eng = BenchModels(opened.model, opened.special, vocab, opened.cost, spec_tokens=spec_tokens)
     if draft_dir is not None:
         eng.draft = ctranslate2.models.Whisper(str(draft_dir), device="cpu", compute_type=compute_type,
                                                intra_threads=threads)
@@ -113,7 +113,7 @@ def load_engines(model_dir: Path, compute_type: str, threads: int, draft_dir: Pa
     return eng
 
 
-def greedy(eng: Engines, enc, prompt):
+def greedy(eng: BenchModels, enc, prompt):
     """Plain greedy decoding of one window (the baseline): a callable that decodes once and returns its Output."""
     def run() -> Output:
         result = eng.main.generate(enc, [prompt], **GREEDY_KW)[0]
@@ -121,7 +121,7 @@ def greedy(eng: Engines, enc, prompt):
     return run
 
 
-def speculative(eng: Engines, enc, prompt, token_map, task: str = "", seconds: float | None = None,
+def speculative(eng: BenchModels, enc, prompt, token_map, task: str = "", seconds: float | None = None,
                 recall=None, mel=None):
     """The product's path: one set of per-source controllers per ``task`` (as
     one user's ``tokenmap.WhisperModel`` keeps them across windows), which
@@ -150,7 +150,7 @@ def speculative(eng: Engines, enc, prompt, token_map, task: str = "", seconds: f
     return run
 
 
-def oracle(eng: Engines, enc, prompt, greedy_tokens):
+def oracle(eng: BenchModels, enc, prompt, greedy_tokens):
     """Drafts that are the greedy output itself (the upper bound of drafting): a callable that decodes once."""
     sequence = list(greedy_tokens) + [eng.special.eot]
 
@@ -160,7 +160,7 @@ def oracle(eng: Engines, enc, prompt, greedy_tokens):
     return run
 
 
-def distil_spec(eng: Engines, features, enc, prompt):
+def distil_spec(eng: BenchModels, features, enc, prompt):
     """tiny.en drafting: ``features`` (mel StorageView) are encoded by the draft inside the call.
 
     The fork's loop may run up to K tokens past ``max_length`` and then fails
