@@ -42,7 +42,6 @@ logger = logging.getLogger("tokenmap")
 
 #: compute types whose batched decoder logits depart from step logits (quantized GEMM)
 QUANTIZED = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16")
-CHOICES = ("auto", "same", "float32", "int8")
 ENCODERS = ("auto", "fork", "stock")
 
 

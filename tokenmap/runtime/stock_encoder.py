@@ -60,7 +60,6 @@ from tokenmap.runtime.threads import without_policy
 logger = logging.getLogger("tokenmap")
 
 CHILD = Path(__file__).with_name("stock_encoder_child.py")
-STOCK_VERSION = "4.8.5"
 MAX_D_MODEL = 1280  # Whisper large; the output block is sized for it
 DEFAULT_TIMEOUT = 120.0  # seconds a 30 s window may take (about 1 s for base on two cores)
 TIMEOUT_ENV = "TOKENMAP_ENCODER_TIMEOUT"
