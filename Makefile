@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see docs/ENGINE.md).
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test lint setup engine stock-encoder models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock bench-hour shapes bench-sizes clean
+.PHONY: help demo test lint setup engine stock-encoder packing models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock bench-hour shapes bench-sizes clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
@@ -30,7 +30,7 @@ help:
 	@echo "make bench-sizes calibrate the shapes, time their encoders, project S and end to end per size (~25 min)"
 	@echo "make clean       remove the virtual environment"
 
-setup: $(STAMP) models stock-encoder
+setup: $(STAMP) models stock-encoder packing
 
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,16 @@ STOCK_CT2 := $(or $(TOKENMAP_STOCK_CT2),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/t
 stock-encoder: $(STOCK_CT2)/ctranslate2/__init__.py
 $(STOCK_CT2)/ctranslate2/__init__.py: | $(STAMP)
 	$(PIP) install -q --disable-pip-version-check --no-deps --target $(STOCK_CT2) ctranslate2==4.8.5
+
+# Packed GEMM for the fork's decoder on Intel CPUs (tokenmap/runtime/packing.py): a 20-line library of
+# tokenmap's own, built with the system's C++ compiler; without one, the fork decodes unpacked.
+CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)
+PACKING := $(CACHE)/tokenmap/native/libtokenmap_packing.so
+packing: $(PACKING)
+$(PACKING): tokenmap/runtime/native/decoder_packing.cc
+	@mkdir -p $(dir $@)
+	@if command -v $(CXX) >/dev/null 2>&1; then $(CXX) -O2 -shared -fPIC -o $@ $<; \
+	else echo "no C++ compiler ($(CXX)): the fork's decoder runs without packed GEMM"; fi
 
 models: $(STAMP)
 	$(BIN)/tokenmap models prepare base tiny.en

@@ -60,7 +60,10 @@ def summary_line(s: dict, interrupted: bool) -> str:
         f"cost {fmt(s['decode_cost_vs_scratch'], '.2f', 'x')},"
         f" speed-up {fmt(s['speedup_vs_scratch'], '.2f', 'x')}), encode {s['encode_ms_per_update']:.0f} ms/update;"
         f" NE {s['ne']:.2f} (mask-{s['mask_k']}: {s['ne_masked']:.2f}), A/D {s['a_d']:.1%}, A/O {s['a_o']:.1%};"
-        f" latency {fmt(s['latency_mean'], '.2f', ' s')} mean, {fmt(s['latency_max'], '.2f', ' s')} max"
+        f" latency {fmt(s['latency_mean'], '.2f', ' s')} mean, {fmt(s['latency_max'], '.2f', ' s')} max;"
+        f" short audio context on {s['short_updates']} update(s), {s['guarded_updates']} sent back to 30 s"
+        + (f"; an update costs {s['update_cost_vs_30s']:.2f}x re-decoding the buffer at 30 s"
+           if s.get("update_cost_vs_30s") is not None else "")
     )
 
 
@@ -78,14 +81,18 @@ def summary_line(s: dict, interrupted: bool) -> str:
 @click.option("--mask-k", type=click.IntRange(0, 50), default=0, show_default=True,
               help="Hide the last k tentative tokens on screen (display only).")
 @click.option("--jsonl", is_flag=True, help="One JSON object per update, then a summary object.")
-@click.option("--scratch", is_flag=True, help="Also decode every update from scratch to measure the speed-up.")
+@click.option("--scratch", is_flag=True, help="Also encode every update as 30 s and decode it from scratch, as "
+                                            "whisper_streaming-style tools do, to measure the speed-up.")
 @click.option("--compute-type", type=click.Choice(["int8", "float32", "int8_float32"]), default="int8",
               show_default=True)
 @click.option("--exact", is_flag=True, help="Decode an int8 model with a float32 copy: verification then equals "
                                           "plain greedy decoding (slower).")
 @click.option("--threads", type=click.IntRange(1, 64), default=None, help="CPU threads [default: all, at most 8].")
+@click.option("--audio-context", type=click.Choice(["auto", "full"]), default="auto", show_default=True,
+              help="auto: a buffer shorter than 30 s is encoded as its audio plus a margin (a guard sends an update "
+                   "whose output looks broken back to 30 s); full: every update is encoded as 30 s.")
 def stream(source, model, map_path, language, update, realtime, beta, mask_k, jsonl, scratch, compute_type,
-           exact, threads):
+           exact, threads, audio_context):
     """Live captions of SOURCE (an audio file, or 'mic' for the microphone).
 
     Every update re-decodes the growing buffer with the previous hypothesis as
@@ -97,7 +104,7 @@ def stream(source, model, map_path, language, update, realtime, beta, mask_k, js
 
     try:  # the model first, as `transcribe` does: the same errors and exit codes for the same inputs
         stream_model = StreamModel.load(model, compute_type=compute_type, threads=threads, token_map=map_path,
-                                        exact=exact)
+                                        exact=exact, audio_context=audio_context)
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
         fail(exc, exit_code=2)
     try:

@@ -35,6 +35,8 @@ def _summary(t) -> str:
     if s.get("short_windows"):
         line += (f"; short audio context on {s['short_windows']} window(s), {s['guarded']} sent back to 30 s "
                  "by the guard (may differ from the 30 s transcript by a word)")
+    if s.get("prompt_copies"):
+        line += f"; {s['prompt_copies']} window(s) copied the previous text and were decoded again without it"
     return line
 
 

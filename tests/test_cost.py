@@ -78,3 +78,21 @@ def test_calibration_measures_the_loops_own_cost(base_model_dir):
     cost = calibrate(base_model_dir, "int8", threads=2, max_tokens=2, reps=2)
     assert len(cost.batch_ms) == 2 and cost.prefill_ms > cost.step_ms
     assert 0.0 <= cost.loop_ms < cost.step_ms
+
+
+def test_the_window_gate_times_plain_generate_and_closes_when_the_loop_is_slower():
+    from types import SimpleNamespace
+
+    from tokenmap.decode.control import ControllerSet
+
+    gate = ControllerSet(DEFAULT, probe_windows=4)
+    window = SimpleNamespace(tokens=20, passes=10, drafts=5, drafted=15, decoder_seconds=0.2)  # drafts pay
+    for _ in range(3):
+        assert gate.use_speculation()
+        gate.record_window(window)
+    assert gate.loop_slower() is None and not gate.use_speculation()  # one plain window, to time it
+    gate.record_plain(0.1, 20)  # plain generate: 5 ms a token, the loop 10 (another engine, faster here)
+    assert gate.loop_slower() is True
+    assert [gate.use_speculation() for _ in range(4)] == [False, False, False, True]  # probes, as ever
+    gate.record_plain(1.0, 20)  # plain turned slow: the loop wins again
+    assert gate.loop_slower() is False and gate.use_speculation()

@@ -114,3 +114,46 @@ def test_stock_encoder_gives_the_same_transcript(stock_encoder, base_model_dir, 
     for name in ("en-basic-pbx-ivr-main.flac", "fr-conf-getpin.flac"):
         path = data_dir / name
         assert transcribe_file(stock, path).text == transcribe_file(fork, path).text
+
+
+@pytest.mark.model
+def test_generate_in_the_worker_matches_the_forks(stock_encoder, base_model_dir, window):
+    """Stock ``generate`` on the output the worker kept from its encode, or on features sent to it, gives
+    the fork's greedy tokens; plain decoding of a SplitModel runs there."""
+    import ctranslate2
+
+    fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
+    encoded = stock_encoder.encode(window)
+    prompt = [[50258, 50259, 50359]]
+    options = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True)
+    kept = stock_encoder.generate(encoded, prompt, **options)
+    sent = stock_encoder.generate(np.asarray(encoded).copy(), prompt, **options)
+    expected = fork.generate(encoded, prompt, **options)
+    assert kept[0].sequences_ids == sent[0].sequences_ids == expected[0].sequences_ids
+    assert abs(kept[0].no_speech_prob - expected[0].no_speech_prob) < 1e-3
+    split = SplitModel(stock_encoder, fork, "stock", "int8")
+    assert split.plain_engine == "stock"
+    assert split.generate(encoded, prompt, **options)[0].sequences_ids == expected[0].sequences_ids
+    assert SplitModel(stock_encoder, fork, "stock", "float32").plain_engine == "fork"  # --exact's decoder
+
+
+def test_a_refused_generate_falls_back_to_the_fork_for_that_call(caplog):
+    class Refusing(StockEncoder):
+        def __init__(self):  # no worker: every generate is refused, as for an option stock does not take
+            self.failed, self.compute_type = None, "int8"
+
+        def generate(self, *args, **kwargs):
+            raise StockEncoderError("ValueError: bad option")
+
+        def close(self):
+            pass
+
+    class Fork:
+        def generate(self, features, prompts, **kwargs):
+            return ["fork"]
+
+    split = SplitModel(Refusing(), Fork(), "stock", "int8")
+    assert split.plain_engine == "stock"
+    with caplog.at_level(logging.WARNING, logger="tokenmap"):
+        assert split.generate(None, [[1]]) == ["fork"]
+    assert split.encoder.failed is None and "refused" in caplog.text

@@ -144,8 +144,11 @@ class FakeEngine:
                                      vocab_size=51865)
         self.token_map = None
 
-    def encode(self, audio):
+    def encode(self, audio, full=False):
         return None
+
+    def frames(self, audio, full=False):
+        return 3000  # every buffer encoded as 30 s
 
     def token_id(self, token):
         return 7
@@ -228,7 +231,7 @@ def test_metrics_summary_with_mask_k():
 def engine32(base_model_dir):
     from tokenmap.stream.live import StreamModel
 
-    return StreamModel.load(str(base_model_dir), compute_type="float32", threads=2)
+    return StreamModel.load(str(base_model_dir), compute_type="float32", threads=2, audio_context="full")
 
 
 class Stepwise(StreamTranscriber):
@@ -279,3 +282,22 @@ def test_model_silence_and_short_audio(engine32):
     assert updates[-1].final and st.metrics.summary()["max_buffer_seconds"] <= 4.0
     st, updates = _run(engine32, np.zeros(800, np.float32), update_seconds=1.0)
     assert updates[-1].committed_text == ""
+
+
+@pytest.mark.model
+def test_a_short_buffer_is_encoded_on_a_short_context_and_costs_less_than_30s(engine32, data_dir):
+    from tokenmap.audio import load_audio
+    from tokenmap.context import AudioContext
+    from tokenmap.stream.live import StreamModel
+
+    short = StreamModel(engine32.model, engine32.special, engine32.tokenizer, cost=engine32.cost, context="auto")
+    audio = load_audio(data_dir / "en-basic-pbx-ivr-main.flac")[: 16_000 * 9]
+    assert short.frames(audio) == AudioContext("auto").frames(9.0) < 3000
+    assert short.frames(audio, full=True) == engine32.frames(audio) == 3000
+    st, _ = _run(short, audio, update_seconds=3.0, scratch="generate")
+    summary = st.metrics.summary()
+    assert summary["short_updates"] == len(st.metrics.updates) >= 3
+    assert all(r.scratch_encode is not None for r in st.metrics.updates)
+    assert summary["update_cost_vs_30s"] < 1.0  # an encoder of a third of the frames, and drafts
+    full, _ = _run(engine32, audio, update_seconds=3.0)
+    assert st.committed_text.split()[:6] == full.committed_text.split()[:6]

@@ -17,7 +17,8 @@ The package is laid out by what each part does:
 The heavy pieces (CTranslate2, faster-whisper) are imported lazily, so that
 ``import tokenmap`` stays cheap and the map builder works without the engine.
 Importing the package first sets the engine threads' wait policy
-(:mod:`tokenmap.runtime.threads`), which must happen before CTranslate2 loads. How
+(:mod:`tokenmap.runtime.threads`) and packed GEMM for the decoder on Intel CPUs
+(:mod:`tokenmap.runtime.packing`), which must happen before CTranslate2 loads. How
 large buffers are allocated (:mod:`tokenmap.runtime.memory`) changes the whole
 process, so the import applies it only when ``TOKENMAP_MALLOC=tokenmap`` asks;
 the ``tokenmap`` command and ``WhisperModel(..., malloc_policy=True)`` apply it
@@ -28,10 +29,12 @@ import importlib
 import logging
 
 from tokenmap.runtime import memory as _memory
+from tokenmap.runtime import packing as _packing
 from tokenmap.runtime import threads as _threads
 
 _threads.install()
 _memory.install_if_asked()
+_packing.install()
 
 __version__ = "0.1.0"
 

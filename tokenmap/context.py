@@ -93,6 +93,7 @@ class Guard:
     logprob: float = -1.5
     no_speech: float = 0.6
     tokens_per_s: float = 12.0
+    copy_tokens: int = 12
 
     def reason(self, tokens: Sequence[int], *, seconds: float, score: float, no_speech_prob: float,
                finished: bool, timestamp_begin: int, text: str) -> str | None:
@@ -137,6 +138,31 @@ def repeated_run(tokens: Sequence[int], longest: int = 8) -> int:
         for i in range(period, n):
             run = run + 1 if tokens[i] == tokens[i - period] else 0
             best = max(best, 1 + run // period)
+    return best
+
+
+def copied_run(tokens: Sequence[int], history: Sequence[int], at_least: int) -> int:
+    """The longest run of ``tokens`` that also occurs, in a row, in ``history``, counted only when it
+    reaches ``at_least`` (else 0): a window that copied its prompt instead of transcribing.
+
+    >>> copied_run([5, 1, 2, 3, 4, 9], [7, 1, 2, 3, 4, 8], 3), copied_run([1, 2, 9, 3], [1, 2, 3], 3)
+    (4, 0)
+    """
+    if at_least < 1 or len(tokens) < at_least or len(history) < at_least:
+        return 0
+    grams = {tuple(history[i: i + at_least]) for i in range(len(history) - at_least + 1)}
+    text = "," + "".join(f"{t}," for t in history)
+    best = 0
+    i = 0
+    while i + at_least <= len(tokens):
+        if tuple(tokens[i: i + at_least]) not in grams:
+            i += 1
+            continue
+        end = i + at_least
+        while end < len(tokens) and "," + "".join(f"{t}," for t in tokens[i: end + 1]) in text:
+            end += 1
+        best = max(best, end - i)
+        i = end
     return best
 
 

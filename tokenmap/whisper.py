@@ -38,7 +38,6 @@ import inspect
 import logging
 import threading
 import time
-from dataclasses import dataclass
 
 import faster_whisper
 import numpy as np
@@ -50,25 +49,18 @@ from tokenmap.decode.drafters import SessionCache, default_drafter
 from tokenmap.decode.recall import load_recall
 from tokenmap.decode.rules import SpecialTokens, supports_fast_path
 from tokenmap.decode.speculative import DecodeStats, decode_window
+from tokenmap.guarding import GuardedGeneration
 from tokenmap.models import resolve_model
 from tokenmap.runtime import memory
 from tokenmap.runtime.engine import default_threads, setup_model
 from tokenmap.runtime.precision import SplitModel
+from tokenmap.runtime.stock_encoder import GenerationResult
 from tokenmap.runtime.threads import blas_single_thread
 
 logger = logging.getLogger("tokenmap")
 
 
-@dataclass(frozen=True)
-class GenerationResult:
-    """The fields of ``ctranslate2.models.WhisperGenerationResult`` faster-whisper reads."""
-
-    sequences_ids: list
-    scores: list
-    no_speech_prob: float
-
-
-class SpeculativeModel(SplitModel):
+class SpeculativeModel(GuardedGeneration, SplitModel):
     """A :class:`~tokenmap.runtime.precision.SplitModel` whose greedy ``generate`` is decoded speculatively.
 
     It is the one object that holds the encoder and the decoder (taken over from ``model``) and the
@@ -104,6 +96,14 @@ class SpeculativeModel(SplitModel):
                                self.session_cache, controllers, eot=self.special.eot, seconds=seconds,
                                recall=self.recall, audio=audio, mel=mel)
 
+    def drafts_worth_trying(self) -> bool:
+        """Whether a window may be decoded speculatively at all: only with a map or a recall index.
+
+        Prompt lookup and the session cache draft beside them; alone they seldom save a pass, and a
+        window without drafts decodes faster in plain ``generate`` (on stock CTranslate2 where its
+        worker runs) than in the loop, which pays Python a token."""
+        return self.token_map is not None or self.recall is not None
+
     def note_window(self, seconds: float, mel=None, short=None) -> None:
         """The audio length and log-mel features (all 30 s) of the window this thread encoded last, for the
         next ``generate``; ``short``: its encoder output when it was encoded on a short audio context."""
@@ -138,59 +138,22 @@ class SpeculativeModel(SplitModel):
         self._local.stats = DecodeStats()
         return stats
 
-    def generate(self, features, prompts, **kwargs):
-        short = getattr(self._local, "short", None)
-        if short is not None and features is short:
-            features, results = self._guarded(features, prompts, kwargs)
-        else:
-            results = self._generate(features, prompts, **kwargs)
-        if self.recorder is not None and len(prompts) == 1:
-            frames = np.asarray(features)
-            self.recorder.add_window(frames[0] if frames.ndim == 3 else frames, results[0].sequences_ids[0],
-                                     self.special.timestamp_begin, mel=getattr(self._local, "mel", None))
-        return results
-
-    def _guarded(self, short, prompts, kwargs):
-        """``(encoder output, results)`` of a window encoded on a short context: the short decode when
-        the guard accepts it, else the full context's (kept for the window's later calls)."""
-        if self._local.full is None:
-            results = self._generate(short, prompts, **kwargs)
-            why = self._rejected(results, prompts, kwargs)
-            stats = self._thread_stats()
-            stats.short_windows += 1
-            if why is None:
-                return short, results
-            stats.guarded += 1
-            logger.debug("short audio context rejected (%s): decoding the window with 30 s", why)
-            import ctranslate2
-
-            mel = np.ascontiguousarray(np.asarray(self._local.mel, dtype=np.float32).reshape(1, -1, WINDOW_FRAMES))
-            self._local.full = self.encode(ctranslate2.StorageView.from_array(mel))
-        return self._local.full, self._generate(self._local.full, prompts, **kwargs)
-
-    def _rejected(self, results, prompts, kwargs) -> str | None:
-        """Why the guard rejects a short-context result (None: it is kept)."""
-        if len(results) != 1:
-            return "a batch"
-        tokens = list(results[0].sequences_ids[0])
-        score = results[0].scores[0] if results[0].scores else 0.0
-        finished = len(prompts[0]) + len(tokens) < kwargs.get("max_length", 448) - 1
-        return self.guard.reason(tokens, seconds=getattr(self._local, "seconds", None) or 30.0, score=score,
-                                 no_speech_prob=getattr(results[0], "no_speech_prob", 0.0), finished=finished,
-                                 timestamp_begin=self.special.timestamp_begin, text=self.text(tokens))
-
     def _generate(self, features, prompts, **kwargs):
         batch = len(prompts)
         if batch != 1 or not supports_fast_path(prompt=prompts[0], special=self.special, **kwargs):
             self._thread_stats().fallbacks += 1
             self._log_bypass(*bypass_reason(batch, prompts[0], self.special, kwargs))
-            return self.decoder.generate(features, prompts, **kwargs)
+            return self.plain_generate(features, prompts, **kwargs)
         stats = self._thread_stats()
         controllers = self.controllers()
-        if controllers is not None and not controllers.use_speculation():
+        if not self.drafts_worth_trying() or (controllers is not None and not controllers.use_speculation()):
             started = time.perf_counter()
-            result = self.decoder.generate(features, prompts, **kwargs)
-            stats.add(DecodeStats(windows=1, plain_windows=1, decoder_seconds=time.perf_counter() - started))
+            result = self.plain_generate(features, prompts, **kwargs)
+            window = DecodeStats(windows=1, plain_windows=1, tokens=len(result[0].sequences_ids[0]) + 1,
+                                 decoder_seconds=time.perf_counter() - started)
+            if controllers is not None and self.drafts_worth_trying():
+                controllers.record_plain(window.decoder_seconds, window.tokens)
+            stats.add(window)
             return result
         prompt = list(prompts[0])
         history = prompt[1: self.special.sot_index(prompt)] if prompt[0] != self.special.sot else []
@@ -237,6 +200,15 @@ def bypass_reason(batch: int, prompt, special: SpecialTokens, kwargs: dict) -> t
                      f"greedily; leave {key} at its default to decode with the map")
     return "prefix", ("a decoding prefix (faster-whisper's prefix=) is not drafted; "
                       "transcribe without prefix to decode with the map")
+
+
+def transcribe_signature() -> inspect.Signature:
+    """faster-whisper's ``WhisperModel.transcribe`` signature, with ``beam_size=1`` (greedy, which drafts
+    verify) and a keyword-only ``audio_context``: what IDEs, ``help()`` and introspecting tools show."""
+    base = inspect.signature(faster_whisper.WhisperModel.transcribe)
+    params = [p.replace(default=1) if p.name == "beam_size" else p for p in base.parameters.values()]
+    params.append(inspect.Parameter("audio_context", inspect.Parameter.KEYWORD_ONLY, default=None))
+    return base.replace(parameters=params)
 
 
 class WhisperModel(faster_whisper.WhisperModel):
@@ -371,6 +343,8 @@ class WhisperModel(faster_whisper.WhisperModel):
         with blas_single_thread():  # the features' BLAS product must leave no threads spinning
             segments, info = super().transcribe(audio, *args, **kwargs)
         return self._remember(segments, context), info
+
+    transcribe.__signature__ = transcribe_signature()
 
     def _remember(self, segments, context: AudioContext):
         """``segments`` as faster-whisper yields them, each decoded with ``context`` (and numpy's BLAS

@@ -231,7 +231,9 @@ class ControllerSet:
     ``min_windows`` of them) have not lost time against plain ``generate`` on
     the whole (a decayed mean, ``window_decay`` a window, of
     :meth:`tokenmap.decode.cost.CostModel.window_saving`): the loop's own cost a
-    step is paid on every window it decodes, drafts or not.
+    step is paid on every window it decodes, drafts or not. And, measured by the clock, the loop's
+    windows have not taken longer a token than plain ``generate``'s (:meth:`loop_slower`; after
+    ``min_windows`` timed loop windows, one window goes to plain ``generate`` to time it).
     """
 
     controller = AcceptanceController  # what :meth:`member` makes for each source
@@ -248,6 +250,8 @@ class ControllerSet:
         self._saved = 0.0  # decayed sum of window savings (ms) ...
         self._windows = 0.0  # ... and of windows
         self._recorded = 0  # windows accounted for
+        self.timed = {"loop": [0.0, 0.0, 0], "plain": [0.0, 0.0, 0]}  # decayed ms, tokens; windows
+        self._explored = False  # a plain window was asked for, to time it
 
     def member(self, index: int) -> AcceptanceController:
         """The controller of the ``index``-th source of the chain (created on first use)."""
@@ -272,6 +276,30 @@ class ControllerSet:
         self._saved = self.window_decay * self._saved + saved
         self._windows = self.window_decay * self._windows + 1.0
         self._recorded += 1
+        self._time("loop", stats.decoder_seconds, stats.tokens)
+
+    def record_plain(self, seconds: float, tokens: int) -> None:
+        """Account for a window decoded by plain ``generate`` in ``seconds``."""
+        self._time("plain", seconds, tokens)
+
+    def _time(self, kind: str, seconds: float, tokens: int) -> None:
+        entry = self.timed[kind]
+        entry[0] = self.window_decay * entry[0] + seconds * 1000.0
+        entry[1] = self.window_decay * entry[1] + tokens
+        entry[2] += 1
+
+    def ms_per_token(self, kind: str) -> float | None:
+        """Measured wall ms a token of the windows decoded by the ``"loop"`` or by ``"plain"`` generate
+        (decayed; None before ``min_windows`` loop windows or one plain window)."""
+        ms, tokens, windows = self.timed[kind]
+        return ms / tokens if tokens and windows >= (self.min_windows if kind == "loop" else 1) else None
+
+    def loop_slower(self) -> bool | None:
+        """Whether the loop's windows took longer a token than plain ``generate``'s, as measured (None: not
+        known yet). Plain ``generate`` may run on another engine than the loop (stock CTranslate2, whose
+        GEMM is faster on some CPUs), which the cost curve does not see: this clock does."""
+        loop, plain = self.ms_per_token("loop"), self.ms_per_token("plain")
+        return None if loop is None or plain is None else loop > plain
 
     def use_speculation(self) -> bool:
         """Open when a controlled source that has drafted pays, or when none has drafted yet
@@ -285,7 +313,13 @@ class ControllerSet:
         pays = any(m.best()[1] > m.margin_ms for m in tried)
         maps_pay = any(t.drafts > 0 and t.saving_ms > self.margin_ms for t in self.tallies)
         windows = self.window_saving_ms
-        return self._gate.decide((not tried or pays or maps_pay) and (windows is None or windows > 0 or pays))
+        slower = self.loop_slower()
+        loop_ms, _, loop_windows = self.timed["loop"]
+        if slower is None and loop_windows >= self.min_windows and loop_ms > 0 and not self._explored:
+            self._explored = True
+            return False  # one window of plain generate, to time the alternative
+        return self._gate.decide((not tried or pays or maps_pay) and (windows is None or windows > 0 or pays)
+                                 and not slower)
 
 
 class ControlledDrafter:

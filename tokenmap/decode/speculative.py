@@ -43,6 +43,7 @@ class DecodeStats:
     ``plain_windows``: windows the controller sent to plain ``generate``;
     ``short_windows``: windows decoded on a short audio context (:mod:`tokenmap.context`);
     ``guarded``: of those, windows the guard sent back to the full context;
+    ``prompt_copies``: windows that copied their prompt's previous text, decoded again without it;
     ``decoder_seconds``: wall time inside the decoding loop.
     """
 
@@ -57,6 +58,7 @@ class DecodeStats:
     rechecks: int = 0
     short_windows: int = 0
     guarded: int = 0
+    prompt_copies: int = 0
     decoder_seconds: float = 0.0
 
     def add(self, other: "DecodeStats") -> None:

@@ -160,7 +160,9 @@ def worker_environment(environ: Mapping[str, str] | None = None) -> dict:
     >>> worker_environment({})["MALLOC_ARENA_MAX"], worker_environment({OPT_OUT: "default"})
     ('1', {'TOKENMAP_MALLOC': 'default'})
     """
-    env = dict(os.environ if environ is None else environ)
+    from tokenmap.runtime.packing import child_environment
+
+    env = child_environment(os.environ if environ is None else environ)
     if env.get(OPT_OUT, "").lower() in ("default", "0", "off", "no") or _user_set(env):
         return env
     env.update(ENVIRONMENT)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 
 from tokenmap.runtime.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
+from tokenmap.runtime.worker import WorkerDied, WorkerHung
 
 logger = logging.getLogger("tokenmap")
 
@@ -79,6 +80,12 @@ class SplitModel:
     for the encoder, a :class:`~tokenmap.runtime.stock_encoder.StockEncoder`.
     ``encoder_engine`` (``"fork"`` or ``"stock"``) and ``decoder_compute_type`` say which configuration
     :func:`split_model` chose.
+
+    ``generate`` (every call: greedy windows without drafts, beam search, sampling, batches) runs on
+    stock CTranslate2 in the encoder's worker when it encodes at the decoder's precision
+    (:attr:`plain_engine`): the same decoding stock faster-whisper runs, with the window's encoder output
+    already in that process. :class:`tokenmap.whisper.SpeculativeModel` overrides it for the windows
+    it drafts.
     """
 
     def __init__(self, encoder, decoder, encoder_engine: str = "fork", decoder_compute_type: str | None = None):
@@ -89,6 +96,26 @@ class SplitModel:
 
     def encode(self, *args, **kwargs):
         return self.encoder.encode(*args, **kwargs)
+
+    @property
+    def plain_engine(self) -> str:
+        """Where plain ``generate`` runs: ``"stock"`` (the worker, while it works) or ``"fork"``."""
+        stock = isinstance(self.encoder, StockEncoder) and self.encoder.failed is None
+        return "stock" if stock and self.encoder.compute_type == self.decoder_compute_type else "fork"
+
+    def plain_generate(self, features, prompts, **kwargs):
+        """CTranslate2's ``generate`` on :attr:`plain_engine`; the fork's when the worker fails."""
+        if self.plain_engine == "stock":
+            try:
+                return self.encoder.generate(features, prompts, **kwargs)
+            except (WorkerDied, WorkerHung) as exc:
+                self.encoder.failed = self.encoder.failed or str(exc)
+                logger.warning("the stock worker failed (%s); decoding with the fork from now on", exc)
+            except StockEncoderError as exc:  # the worker is fine; this call's options were refused there
+                logger.warning("stock CTranslate2 refused a generate call (%s); decoding it with the fork", exc)
+        return self.decoder.generate(features, prompts, **kwargs)
+
+    generate = plain_generate  # a subclass that drafts overrides generate, never plain_generate
 
     def __getattr__(self, name):
         if name in ("encoder", "decoder"):  # not set yet (a copy being made): never recurse

@@ -1,12 +1,15 @@
-"""Stock CTranslate2's encoder in a worker process, features and output through shared memory.
+"""Stock CTranslate2 in a worker process: the encoder, and plain ``generate``, through shared memory.
 
-Stock CTranslate2's encoder is the one stock faster-whisper runs, and stock
+Stock CTranslate2 is the engine stock faster-whisper runs, and stock
 CTranslate2 and the engine fork cannot be loaded into one process.
 :class:`StockEncoder` starts :mod:`tokenmap.runtime.stock_encoder_child` with
 a private copy of stock CTranslate2 first on ``PYTHONPATH`` (installed by
 ``make stock-encoder`` into :func:`stock_dir`; never fetched at run time) and
 exposes ``encode(features) -> StorageView`` like ``ctranslate2.models.Whisper``,
 so :class:`tokenmap.runtime.precision.SplitModel` can pair it with the fork's decoder.
+It also exposes ``generate``: a window that is decoded without drafts runs on stock's
+decoder, where it stays in the worker's memory from its encoding (on Intel CPUs stock
+CTranslate2's MKL GEMM is packed and the fork's is not, so stock decodes faster there).
 
 What happens when things go wrong:
 
@@ -38,43 +41,42 @@ Example::
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import mmap
 import os
-import secrets
-import select
-import subprocess
 import sys
 import threading
-import time
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from tokenmap.runtime.memory import worker_environment
 from tokenmap.runtime.threads import without_policy
+from tokenmap.runtime.worker import (  # noqa: F401 (the worker's errors are this module's too)
+    TIMEOUT_ENV,
+    SharedBlock,
+    StockEncoderError,
+    Worker,
+    WorkerDied,
+    WorkerHung,
+)
 
 logger = logging.getLogger("tokenmap")
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """The fields of ``ctranslate2.models.WhisperGenerationResult`` faster-whisper reads."""
+
+    sequences_ids: list
+    scores: list
+    no_speech_prob: float
 
 CHILD = Path(__file__).with_name("stock_encoder_child.py")
 MAX_D_MODEL = 1280  # Whisper large; the output block is sized for it
 DEFAULT_TIMEOUT = 120.0  # seconds a 30 s window may take (about 1 s for base on two cores)
-TIMEOUT_ENV = "TOKENMAP_ENCODER_TIMEOUT"
-
-
-class StockEncoderError(RuntimeError):
-    """The stock-encoder worker is not installed, did not start, or failed."""
-
-
-class WorkerDied(StockEncoderError):
-    """The worker exited or closed its pipe."""
-
-
-class WorkerHung(StockEncoderError):
-    """The worker did not answer in time (it has been killed)."""
 
 
 def stock_dir() -> Path:
@@ -113,133 +115,7 @@ def encoder_timeout(seconds: float | None = None) -> float:
     return value
 
 
-class SharedBlock:
-    """A POSIX shared-memory block (``/dev/shm/psm_…`` on Linux) that no resource tracker knows of.
-
-    ``name`` is what the worker attaches (without the leading slash), ``buf``
-    the mapped bytes; :meth:`close` unmaps them, :meth:`unlink` removes the
-    block (a block already removed is no error).
-    """
-
-    def __init__(self, size: int):
-        import _posixshmem  # what multiprocessing.shared_memory itself uses
-
-        while True:
-            name = f"/psm_{secrets.token_hex(4)}"
-            try:
-                fd = _posixshmem.shm_open(name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
-                break
-            except FileExistsError:
-                continue
-        try:
-            os.ftruncate(fd, size)
-            self._mmap = mmap.mmap(fd, size)
-        except BaseException:
-            _posixshmem.shm_unlink(name)
-            raise
-        finally:
-            os.close(fd)
-        self._name, self.size = name, size
-        self.buf = memoryview(self._mmap)
-
-    @property
-    def name(self) -> str:
-        return self._name.lstrip("/")
-
-    def close(self) -> None:
-        if self.buf is not None:
-            self.buf.release()
-            self.buf = None
-            self._mmap.close()
-
-    def unlink(self) -> None:
-        import _posixshmem
-
-        try:
-            _posixshmem.shm_unlink(self._name)
-        except FileNotFoundError:
-            pass
-
-
-class _Worker:
-    """One worker process: a JSON line to its stdin, a JSON line back from its stdout, read with a time limit.
-
-    Both pipes are unbuffered, so a child made by ``os.fork`` can close its
-    copies without writing anything the parent had not sent.
-    """
-
-    def __init__(self, argv: list[str], env: dict):
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0)
-        self.pid = self.proc.pid
-        self.version: str | None = None  # set once the worker said it is ready
-        self._pending = b""
-
-    def send(self, message: dict) -> None:
-        data = (json.dumps(message) + "\n").encode()
-        try:
-            while data:
-                data = data[os.write(self.proc.stdin.fileno(), data):]
-        except (OSError, ValueError):  # broken pipe, or closed
-            raise WorkerDied(self._death()) from None
-
-    def receive(self, timeout: float) -> dict:
-        """The next line from the worker as a dict; :class:`WorkerHung` after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
-        fd = self.proc.stdout.fileno()
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        while b"\n" not in self._pending:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.kill()
-                raise WorkerHung(f"stock encoder worker {self.pid} did not answer within {timeout:g} s "
-                                 f"(killed it; {TIMEOUT_ENV} sets the limit a window)")
-            if not poller.poll(math.ceil(left * 1000)):
-                continue
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                raise WorkerDied(self._death())
-            self._pending += chunk
-        line, _, self._pending = self._pending.partition(b"\n")
-        try:
-            answer = json.loads(line)
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            raise StockEncoderError(f"stock encoder worker {self.pid} answered {line[:80]!r}, not a JSON object")
-        return answer
-
-    def _death(self) -> str:
-        try:
-            code = self.proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            code = None
-        how = f"killed by signal {-code}" if code is not None and code < 0 else f"status {code}"
-        return f"stock encoder worker {self.pid} exited ({how}); see its stderr above"
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-    def stop(self, wait: float = 10.0) -> None:
-        """Close its stdin (it removes the blocks and exits), killing it after ``wait`` seconds."""
-        self.proc.stdin.close()
-        if self.proc.poll() is None:
-            try:
-                self.proc.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.proc.stdout.close()
-
-    def abandon(self) -> None:
-        """In a forked child: close the copies of the pipes, leave the process to its owner."""
-        self.proc.stdin.close()
-        self.proc.stdout.close()
-        _ABANDONED.append(self.proc)  # never waited for here: it is not this process's child
-
-
-_ABANDONED: list = []
+_Worker = Worker  # the name the fault tests patch
 _LIVE: "weakref.WeakSet[StockEncoder]" = weakref.WeakSet()
 
 
@@ -271,6 +147,7 @@ class StockEncoder:
         # its 72 MB attention buffers gain from the heap policy (tokenmap.runtime.memory), which glibc reads at start
         self._env = dict(worker_environment(without_policy()),
                          PYTHONPATH=os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")]))
+        self.compute_type = compute_type
         self._argv = [sys.executable, str(CHILD), str(model_dir), compute_type, str(threads)]
         self._lock = threading.Lock()
         self._blocks: dict[str, SharedBlock] = {}
@@ -278,7 +155,8 @@ class StockEncoder:
         self.fallback = fallback
         self.failed: str | None = None  # why the worker was given up, once it was
         self.version: str | None = None  # stock CTranslate2's version, once the worker is ready
-        self._worker: _Worker | None = _Worker(self._argv, self._env)
+        self._worker: Worker | None = Worker(self._argv, self._env)
+        self._kept = (None, None)  # (worker, the StorageView last returned): the worker keeps its own copy
         _LIVE.add(self)
 
     @property
@@ -295,7 +173,7 @@ class StockEncoder:
         if self._closed:
             raise StockEncoderError("the stock encoder is closed")
         if self._worker is None:
-            self._worker = _Worker(self._argv, self._env)
+            self._worker = Worker(self._argv, self._env)
         worker = self._worker
         if worker.version is None:
             hello = worker.receive(self.timeout)
@@ -337,39 +215,78 @@ class StockEncoder:
             raise ValueError(f"features of shape {array.shape}, not [batch, n_mels, frames]")
         with self._lock:
             out = self._request(array)
-        return ctranslate2.StorageView.from_array(out)
+            view = ctranslate2.StorageView.from_array(out)
+            self._kept = (self._kept[0], view)
+        return view
 
     def _request(self, array: np.ndarray) -> np.ndarray:
-        """Send ``array`` to the worker and copy its answer out; a worker that had started and died is
-        replaced once."""
-        self._ready()
+        """Send ``array`` to the worker to encode and copy its answer out."""
+        dst = self._block("out", array.shape[0] * (array.shape[2] // 2 + 1) * MAX_D_MODEL * 4)
+
+        def message():
+            return dict(self._send_array(array), out=dst.name)
+
+        answer = self._exchange(message, self.timeout * array.shape[0])
+        shape = answer.get("shape")
+        if not (isinstance(shape, list) and len(shape) == 3 and all(type(s) is int and s > 0 for s in shape)
+                and shape[0] == array.shape[0] and math.prod(shape) * 4 <= dst.size):
+            raise StockEncoderError(f"stock encoder worker answered a bad shape: {shape!r}")
+        out = np.ndarray(tuple(shape), dtype=np.float32, buffer=dst.buf).copy()
+        self._kept = (self._worker, out)
+        return out
+
+    def _send_array(self, array: np.ndarray) -> dict:
         src = self._block("in", array.nbytes)
         np.ndarray(array.shape, dtype=np.float32, buffer=src.buf)[...] = array
-        dst = self._block("out", array.shape[0] * (array.shape[2] // 2 + 1) * MAX_D_MODEL * 4)
-        message = {"in": src.name, "out": dst.name, "shape": list(array.shape)}
+        return {"in": src.name, "shape": list(array.shape)}
+
+    def _exchange(self, message, timeout: float) -> dict:
+        """The worker's answer to ``message()`` (built for the current worker); a worker that had started
+        and died is replaced once. Holds no lock: the caller does."""
+        self._ready()
         for attempt in (1, 2):
             try:
-                self._worker.send(message)
-                answer = self._worker.receive(self.timeout * array.shape[0])
+                self._worker.send(message())
+                answer = self._worker.receive(timeout)
                 break
             except WorkerDied as exc:
                 if attempt == 2:
                     raise
                 logger.warning("%s; starting a new one", str(exc).replace("; see its stderr above", ""))
-                self._worker = _Worker(self._argv, self._env)
+                self._worker = Worker(self._argv, self._env)
                 self._ready()
         if "error" in answer:
-            raise StockEncoderError(f"stock encoder failed: {answer['error']}")
-        shape = answer.get("shape")
-        if not (isinstance(shape, list) and len(shape) == 3 and all(type(s) is int and s > 0 for s in shape)
-                and shape[0] == array.shape[0] and math.prod(shape) * 4 <= dst.size):
-            raise StockEncoderError(f"stock encoder worker answered a bad shape: {shape!r}")
-        return np.ndarray(tuple(shape), dtype=np.float32, buffer=dst.buf).copy()
+            raise StockEncoderError(f"stock CTranslate2 failed in its worker: {answer['error']}")
+        return answer
+
+    def generate(self, features, prompts, **options) -> list[GenerationResult]:
+        """Stock CTranslate2's ``generate`` in the worker, with ``options`` as ``ctranslate2.models.Whisper``
+        takes them. ``features`` that this encoder returned last are decoded from the worker's own copy
+        (nothing crosses the pipe but the prompt and the tokens); other features (encoder output or mel) go
+        through shared memory. Raises :class:`StockEncoderError` (one line) when the worker fails or has
+        failed before: the caller decodes on the fork then."""
+        if self.failed is not None:
+            raise StockEncoderError(f"the stock worker was given up: {self.failed}")
+        request = {"op": "generate", "prompts": [[int(t) for t in p] for p in prompts], "options": options}
+
+        def message():
+            if features is self._kept[1] and self._kept[0] is self._worker:
+                return request
+            return dict(request, **self._send_array(np.ascontiguousarray(np.asarray(features), dtype=np.float32)))
+
+        with self._lock:  # another thread's encode replaces what the worker keeps: decide under the lock
+            answer = self._exchange(message, self.timeout)
+        results = answer.get("results")
+        if not isinstance(results, list) or len(results) != len(prompts):
+            raise StockEncoderError(f"stock worker answered {len(results or [])} results for {len(prompts)} prompts")
+        return [GenerationResult(r["sequences_ids"], r.get("scores") or [], r.get("no_speech_prob") or 0.0)
+                for r in results]
 
     def _forget_inherited(self) -> None:
         """In a child made by ``os.fork``: let go of the parent's worker and blocks without stopping or
         removing them (the parent still uses them); the next ``encode`` starts a worker here."""
         self._lock = threading.Lock()  # another thread may have held it at the fork
+        self._kept = (None, self._kept[1])
         if self._worker is not None:
             self._worker.abandon()
             self._worker = None

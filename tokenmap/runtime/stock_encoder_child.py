@@ -7,9 +7,16 @@ CTranslate2 and the fork cannot share one process. The parent
 
     python tokenmap/runtime/stock_encoder_child.py MODEL_DIR COMPUTE_TYPE THREADS
 
-and talks one JSON line per request: ``{"in": NAME, "out": NAME, "shape": [b, mels, frames]}``
-(both shared-memory blocks created by the parent) is answered by
-``{"shape": [...]}`` once the encoder output is in ``out``, or ``{"error": "..."}``.
+and talks one JSON line per request, each answered by one line (``{"error": "..."}`` on failure):
+
+* ``{"in": NAME, "out": NAME, "shape": [b, mels, frames]}`` (both shared-memory blocks created by
+  the parent): encode; answered by ``{"shape": [...]}`` once the encoder output is in ``out``. The
+  worker keeps that output for the next ``generate``.
+* ``{"op": "generate", "prompts": [[...]], "options": {...}}``: greedy or beam ``generate`` on the
+  encoder output kept from the last encode (or, with ``"in"`` and ``"shape"``, on the encoder
+  output or features in that block); answered by ``{"results": [{"sequences_ids": ..., "scores":
+  ..., "no_speech_prob": ...}, ...]}``.
+
 The first line it writes is ``{"ready": true, "version": "4.8.5"}``.
 
 The parent owns the blocks; the worker attaches them without a resource
@@ -67,17 +74,36 @@ def _attach(role, name, blocks):
     return block
 
 
-def _answer(model, req, blocks):
+def _answer(model, req, blocks, kept):
     import ctranslate2
 
+    if req.get("op") == "generate":
+        return _generate(model, req, blocks, kept)
     shape = tuple(req["shape"])
     src = np.ndarray(shape, dtype=np.float32, buffer=_attach("in", req["in"], blocks).map)
-    enc = np.asarray(model.encode(ctranslate2.StorageView.from_array(src)))
+    output = model.encode(ctranslate2.StorageView.from_array(src))
+    kept["encoded"] = output
+    enc = np.asarray(output)
     dst = _attach("out", req["out"], blocks)
     if enc.nbytes > dst.size:
         raise ValueError(f"output of {enc.nbytes} bytes does not fit the {dst.size}-byte block")
     np.ndarray(enc.shape, dtype=np.float32, buffer=dst.map)[...] = enc
     return {"shape": list(enc.shape)}
+
+
+def _generate(model, req, blocks, kept):
+    import ctranslate2
+
+    if "in" in req:
+        src = np.ndarray(tuple(req["shape"]), dtype=np.float32, buffer=_attach("in", req["in"], blocks).map)
+        features = ctranslate2.StorageView.from_array(np.ascontiguousarray(src))
+    elif kept.get("encoded") is not None:
+        features = kept["encoded"]
+    else:
+        raise ValueError("generate on the last encoder output, but nothing was encoded yet")
+    results = model.generate(features, req["prompts"], **req.get("options", {}))
+    return {"results": [{"sequences_ids": r.sequences_ids, "scores": r.scores,
+                         "no_speech_prob": getattr(r, "no_speech_prob", 0.0)} for r in results]}
 
 
 def _leave(blocks):
@@ -98,6 +124,7 @@ def serve(model_dir, compute_type, threads, stdin, out):
     import ctranslate2
 
     blocks = {}
+    kept = {}  # the last encoder output, for generate
     parent = os.getppid()
     threading.Thread(target=_watch_parent, args=(parent, blocks), daemon=True).start()
     model = ctranslate2.models.Whisper(model_dir, device="cpu", compute_type=compute_type,
@@ -107,7 +134,7 @@ def serve(model_dir, compute_type, threads, stdin, out):
         out.flush()
         for line in stdin:
             try:
-                answer = _answer(model, json.loads(line), blocks)
+                answer = _answer(model, json.loads(line), blocks, kept)
             except Exception as exc:  # one line back, the worker stays up
                 answer = {"error": f"{type(exc).__name__}: {exc}"}
             out.write(json.dumps(answer) + "\n")

@@ -1,6 +1,9 @@
 """Live transcription of a growing audio buffer with self-speculative (biased) decoding.
 
-Every update re-decodes the whole buffer (at most 30 s). The previous update's
+Every update re-decodes the whole buffer (at most 30 s), encoded as its audio plus a margin
+(:class:`tokenmap.context.AudioContext`, ``auto`` by default) rather than as 30 s; when the
+:class:`tokenmap.context.Guard` rejects what the decoder wrote on that short context, the update is
+encoded as 30 s and decoded again. The previous update's
 hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding
 paper): it is verified in one decoder pass, realigned to the output after
 each mismatch (:mod:`tokenmap.stream.draft`), so mostly only the new tail is
@@ -48,6 +51,7 @@ import numpy as np
 from faster_whisper.feature_extractor import FeatureExtractor
 
 from tokenmap.audio import SAMPLE_RATE
+from tokenmap.context import WINDOW_FRAMES, Guard, as_audio_context
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.drafters import default_drafter, lcp
@@ -99,22 +103,26 @@ class StreamUpdate:
 
 
 class StreamModel:
-    """The fork's Whisper model with what streaming needs: features, tokenizer, special ids, map."""
+    """The fork's Whisper model with what streaming needs: features, tokenizer, special ids, map, and the
+    audio ``context`` a buffer is encoded with (``"auto"``, ``"full"`` or an :class:`AudioContext`)."""
 
-    def __init__(self, model, special: SpecialTokens, tokenizer, token_map=None, cost=None):
+    def __init__(self, model, special: SpecialTokens, tokenizer, token_map=None, cost=None, context="auto",
+                 guard: Guard = Guard()):
         self.model, self.special, self.tokenizer, self.token_map = model, special, tokenizer, token_map
         self.cost = cost  # verify-pass cost curve: throttles the fallback drafter (None: no throttle)
         self.features = FeatureExtractor(feature_size=model.n_mels)
+        self.context = as_audio_context(context)
+        self.guard = guard
 
     @classmethod
     def load(cls, model: str = "base", compute_type: str = "int8", threads: int | None = None,
              token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto",
-             exact: bool = False) -> "StreamModel":
+             exact: bool = False, audio_context="auto") -> "StreamModel":
         """Load ``model``; ``decoder_compute_type``, ``encoder`` and ``exact`` as in
         :func:`tokenmap.runtime.engine.open_model`."""
         opened = open_model(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
                             exact=exact, device="cpu")
-        return cls(opened.model, opened.special, opened.tokenizer, opened.token_map, opened.cost)
+        return cls(opened.model, opened.special, opened.tokenizer, opened.token_map, opened.cost, audio_context)
 
     def token_id(self, token: str) -> int:
         found = self.tokenizer.token_to_id(token)
@@ -122,13 +130,23 @@ class StreamModel:
             raise ValueError(f"the model has no token {token}")
         return found
 
-    def encode(self, audio: np.ndarray):
-        """Encoder output of ``audio`` (<= 30 s), features zero-padded to 3000 frames as faster-whisper does."""
+    def frames(self, audio: np.ndarray, full: bool = False) -> int:
+        """Mel frames the encoder sees for ``audio``: 3000 (30 s) unless the context is short for it."""
+        return (None if full else self.context.frames(len(audio) / SAMPLE_RATE)) or WINDOW_FRAMES
+
+    def encode(self, audio: np.ndarray, full: bool = False):
+        """Encoder output of ``audio`` (<= 30 s): features zero-padded to 3000 frames as faster-whisper does,
+        of which the first :meth:`frames` are encoded (all of them when ``full``)."""
         import ctranslate2
 
-        feats = self.features(audio)[:, :3000]
-        feats = np.pad(feats, ((0, 0), (0, 3000 - feats.shape[1])))[None]
+        feats = self.features(audio)[:, :WINDOW_FRAMES]
+        feats = np.pad(feats, ((0, 0), (0, WINDOW_FRAMES - feats.shape[1])))[None][..., :self.frames(audio, full)]
         return self.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats, np.float32)))
+
+    def rejected(self, tokens: Sequence[int], seconds: float, score: float, no_speech: float) -> str | None:
+        """Why the guard rejects ``tokens`` decoded on a short context (None: kept)."""
+        return self.guard.reason(tokens, seconds=seconds, score=score, no_speech_prob=no_speech, finished=True,
+                                 timestamp_begin=self.special.timestamp_begin, text=self.text(tokens))
 
     def text(self, tokens: Sequence[int]) -> str:
         return self.tokenizer.decode([t for t in tokens if t < self.special.eot])
@@ -211,7 +229,8 @@ class StreamTranscriber:
         """Decode the buffer, commit what agreed, trim; ``final`` commits everything."""
         started = time.perf_counter()
         audio_end, buffer_seconds = self.audio_end, len(self.buffer) / SAMPLE_RATE
-        tokens, enc_s, dec, scratch = [], 0.0, Decoded([], 0.0, 1.0, 0.0), (None, None)
+        tokens, enc_s, dec, scratch = [], 0.0, Decoded([], 0.0, 1.0, 0.0), (None, None, None)
+        short = guarded = False
         draft = self.next_draft()
         if len(self.buffer) >= SAMPLE_RATE // 10:  # less than 0.1 s: nothing to hear yet
             t = time.perf_counter()
@@ -221,8 +240,17 @@ class StreamTranscriber:
                 self.language = self._detect(enc)
             prompt = self.prompt()
             dec = self.decode(enc, prompt, draft)
-            if self.options.scratch:
-                scratch = self._scratch(enc, prompt, dec.tokens)
+            short = self.engine.frames(self.buffer) < WINDOW_FRAMES
+            if short and self.engine.rejected(dec.tokens, buffer_seconds, dec.score, dec.no_speech):
+                guarded = True
+                t = time.perf_counter()
+                enc = self.engine.encode(self.buffer, full=True)
+                enc_s += time.perf_counter() - t
+                dec = self.decode(enc, prompt, draft)
+            if self.options.scratch:  # as whisper_streaming-style tools do: the buffer as 30 s, plain decoding
+                t = time.perf_counter()
+                full = self.engine.encode(self.buffer, full=True) if short else enc
+                scratch = (*self._scratch(full, prompt, dec.tokens), time.perf_counter() - t if short else enc_s)
             silent = dec.no_speech > self.options.no_speech_threshold and dec.score < self.options.logprob_threshold
             tokens = [] if silent else dec.tokens
         segments = parse_segments(tokens, self.ts0)
@@ -237,7 +265,7 @@ class StreamTranscriber:
             accepted=lcp(draft, dec.tokens) if draft else 0, output=len(dec.tokens),
             committed=tuple(self.committed), tentative=tuple(tentative), engine_drafted=dec.drafted,
             engine_accepted=dec.accepted, scratch_decode=scratch[0], scratch_same=scratch[1],
-            commit_latencies=tuple(latencies))
+            scratch_encode=scratch[2], short=short, guarded=guarded, commit_latencies=tuple(latencies))
         self.metrics.add(record)
         self.finished = final
         shown = mask_display([], tentative, 0 if final else self.options.mask_k)
@@ -269,6 +297,7 @@ class StreamTranscriber:
                         r.stats.drafted, r.stats.accepted)
 
     def _scratch(self, enc, prompt: list[int], tokens: list[int]) -> tuple[float, bool]:
+        """``(decode seconds, same tokens)`` of the update decoded from scratch on ``enc``."""
         t = time.perf_counter()
         if self.options.scratch == "reference":
             out = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **GREEDY_KW).tokens

@@ -62,8 +62,10 @@ class UpdateRecord:
     its length; ``draft``/``accepted``: previous-hypothesis draft length and its
     accepted prefix (paper's m and k); ``output``: tokens decoded (timestamps
     included, EOT excluded); ``committed``/``tentative``: text token ids after
-    the update; ``scratch_decode``: the from-scratch decode time on the same
-    buffer (None when not measured); ``scratch_same``: it produced the same tokens.
+    the update; ``scratch_decode``: the from-scratch decode time on the buffer encoded as 30 s
+    (None when not measured); ``scratch_same``: it produced the same tokens; ``scratch_encode``: that
+    30 s encode's time; ``short``: the update was encoded on a short audio context; ``guarded``: the
+    guard sent it back to 30 s.
     """
 
     index: int
@@ -80,6 +82,9 @@ class UpdateRecord:
     engine_accepted: int = 0
     scratch_decode: float | None = None
     scratch_same: bool | None = None
+    scratch_encode: float | None = None
+    short: bool = False
+    guarded: bool = False
     commit_latencies: tuple = ()
 
 
@@ -111,6 +116,8 @@ class StreamMetrics:
         encode = sum(r.encode_seconds for r in u)
         timed = [r for r in u if r.scratch_decode is not None]
         scratch = sum(r.scratch_decode for r in timed)
+        scratch_encode = sum(r.scratch_encode or 0.0 for r in timed)
+        own = sum(r.encode_seconds + r.decode_seconds for r in timed)
         spec_timed = sum(r.decode_seconds for r in timed)
         lat = [x for r in u for x in r.commit_latencies]
         e_drafted = sum(r.engine_drafted for r in u)
@@ -123,6 +130,9 @@ class StreamMetrics:
             "speedup_vs_scratch": scratch / spec_timed if spec_timed else None,
             "end_to_end_cost_vs_scratch": ((encode + spec_timed) / (encode + scratch)) if scratch else None,
             "scratch_identical": (sum(bool(r.scratch_same) for r in timed) / len(timed)) if timed else None,
+            "update_cost_vs_30s": own / (scratch_encode + scratch) if timed and scratch_encode + scratch else None,
+            "short_updates": sum(r.short for r in u),
+            "guarded_updates": sum(r.guarded for r in u),
             "ne": self.ne(0),
             "ne_masked": self.ne(mask_k),
             "mask_k": mask_k,

@@ -1,0 +1,115 @@
+"""Packed GEMM for the engine fork's decoder on Intel CPUs (MKL).
+
+On Intel CPUs CTranslate2 runs its matrix products on Intel MKL. Stock CTranslate2 4.8
+packs the weights for MKL once at load (``SGEMM backend: MKL (packed: true)`` in
+``CT2_VERBOSE=1``); the engine fork is a 4.7.1, where packing is an experimental switch
+(``CT2_USE_EXPERIMENTAL_PACKED_GEMM=1``) that breaks loading Whisper: it packs the encoder's
+3-D convolution weights too and drops the originals. Unpacked, the fork's decoder step costs
+about twice stock's on such a CPU, for the same tokens.
+
+:func:`install` turns packing on for the fork's decoder: it loads a small library of tokenmap's
+(``native/decoder_packing.cc``, built by ``make engine`` into :func:`library_path`) into the
+global symbol scope, where it takes the place of the fork's ``Model::is_packable`` so that
+only decoder weights are packed, then sets the switch. It must run before ``ctranslate2`` is
+imported (the library's symbols are bound when CTranslate2's is loaded) and only acts for the
+fork build it was made for. On CPUs where CTranslate2 does not use MKL (AMD, ARM) the switch
+changes nothing. ``TOKENMAP_PACKED_GEMM=0`` turns it off.
+
+CTranslate2 reads the switch at its first model load. A process that loads the fork without
+this library must not inherit it: :func:`child_environment` removes it for workers.
+
+Example::
+
+    >>> decide(modules={"ctranslate2": object()}, environ={})   # too late: CTranslate2 is loaded
+    'too late'
+    >>> decide(modules={}, environ={"TOKENMAP_PACKED_GEMM": "0"})
+    'off'
+    >>> child_environment({"CT2_USE_EXPERIMENTAL_PACKED_GEMM": "1", "A": "b"}, state="on")
+    {'A': 'b'}
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import MutableMapping
+
+logger = logging.getLogger("tokenmap")
+
+SWITCH = "CT2_USE_EXPERIMENTAL_PACKED_GEMM"
+OPT_OUT = "TOKENMAP_PACKED_GEMM"
+#: the fork build whose exported ``Model::is_packable`` the library replaces
+FORK_VERSION = "4.7.1.post3"
+SOURCE = Path(__file__).with_name("native") / "decoder_packing.cc"
+
+#: what :func:`install` did in this process (None until it ran)
+status: str | None = None
+
+
+def library_path() -> Path:
+    """``$XDG_CACHE_HOME/tokenmap/native/libtokenmap_packing.so`` (``make engine`` builds it)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(root) / "tokenmap" / "native" / "libtokenmap_packing.so"
+
+
+def _engine_version() -> str | None:
+    """The version of the installed ``ctranslate2`` package, read without importing it."""
+    spec = importlib.util.find_spec("ctranslate2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    version_file = Path(list(spec.submodule_search_locations)[0]) / "version.py"
+    try:
+        text = version_file.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("__version__"):
+            return line.split("=", 1)[1].strip().strip("\"'")
+    return None
+
+
+def decide(modules=None, environ=None, library: Path | None = None) -> str:
+    """What :func:`install` would do: ``"load"`` the library, or why not: ``"off"``
+    (``TOKENMAP_PACKED_GEMM=0``), ``"too late"`` (``ctranslate2`` already imported), ``"other engine"``
+    (not the fork build the library is for) or ``"not built"`` (no library: ``make engine``)."""
+    modules = sys.modules if modules is None else modules
+    environ = os.environ if environ is None else environ
+    if environ.get(OPT_OUT, "").lower() in ("0", "off", "no", "false"):
+        return "off"
+    if "ctranslate2" in modules:
+        return "too late"
+    if _engine_version() != FORK_VERSION:
+        return "other engine"
+    if not (library or library_path()).is_file():
+        return "not built"
+    return "load"
+
+
+def install(library: Path | None = None) -> str:
+    """Turn on packed GEMM for the fork's decoder in this process when :func:`decide` says it is safe;
+    :data:`status` becomes ``"on"``, ``"failed"`` (the library did not load) or :func:`decide`'s reason."""
+    global status
+    status = decide(library=library)
+    if status == "load":
+        try:
+            ctypes.CDLL(str(library or library_path()), mode=ctypes.RTLD_GLOBAL)
+        except OSError as exc:
+            logger.debug("packed GEMM library did not load: %s", exc)
+            status = "failed"
+        else:
+            os.environ[SWITCH] = "1"
+            status = "on"
+    return status
+
+
+def child_environment(environ: MutableMapping[str, str] | None = None, state: str | None = None) -> dict:
+    """A copy of ``environ`` (default ``os.environ``) without the switch this module set (``state``:
+    default :data:`status`), for a child process that may load the fork without the library."""
+    env = dict(os.environ if environ is None else environ)
+    if (status if state is None else state) == "on":
+        env.pop(SWITCH, None)
+    return env
