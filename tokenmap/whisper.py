@@ -49,6 +49,7 @@ from tokenmap.decode.drafters import SessionCache, default_drafter
 from tokenmap.decode.recall import load_recall
 from tokenmap.decode.rules import SpecialTokens, supports_fast_path
 from tokenmap.decode.speculative import DecodeStats, decode_window
+from tokenmap.features import WindowedExtractor
 from tokenmap.guarding import GuardedGeneration
 from tokenmap.models import resolve_model
 from tokenmap.runtime import memory
@@ -261,6 +262,7 @@ class WhisperModel(faster_whisper.WhisperModel):
         if not kwargs.get("cpu_threads"):  # one thread count for the engine and its calibrated cost curve
             kwargs["cpu_threads"] = default_threads()
         super().__init__(str(model_dir), **kwargs)
+        self.feature_extractor = WindowedExtractor(self.feature_extractor)  # a long file's features, window by window
         load = {k: kwargs[k] for k in ("device", "device_index", "num_workers") if k in kwargs}
         opened = setup_model(model_dir, self.model, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
                              decoder_compute_type, encoder, token_map=token_map, tokenizer=self.hf_tokenizer,

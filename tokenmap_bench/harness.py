@@ -15,7 +15,8 @@ one waits.
 
 End-to-end systems time a whole ``transcribe()`` of the file (audio
 decoding, features, every window, VAD off, language given, greedy):
-``fw-e2e`` faster-whisper on the fork, ``tokenmap-e2e`` :class:`tokenmap.WhisperModel`
+``fw-e2e`` faster-whisper on the fork, ``tokenmap-nomap-e2e`` :class:`tokenmap.WhisperModel` without a map
+(30 s windows), ``tokenmap-e2e`` :class:`tokenmap.WhisperModel`
 with the task's map (session cache off, so repetitions stay independent),
 ``tokenmap-recall-e2e`` the same model with the learned map and the recall index
 (scripted tasks with both), ``tokenmap-exact-e2e`` the task's map on the exact
@@ -268,6 +269,7 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
         runners["fw-e2e"] = e2e_runner(state.fw, utt, options.timestamps, state)
         runners["tokenmap-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
                                              state.token_map(utt.domain, utt.lang))
+        runners["tokenmap-nomap-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state)
         runners["tokenmap-exact-e2e"] = e2e_runner(state.tm_exact, utt, options.timestamps, state,
                                                    state.token_map(utt.domain, utt.lang))
         runners["tokenmap-short-e2e"] = e2e_runner(state.tm, utt, options.timestamps, state,
