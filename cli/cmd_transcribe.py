@@ -196,13 +196,19 @@ def _failure(path: str, exc: Exception, partial: Path | None) -> str:
                    "or invented sentences after pauses of a few seconds (a LibriVox passage with 7 s pauses: WER "
                    "12.7 % against 1.4 %); on single prompts and 25 s call windows it changed about one transcript "
                    "in twenty, either way. --no-vad decodes every sound, e.g. a one-syllable prompt VAD may drop.")
+@click.option("--batch-size", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="1: decode window after window, each with the text before it as prompt (the quality "
+                   "default). N > 1: decode the speech chunks VAD finds N at a time with faster-whisper's "
+                   "BatchedInferencePipeline around tokenmap's model (faster on long files on few cores; no "
+                   "previous text as prompt and no temperature fallback: docs/BENCHMARKS.md, 'Long files', "
+                   "has its WER).")
 @click.option("--word-timestamps", is_flag=True, help="Add word-level timestamps (json output).")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="txt", show_default=True)
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write FILE-stem.FORMAT files here instead of printing. txt, srt, vtt and tsv are written "
                    "segment by segment into FILE-stem.FORMAT.partial, renamed when the file is done.")
 def transcribe(files, model, map_path, recall_path, language, task, compute_type, decoder_compute_type, exact,
-               encoder, audio_context, threads, beam_size, vad, word_timestamps, fmt, output_dir):
+               encoder, audio_context, threads, beam_size, vad, batch_size, word_timestamps, fmt, output_dir):
     """Transcribe audio FILES (any format FFmpeg reads) with Whisper.
 
     \b
@@ -231,7 +237,7 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
     options = TranscribeOptions(language=language, task=task, beam_size=beam_size, vad=vad,
-                                word_timestamps=word_timestamps)
+                                word_timestamps=word_timestamps, batch_size=batch_size)
     failed = 0
     for path in files:
         bar, update = _progress_bar(path)

@@ -40,7 +40,10 @@ class TranscribeOptions:
 
     ``language`` None means detect it; ``vad`` is faster-whisper's ``vad_filter`` (Silero VAD,
     its default parameters), on by default: without it Whisper may repeat or invent sentences
-    in long pauses.
+    in long pauses. ``batch_size`` above 1 decodes the file's speech chunks that many at a time
+    with faster-whisper's ``BatchedInferencePipeline`` around the model (no previous text as
+    prompt, no temperature fallback; needs ``vad`` on a file over 30 s); 1 decodes window after
+    window, each conditioned on the text before it.
     """
 
     language: str | None = None
@@ -48,6 +51,7 @@ class TranscribeOptions:
     beam_size: int = 1
     vad: bool = True
     word_timestamps: bool = False
+    batch_size: int = 1
 
     def as_kwargs(self) -> dict:
         return {
@@ -119,7 +123,7 @@ def transcribe_audio(model, audio: np.ndarray, name: str, options: TranscribeOpt
     started = time.perf_counter()
     if len(audio) == 0:
         return Transcript(name, options.language or "", 0.0, [], stats=_timing(0.0, started))
-    segments_iter, info = model.transcribe(audio, **options.as_kwargs())
+    segments_iter, info = _transcribe(model, audio, options)
     segments = []
     for seg in segments_iter:
         words = tuple(Word(w.start, w.end, w.word, w.probability) for w in (seg.words or ()))
@@ -135,6 +139,18 @@ def transcribe_audio(model, audio: np.ndarray, name: str, options: TranscribeOpt
     if callable(decoder_stats) and getattr(model, "drafting", True):
         stats.update(decoder_stats())
     return Transcript(name, info.language, duration, segments, info.language_probability, stats)
+
+
+def _transcribe(model, audio: np.ndarray, options: TranscribeOptions):
+    """``(segments, info)`` of ``audio``: window after window, or in batches (``options.batch_size``)."""
+    if options.batch_size <= 1:
+        return model.transcribe(audio, **options.as_kwargs())
+    if options.vad is False and len(audio) > 30 * SAMPLE_RATE:
+        raise ValueError("--batch-size needs VAD on a file over 30 s (it batches the speech chunks VAD finds)")
+    if getattr(model, "drafting", False):
+        model.model.take_stats()  # this file's counters only
+    pipeline = faster_whisper.BatchedInferencePipeline(model=model)
+    return pipeline.transcribe(audio, batch_size=options.batch_size, **options.as_kwargs())
 
 
 def _timing(duration: float, started: float) -> dict:

@@ -113,3 +113,16 @@ def child_environment(environ: MutableMapping[str, str] | None = None, state: st
     if (status if state is None else state) == "on":
         env.pop(SWITCH, None)
     return env
+
+
+def describe() -> str:
+    """One line for ``tokenmap doctor``: whether the fork's decoder runs packed GEMM, and why."""
+    reasons = {
+        "on": "on (used where CTranslate2 runs Intel MKL, i.e. on Intel CPUs)",
+        "off": f"off ({OPT_OUT}=0)",
+        "too late": "off: ctranslate2 was imported before tokenmap",
+        "other engine": "off: not the engine fork build the packing library is for",
+        "not built": f"off: no {library_path()} (`make packing` builds it with a C++ compiler)",
+        "failed": f"off: {library_path()} did not load",
+    }
+    return reasons.get(status or "", "not set up (tokenmap was not imported first)")

@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-from tokenmap.runtime import engine, memory, threads
+from tokenmap.runtime import engine, memory, packing, threads
 from tokenmap.runtime.precision import choose_encoder, describe
 
 
@@ -98,6 +98,7 @@ def doctor_info(model_dir=None) -> dict:
     info["threads"] = _thread_report()
     info["thread wait"] = threads.describe()
     info["memory"] = memory.describe()
+    info["packed GEMM (fork decoder)"] = packing.describe()
     if reason is None:
         info.update(_precision_report())
     else:

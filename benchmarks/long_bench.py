@@ -1,0 +1,102 @@
+"""Long files: tokenmap's sequential and batched paths against tuned stock faster-whisper, sequential
+and batched (``BatchedInferencePipeline``), on the same minutes of real speech.
+
+    python benchmarks/long_bench.py --minutes 20 --reps 2
+    python benchmarks/long_bench.py --minutes 5 --systems stock-seq,tokenmap-seq --reps 1
+
+The audio is ``benchmarks/hour_bench.py``'s: the English Asterisk prompts and the five LibriVox
+clips of pocketsphinx-testdata in a seeded order with pauses, cut at ``--minutes`` (real speech,
+one reader for the prompts; the reference is their texts in order). Every system runs in a process
+of its own, greedy at temperature 0, VAD on, language given, base int8 on 2 threads, with the runtime
+settings tokenmap gives itself (stock: :func:`tokenmap_bench.stock.tuned_environment`); systems
+alternate within each repetition. Stock runs in ``.venv-stock`` (``make bench-stock``). Reported:
+the best wall time of the repetitions, its ratio against stock batched at 8 and stock sequential,
+WER against the reference, and peak RSS of the process (its workers not counted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEMS = ("stock-seq", "stock-batch4", "stock-batch8", "stock-batch16", "tokenmap-seq", "tokenmap-batch8")
+
+CHILD = r"""
+import json, resource, sys, time
+system, wav = sys.argv[1], sys.argv[2]
+if system.startswith("tokenmap"):
+    import tokenmap
+    model = tokenmap.WhisperModel("base", compute_type="int8", cpu_threads=2, session_cache=False)
+else:
+    import faster_whisper
+    model = faster_whisper.WhisperModel(sys.argv[3], device="cpu", compute_type="int8", cpu_threads=2)
+from faster_whisper import BatchedInferencePipeline, decode_audio
+audio = decode_audio(wav)
+kwargs = dict(language="en", beam_size=1, temperature=0.0, vad_filter=True)
+started = time.perf_counter()
+if "batch" in system:
+    segments, _ = BatchedInferencePipeline(model=model).transcribe(audio, batch_size=int(system.split("batch")[1]),
+                                                                    **kwargs)
+else:
+    segments, _ = model.transcribe(audio, **kwargs)
+text = " ".join(s.text.strip() for s in segments)
+wall = time.perf_counter() - started
+stats = model.last_stats() if hasattr(model, "last_stats") else {}
+print(json.dumps({"wall": wall, "text": text, "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "stats": stats}))
+"""
+
+
+def run(system: str, wav: Path, model_dir: str) -> dict:
+    from tokenmap_bench.stock import tuned_environment
+
+    python = str(ROOT / ".venv-stock/bin/python") if system.startswith("stock") else sys.executable
+    out = subprocess.run([python, "-c", CHILD, system, str(wav), model_dir], env=tuned_environment(),
+                         capture_output=True, text=True, cwd=ROOT)
+    if out.returncode:
+        raise SystemExit(f"{system} failed: {out.stderr.strip().splitlines()[-1:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=20.0, help="minutes of audio [20]")
+    parser.add_argument("--reps", type=int, default=2, help="repetitions; the best wall time is kept [2]")
+    parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, of {', '.join(SYSTEMS)}")
+    parser.add_argument("--json", default=None, help="write every run here")
+    args = parser.parse_args()
+    from hour_bench import build_audio
+
+    from tokenmap.models import resolve_model
+    from tokenmap_bench import wer
+
+    systems = args.systems.split(",")
+    wav, ref = build_audio(args.minutes)
+    reference = ref.read_text(encoding="utf-8")
+    model_dir = str(resolve_model("base", download=False))
+    runs: dict[str, list] = {s: [] for s in systems}
+    for rep in range(args.reps):
+        for system in systems:
+            t = time.perf_counter()
+            runs[system].append(run(system, wav, model_dir))
+            print(f"rep {rep + 1} {system}: {runs[system][-1]['wall']:.1f} s ({time.perf_counter() - t:.0f} s)",
+                  file=sys.stderr)
+    best = {s: min(r["wall"] for r in runs[s]) for s in systems}
+    print(f"{args.minutes:g} min of audio, best of {args.reps}\n")
+    print("| system | wall (s) | vs stock batched 8 | vs stock sequential | WER | peak RSS (MB) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for s in systems:
+        vs = [f"{best[a] / best[s]:.2f}x" if a in best else "–" for a in ("stock-batch8", "stock-seq")]
+        print(f"| {s} | {best[s]:.1f} | {vs[0]} | {vs[1]} | {100 * wer([(reference, runs[s][0]['text'])]):.2f} % "
+              f"| {max(r['peak_mb'] for r in runs[s]):.0f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"minutes": args.minutes, "runs": runs}, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
