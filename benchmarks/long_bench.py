@@ -53,7 +53,7 @@ print(json.dumps({"wall": wall, "text": text, "peak_mb": resource.getrusage(reso
 
 
 def run(system: str, wav: Path, model_dir: str) -> dict:
-    from tokenmap_bench.stock import tuned_environment
+    from tokenmap_bench import tuned_environment
 
     python = str(ROOT / ".venv-stock/bin/python") if system.startswith("stock") else sys.executable
     out = subprocess.run([python, "-c", CHILD, system, str(wav), model_dir], env=tuned_environment(),

@@ -344,7 +344,7 @@ class WhisperModel(faster_whisper.WhisperModel):
         self._context_local.value = context  # language detection encodes before the segments are read
         with blas_single_thread():  # the features' BLAS product must leave no threads spinning
             segments, info = super().transcribe(audio, *args, **kwargs)
-        return self._remember(segments, context), info
+        return self._remember(segments, context.for_language(info.language)), info
 
     transcribe.__signature__ = transcribe_signature()
 

@@ -40,7 +40,8 @@ The systems compared, each a callable that decodes one window once: :func:`greed
 their models.
 
 Baseline: :func:`start_server` starts stock faster-whisper in its own environment
-(:class:`StockServer`).
+(:class:`StockServer`); :func:`tuned_environment` is the environment of such a process given
+the runtime settings tokenmap gives itself.
 
 Modules: :mod:`~tokenmap_bench.data` (manifest, maps, machine),
 :mod:`~tokenmap_bench.systems` (the decoders compared),
@@ -88,6 +89,7 @@ _PUBLIC = {
     "oracle": "tokenmap_bench.systems",
     "StockServer": "tokenmap_bench.stock",
     "start_server": "tokenmap_bench.stock",
+    "tuned_environment": "tokenmap_bench.stock",
 }
 
 

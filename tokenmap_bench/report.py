@@ -35,8 +35,9 @@ PAPER_TABLE_I = [
 DECODER_ORDER = ("greedy", "tokenmap", "tokenmap-learned", "tokenmap-recall", "tokenmap-recall-inventory",
                  "tokenmap-mismatch", "oracle",
                  "greedy-nots", "distil-spec", "stock")
-E2E_ORDER = ("fw-e2e", "tokenmap-nomap-e2e", "tokenmap-e2e", "tokenmap-exact-e2e", "tokenmap-short-e2e", "tokenmap-short-nomap-e2e",
-             "tokenmap-mismatch-e2e", "tokenmap-recall-e2e", "stock-e2e", "stock-untuned-e2e")
+E2E_ORDER = ("fw-e2e", "tokenmap-nomap-e2e", "tokenmap-e2e", "tokenmap-exact-e2e", "tokenmap-short-e2e",
+             "tokenmap-short-nomap-e2e", "tokenmap-mismatch-e2e", "tokenmap-recall-e2e", "stock-e2e",
+             "stock-untuned-e2e")
 
 
 def fmt(x, digits: int = 2) -> str:
