@@ -61,7 +61,8 @@ def summary_line(s: dict, interrupted: bool) -> str:
         f" speed-up {fmt(s['speedup_vs_scratch'], '.2f', 'x')}), encode {s['encode_ms_per_update']:.0f} ms/update;"
         f" NE {s['ne']:.2f} (mask-{s['mask_k']}: {s['ne_masked']:.2f}), A/D {s['a_d']:.1%}, A/O {s['a_o']:.1%};"
         f" latency {fmt(s['latency_mean'], '.2f', ' s')} mean, {fmt(s['latency_max'], '.2f', ' s')} max;"
-        f" short audio context on {s['short_updates']} update(s), {s['guarded_updates']} sent back to 30 s"
+        f" short audio context on {s['short_updates']} update(s), {s['guarded_updates']} sent back to 30 s;"
+        f" encoding and decoding took {fmt(s['compute_rtf'], '.2f', 'x')} the audio's duration"
         + (f"; an update costs {s['update_cost_vs_30s']:.2f}x re-decoding the buffer at 30 s"
            if s.get("update_cost_vs_30s") is not None else "")
     )

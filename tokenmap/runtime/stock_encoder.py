@@ -53,7 +53,6 @@ from pathlib import Path
 import numpy as np
 
 from tokenmap.runtime.memory import worker_environment
-from tokenmap.runtime.threads import without_policy
 from tokenmap.runtime.worker import (  # noqa: F401 (the worker's errors are this module's too)
     TIMEOUT_ENV,
     SharedBlock,
@@ -143,9 +142,10 @@ class StockEncoder:
         if not stock_installed(directory):
             raise StockEncoderError(f"no stock CTranslate2 in {directory}; run `make stock-encoder`")
         self.timeout = encoder_timeout(timeout)
-        # the encoder's long parallel regions gain nothing from spinning threads: OpenMP defaults there;
-        # its 72 MB attention buffers gain from the heap policy (tokenmap.runtime.memory), which glibc reads at start
-        self._env = dict(worker_environment(without_policy()),
+        # the thread wait policy (tokenmap.runtime.threads): the worker also decodes plain windows, whose
+        # hundreds of small parallel regions a step need spinning threads; the encoder's 72 MB attention
+        # buffers gain from the heap policy (tokenmap.runtime.memory), which glibc reads at start
+        self._env = dict(worker_environment(),
                          PYTHONPATH=os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")]))
         self.compute_type = compute_type
         self._argv = [sys.executable, str(CHILD), str(model_dir), compute_type, str(threads)]

@@ -131,6 +131,7 @@ class StreamMetrics:
             "end_to_end_cost_vs_scratch": ((encode + spec_timed) / (encode + scratch)) if scratch else None,
             "scratch_identical": (sum(bool(r.scratch_same) for r in timed) / len(timed)) if timed else None,
             "update_cost_vs_30s": own / (scratch_encode + scratch) if timed and scratch_encode + scratch else None,
+            "compute_rtf": (encode + decode) / u[-1].audio_end if u and u[-1].audio_end else None,
             "short_updates": sum(r.short for r in u),
             "guarded_updates": sum(r.guarded for r in u),
             "ne": self.ne(0),
