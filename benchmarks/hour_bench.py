@@ -10,8 +10,9 @@ about 25 minutes, so an hour hears each about 2.4 times), written once as a 16 k
 ``$XDG_CACHE_HOME/tokenmap/hour-bench/`` (never committed); the reference is the prompts'
 texts in the same order. The map is ``tokenmap build corpora/telephony/en/train.txt``.
 
-Configurations: ``map`` (as the command runs), ``map-auto`` (``--audio-context auto``) and
-``map-malloc-default`` (``map`` with ``TOKENMAP_MALLOC=default``: glibc's own allocator settings).
+Configurations: ``map`` (as the command runs), ``map-auto`` (``--audio-context auto``), ``map-batch8``
+(``--batch-size 8``) and ``map-malloc-default`` (``map`` with ``TOKENMAP_MALLOC=default``: glibc's own
+allocator settings).
 Each runs in a fresh process, as `tokenmap transcribe --map MAP -l en -f srt -o DIR` would:
 :func:`tokenmap.transcriber.load_model` (a ``tokenmap.WhisperModel``, base, int8),
 :func:`tokenmap.transcriber.transcribe_file` with the command's default options, and the
@@ -37,9 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SOUNDS = Path("/usr/share/asterisk/sounds/en_US_f_Allison")
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
-#: name -> (audio_context, extra environment)
-CONFIGS = {"map": ("full", {}), "map-auto": ("auto", {}),
-           "map-malloc-default": ("full", {"TOKENMAP_MALLOC": "default"})}
+#: name -> (audio_context, extra environment, batch size)
+CONFIGS = {"map": ("full", {}, 1), "map-auto": ("auto", {}, 1), "map-batch8": ("full", {}, 8),
+           "map-malloc-default": ("full", {"TOKENMAP_MALLOC": "default"}, 1)}
 SR = 16000
 
 
@@ -186,7 +187,7 @@ def run_child(config: str, wav: Path, tmap: Path, every: float) -> dict:
 
     sampler = Sampler(every, lambda: done[0], outdir / f"{wav.stem}.srt")
     sampler.start()
-    result = transcribe_file(model, wav, TranscribeOptions(language="en"),
+    result = transcribe_file(model, wav, TranscribeOptions(language="en", batch_size=CONFIGS[config][2]),
                              progress=lambda d, _total: done.__setitem__(0, d), on_segment=on_segment)
     out.finish(result)
     after = sampler.stop()
