@@ -11,7 +11,6 @@ import os
 from pathlib import Path
 
 import numpy as np
-from faster_whisper.audio import decode_audio
 
 logger = logging.getLogger("tokenmap")
 
@@ -38,13 +37,73 @@ def load_audio(path: str | os.PathLike) -> np.ndarray:
     if path.stat().st_size == 0:
         raise AudioError(f"{path}: empty file (0 bytes)")
     try:
-        audio = decode_audio(str(path), sampling_rate=SAMPLE_RATE)
+        audio = decode_pcm(str(path))
     except Exception as exc:  # PyAV raises FFmpegError subclasses, ValueError, IndexError…
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise AudioError(f"{path}: cannot decode audio ({reason})") from None
     if not np.all(np.isfinite(audio)):
         raise AudioError(f"{path}: audio contains NaN or infinite samples")
     return audio
+
+
+def decode_pcm(path: str, sampling_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """faster-whisper's ``decode_audio`` (PyAV: frames grouped, resampled to 16-bit mono, scaled by
+    1/32768) with the same samples, in less memory: the 16-bit chunks are kept as they come and
+    written once into the float32 result, instead of growing one buffer and converting it in two
+    more copies (for an hour of audio 0.35 GB at the peak instead of about 0.7 GB).
+
+    >>> from faster_whisper.audio import decode_audio
+    >>> path = "tests/data/en-agent-pass.flac"
+    >>> bool(np.array_equal(decode_pcm(path), decode_audio(path)))
+    True
+    """
+    import gc
+    import itertools
+
+    import av
+
+    resampler = av.audio.resampler.AudioResampler(format="s16", layout="mono", rate=sampling_rate)
+    chunks = []
+    with av.open(path, mode="r", metadata_errors="ignore") as container:
+        for frame in itertools.chain(_grouped(_valid(container.decode(audio=0))), [None]):
+            chunks.extend(f.to_ndarray().reshape(-1) for f in resampler.resample(frame))
+    del resampler
+    gc.collect()  # as faster-whisper does: PyAV frees some resampler objects only then
+    audio = np.empty(sum(len(c) for c in chunks), dtype=np.float32)
+    at = 0
+    while chunks:
+        chunk = chunks.pop(0)
+        np.multiply(chunk, np.float32(1 / 32768.0), out=audio[at: at + len(chunk)], casting="unsafe")
+        at += len(chunk)
+    return audio
+
+
+def _valid(frames):
+    """``frames`` without those PyAV cannot decode."""
+    import av
+
+    iterator = iter(frames)
+    while True:
+        try:
+            yield next(iterator)
+        except StopIteration:
+            return
+        except av.error.InvalidDataError:
+            continue
+
+
+def _grouped(frames, samples: int = 500_000):
+    """``frames`` regrouped into frames of ``samples`` samples (the last one shorter)."""
+    import av
+
+    fifo = av.audio.fifo.AudioFifo()
+    for frame in frames:
+        frame.pts = None  # no timestamp checks
+        fifo.write(frame)
+        if fifo.samples >= samples:
+            yield fifo.read()
+    if fifo.samples > 0:
+        yield fifo.read()
 
 
 def audio_input(audio, name: str = "audio"):

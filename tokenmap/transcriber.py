@@ -24,6 +24,7 @@ from typing import Callable
 import faster_whisper
 import numpy as np
 
+from tokenmap import vad
 from tokenmap.audio import SAMPLE_RATE, audio_input, load_audio
 from tokenmap.features import WindowedExtractor
 from tokenmap.models import resolve_model
@@ -92,6 +93,7 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     model_dir = resolve_model(model)
     plain = faster_whisper.WhisperModel(str(model_dir), device="cpu", compute_type=compute_type, cpu_threads=threads)
     plain.feature_extractor = WindowedExtractor(plain.feature_extractor)  # constant memory on long files
+    vad.install()
     # the encoder and decoder map decoding would use, where the fork can draft
     plain.model = setup_model(model_dir, plain.model, compute_type, threads, decoder_compute_type, encoder,
                               tokenizer=plain.hf_tokenizer, without_fork="quiet", exact=exact, device="cpu").model

@@ -42,6 +42,7 @@ import time
 import faster_whisper
 import numpy as np
 
+from tokenmap import vad
 from tokenmap.audio import audio_input
 from tokenmap.context import WINDOW_FRAMES, AudioContext, Guard, as_audio_context, content_seconds
 from tokenmap.decode.control import ControllerSet
@@ -263,6 +264,7 @@ class WhisperModel(faster_whisper.WhisperModel):
             kwargs["cpu_threads"] = default_threads()
         super().__init__(str(model_dir), **kwargs)
         self.feature_extractor = WindowedExtractor(self.feature_extractor)  # a long file's features, window by window
+        vad.install()  # Silero VAD over a long file without a copy of it
         load = {k: kwargs[k] for k in ("device", "device_index", "num_workers") if k in kwargs}
         opened = setup_model(model_dir, self.model, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
                              decoder_compute_type, encoder, token_map=token_map, tokenizer=self.hf_tokenizer,
