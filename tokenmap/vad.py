@@ -8,6 +8,12 @@ batch and the same quirk (the last row's own last 64 samples are zero), so the s
 probabilities, and so the speech chunks, are the same. :func:`install` puts it behind
 ``faster_whisper.vad.get_vad_model``, which ``get_speech_timestamps`` asks for its model.
 
+Then faster-whisper joins the speech chunks into one array for sequential decoding; its
+``collect_chunks`` grows that array chunk by chunk (a copy at every step, two at a time at the
+end) before ``transcribe`` copies it once more. :func:`collect_chunks` returns the chunks as views
+of the audio instead when they all go into one array (``max_duration`` infinite: the sequential
+path, which reads only the audio), so the one copy is ``transcribe``'s own.
+
 Example::
 
     >>> import numpy as np
@@ -55,10 +61,31 @@ class PiecewiseVad:
         return np.concatenate(outputs, axis=0)
 
 
+def collect_chunks(audio, chunks, sampling_rate: int = 16000, max_duration: float = float("inf")):
+    """faster-whisper's ``collect_chunks``; with an infinite ``max_duration`` the speech chunks come
+    back as views of ``audio`` (their concatenation is faster-whisper's array) with its metadata.
+
+    >>> import numpy as np
+    >>> pieces, meta = collect_chunks(np.arange(10.0), [{"start": 1, "end": 3}, {"start": 6, "end": 8}])
+    >>> np.concatenate(pieces).tolist(), meta[0]["duration"] * 16000
+    ([1.0, 2.0, 6.0, 7.0], 4.0)
+    """
+    from faster_whisper.vad import collect_chunks as original
+
+    if max_duration != float("inf") or not chunks:
+        return original(audio, chunks, sampling_rate, max_duration)
+    views = [audio[chunk["start"]: chunk["end"]] for chunk in chunks]
+    total = sum(chunk["end"] - chunk["start"] for chunk in chunks)
+    return views, [{"offset": 0.0, "duration": total / sampling_rate, "segments": list(chunks)}]
+
+
 def install() -> None:
-    """Make ``faster_whisper.vad.get_vad_model`` return a :class:`PiecewiseVad` (once per process)."""
+    """Put :class:`PiecewiseVad` behind ``faster_whisper.vad.get_vad_model`` and :func:`collect_chunks`
+    in ``faster_whisper.transcribe`` (once per process)."""
+    import faster_whisper.transcribe as fw_transcribe
     import faster_whisper.vad as fw_vad
 
+    fw_transcribe.collect_chunks = collect_chunks
     if getattr(fw_vad.get_vad_model, "tokenmap", False):
         return
     original = fw_vad.get_vad_model
