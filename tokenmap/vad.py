@@ -3,9 +3,12 @@
 faster-whisper's ``SileroVADModel`` turns the whole (padded) file into rows of 512 samples, each
 with the 64 samples before it, in one new array (1.125x the audio: 260 MB for an hour) before it
 runs the model 10,000 rows at a time. :class:`PiecewiseVad` builds those rows one batch of
-10,000 at a time instead, with the same context, the same recurrent state carried from batch to
-batch and the same quirk (the last row's own last 64 samples are zero), so the speech
-probabilities, and so the speech chunks, are the same. :func:`install` puts it behind
+:data:`BATCH` at a time instead, with the same context, the recurrent state carried from batch to
+batch and the same quirk (the last row's own last 64 samples are zero). The model's output for a
+row does not depend on how rows are batched (checked below against faster-whisper's own call), so
+the speech probabilities, and so the speech chunks, are the same; a smaller batch keeps the
+model's own working memory small too (its arena is off, and under tokenmap's malloc policy freed
+memory stays resident). :func:`install` puts it behind
 ``faster_whisper.vad.get_vad_model``, which ``get_speech_timestamps`` asks for its model.
 
 Then faster-whisper joins the speech chunks into one array for sequential decoding; its
@@ -32,7 +35,7 @@ import functools
 
 import numpy as np
 
-BATCH = 10_000  # rows a model call, as faster-whisper runs it
+BATCH = 1_000  # rows a model call (faster-whisper: 10,000)
 
 
 class PiecewiseVad:
