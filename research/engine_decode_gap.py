@@ -13,6 +13,7 @@ from pathlib import Path
 
 CHILD = r"""
 import json, sys, time, statistics
+import tokenmap  # first: packed GEMM for the fork (tokenmap.runtime.packing)
 import numpy as np
 import ctranslate2
 from faster_whisper.audio import decode_audio

@@ -41,6 +41,7 @@ from tokenmap.decode.cost import CostModel, load_cost_model
 from tokenmap.decode.rules import SpecialTokens
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
+from tokenmap.runtime import packing
 from tokenmap.runtime.precision import SplitModel, split_model
 from tokenmap.runtime.threads import warn_if_late
 from tokenmap.textok import TextTokenizer
@@ -214,6 +215,7 @@ def setup_model(model_dir: Path, fork, compute_type: str, threads: int, decoder_
     ``model_dir``'s ``tokenizer.json``) by :func:`load_token_maps`. The caller puts the returned
     ``model`` where it decodes.
     """
+    packing.loaded()  # the fork has read the packed-GEMM switch: children must not inherit it
     if without_fork == "raise":
         require_step_api()
     drafting = warn_drafting_off() if without_fork == "warn" else drafting_off_reason() is None

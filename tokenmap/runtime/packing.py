@@ -16,7 +16,8 @@ fork build it was made for. On CPUs where CTranslate2 does not use MKL (AMD, ARM
 changes nothing. ``TOKENMAP_PACKED_GEMM=0`` turns it off.
 
 CTranslate2 reads the switch at its first model load. A process that loads the fork without
-this library must not inherit it: :func:`child_environment` removes it for workers.
+this library must not inherit it: :func:`loaded` removes it once tokenmap has loaded a model, and
+:func:`child_environment` removes it for workers.
 
 Example::
 
@@ -104,6 +105,14 @@ def install(library: Path | None = None) -> str:
             os.environ[SWITCH] = "1"
             status = "on"
     return status
+
+
+def loaded() -> None:
+    """Called once the fork has loaded a model in this process: CTranslate2 has read the switch (it
+    keeps it for the process), so it leaves the environment, where a child process that loads the
+    fork without this library would inherit it."""
+    if status == "on":
+        os.environ.pop(SWITCH, None)
 
 
 def child_environment(environ: MutableMapping[str, str] | None = None, state: str | None = None) -> dict:
