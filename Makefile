@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see docs/ENGINE.md).
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test lint setup engine stock-encoder packing models tools bench-data bench-teacher bench-learn bench bench-quick bench-stock bench-hour shapes bench-sizes clean
+.PHONY: help demo test lint setup engine stock-encoder packing models tools bench-data bench-wer bench-teacher bench-learn bench bench-quick bench-stock bench-hour shapes bench-sizes clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
@@ -21,6 +21,7 @@ help:
 	@echo "make engine      re-install the CTranslate2 fork (if stock ctranslate2 shadowed it)"
 	@echo "make stock-encoder  stock CTranslate2 for the encoder worker (stock faster-whisper's encoder)"
 	@echo "make bench-data  install TTS voices and real speech, build the benchmark test sets"
+	@echo "make bench-wer   real speech in it, ru, cs, nl, ro; WER of the full against the short audio context"
 	@echo "make bench-teacher  the model's transcripts of the dev audio, for map mode taught"
 	@echo "make bench-learn the model's transcripts of the train split's 8 kHz prompts, and recall indexes"
 	@echo "make bench-quick the quick benchmark (about 10 minutes on 2 cores)"
@@ -103,6 +104,15 @@ bench-data: setup
 	$(PIP) install -q --disable-pip-version-check -e '.[tts]'
 	$(MAKE) --no-print-directory engine
 	$(PY) benchmarks/make_data.py
+
+# Real speech in it, ru, cs, nl, ro for the short audio context's WER (benchmarks/WER_SETS.md):
+# Debian packages, built into bench-data/wer/ (never committed).
+WER_DEBS := asterisk-core-sounds-it asterisk-core-sounds-it-g722 asterisk-core-sounds-ru asterisk-core-sounds-ru-g722 \
+	fillets-ng-data fillets-ng-data-cs fillets-ng-data-nl tuxpaint-stamps-default sox
+bench-wer: setup
+	@dpkg -s $(WER_DEBS) >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq $(WER_DEBS); }
+	$(PY) benchmarks/wer_sets.py
+	$(PY) benchmarks/wer_table.py --split test --json results/wer/test.json
 
 # Stock faster-whisper on stock CTranslate2, the user's real alternative, in its own venv.
 STOCK := .venv-stock

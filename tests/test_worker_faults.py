@@ -25,11 +25,11 @@ from tokenmap.runtime.stock_encoder import (
     TIMEOUT_ENV,
     StockEncoder,
     StockEncoderError,
-    _Worker,
     encoder_timeout,
     stock_dir,
     stock_installed,
 )
+from tokenmap.runtime.worker import Worker
 
 SHM = Path("/dev/shm")
 ROOT = Path(__file__).resolve().parent.parent
@@ -157,14 +157,14 @@ def test_a_killed_worker_is_replaced_once(stock, inputs, expected, shm, caplog):
 @pytest.mark.model
 def test_a_worker_that_dies_again_gives_up_with_one_line(stock, inputs, shm, monkeypatch, caplog, fork_stand_in):
     """The replacement dies too: no third worker; the fallback takes over, or one error line."""
-    receive = _Worker.receive
+    receive = Worker.receive
 
     def dying(self, timeout):  # every worker dies once it was asked to encode
         if self.version is not None:
             os.kill(self.pid, signal.SIGKILL)
         return receive(self, timeout)
 
-    monkeypatch.setattr(_Worker, "receive", dying)
+    monkeypatch.setattr(Worker, "receive", dying)
     fork = fork_stand_in()
     enc = StockEncoder(stock, "int8", threads=2, fallback=fork)
     with caplog.at_level(logging.WARNING, logger="tokenmap"):

@@ -59,53 +59,26 @@ def decode_pcm(path: str, sampling_rate: int = SAMPLE_RATE) -> np.ndarray:
     True
     """
     import gc
-    import itertools
 
     import av
+    from faster_whisper.audio import _group_frames, _ignore_invalid_frames, _resample_frames
 
     resampler = av.audio.resampler.AudioResampler(format="s16", layout="mono", rate=sampling_rate)
     with av.open(path, mode="r", metadata_errors="ignore") as container:
         seconds = container.duration / av.time_base if container.duration else 0.0
         audio = np.empty(int(seconds * sampling_rate) + sampling_rate, dtype=np.float32)
         at = 0
-        for frame in itertools.chain(_grouped(_valid(container.decode(audio=0))), [None]):
-            for piece in resampler.resample(frame):
-                samples = piece.to_ndarray().reshape(-1)
-                if at + len(samples) > len(audio):
-                    audio = np.resize(audio, max(2 * len(audio), at + len(samples)))
-                np.multiply(samples, np.float32(1 / 32768.0), out=audio[at: at + len(samples)], casting="unsafe")
-                at += len(samples)
+        # faster-whisper's own frame pipeline (its decode_audio's), so the samples are the same
+        frames = _resample_frames(_group_frames(_ignore_invalid_frames(container.decode(audio=0)), 500000), resampler)
+        for piece in frames:
+            samples = piece.to_ndarray().reshape(-1)
+            if at + len(samples) > len(audio):
+                audio = np.resize(audio, max(2 * len(audio), at + len(samples)))
+            np.multiply(samples, np.float32(1 / 32768.0), out=audio[at: at + len(samples)], casting="unsafe")
+            at += len(samples)
     del resampler
     gc.collect()  # as faster-whisper does: PyAV frees some resampler objects only then
     return audio[:at]
-
-
-def _valid(frames):
-    """``frames`` without those PyAV cannot decode."""
-    import av
-
-    iterator = iter(frames)
-    while True:
-        try:
-            yield next(iterator)
-        except StopIteration:
-            return
-        except av.error.InvalidDataError:
-            continue
-
-
-def _grouped(frames, samples: int = 500_000):
-    """``frames`` regrouped into frames of ``samples`` samples (the last one shorter)."""
-    import av
-
-    fifo = av.audio.fifo.AudioFifo()
-    for frame in frames:
-        frame.pts = None  # no timestamp checks
-        fifo.write(frame)
-        if fifo.samples >= samples:
-            yield fifo.read()
-    if fifo.samples > 0:
-        yield fifo.read()
 
 
 def audio_input(audio, name: str = "audio"):

@@ -168,19 +168,16 @@ def copied_run(tokens: Sequence[int], history: Sequence[int], at_least: int) -> 
     """
     if at_least < 1 or len(tokens) < at_least or len(history) < at_least:
         return 0
-    grams = {tuple(history[i: i + at_least]) for i in range(len(history) - at_least + 1)}
-    text = "," + "".join(f"{t}," for t in history)
+    starts: dict[tuple, list[int]] = {}  # each run of ``at_least`` tokens of history -> where it starts
+    for j in range(len(history) - at_least + 1):
+        starts.setdefault(tuple(history[j: j + at_least]), []).append(j)
     best = 0
-    i = 0
-    while i + at_least <= len(tokens):
-        if tuple(tokens[i: i + at_least]) not in grams:
-            i += 1
-            continue
-        end = i + at_least
-        while end < len(tokens) and "," + "".join(f"{t}," for t in tokens[i: end + 1]) in text:
-            end += 1
-        best = max(best, end - i)
-        i = end
+    for i in range(len(tokens) - at_least + 1):
+        for j in starts.get(tuple(tokens[i: i + at_least]), ()):
+            n = at_least
+            while i + n < len(tokens) and j + n < len(history) and tokens[i + n] == history[j + n]:
+                n += 1
+            best = max(best, n)
     return best
 
 

@@ -40,9 +40,10 @@ class GuardedGeneration:
             features, results = self._guarded(features, prompts, kwargs)
         else:
             results = self._generate(features, prompts, **kwargs)
-        if len(prompts) == 1:
-            results = self._unless_copied(features, prompts, kwargs, results)
-        if self.recorder is not None and len(prompts) == 1:
+        if len(prompts) != 1:
+            return results
+        results = self._unless_copied(features, prompts, kwargs, results)
+        if self.recorder is not None:
             frames = np.asarray(features)
             self.recorder.add_window(frames[0] if frames.ndim == 3 else frames, results[0].sequences_ids[0],
                                      self.special.timestamp_begin, mel=getattr(self._local, "mel", None))

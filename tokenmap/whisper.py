@@ -148,12 +148,13 @@ class SpeculativeModel(GuardedGeneration, SplitModel):
             return self.plain_generate(features, prompts, **kwargs)
         stats = self._thread_stats()
         controllers = self.controllers()
-        if not self.drafts_worth_trying() or (controllers is not None and not controllers.use_speculation()):
+        worth_trying = self.drafts_worth_trying()
+        if not worth_trying or (controllers is not None and not controllers.use_speculation()):
             started = time.perf_counter()
             result = self.plain_generate(features, prompts, **kwargs)
             window = DecodeStats(windows=1, plain_windows=1, tokens=len(result[0].sequences_ids[0]) + 1,
                                  decoder_seconds=time.perf_counter() - started)
-            if controllers is not None and self.drafts_worth_trying():
+            if controllers is not None and worth_trying:  # what the gate weighs the loop against
                 controllers.record_plain(window.decoder_seconds, window.tokens)
             stats.add(window)
             return result
