@@ -44,12 +44,12 @@ class Timed:
         return getattr(self.inner, name)
 
 
-def run_one(model, audio, lang, timestamps=True):
+def run_one(model, audio, lang, timestamps=True, vad=False):
     timed = Timed(model.model)
     model.model = timed
     try:
         t0 = time.perf_counter()
-        segments, _ = model.transcribe(audio, language=lang, beam_size=1, vad_filter=False,
+        segments, _ = model.transcribe(audio, language=lang, beam_size=1, vad_filter=vad,
                                        without_timestamps=not timestamps, temperature=0.0)
         text = " ".join(s.text.strip() for s in segments)
         total = time.perf_counter() - t0
@@ -65,7 +65,7 @@ def child(model_dir):
     out = sys.stdout
     for line in sys.stdin:
         req = json.loads(line)
-        out.write(json.dumps(run_one(model, req["audio"], req["lang"])) + "\n")
+        out.write(json.dumps(run_one(model, req["audio"], req["lang"], vad=req.get("vad", False))) + "\n")
         out.flush()
 
 
@@ -82,22 +82,26 @@ def main():
                     help="of tokenmap (default configuration), tokenmap-same (int8 decoder, not exact), "
                     "tokenmap-nomap (default configuration, no drafts: its float32 greedy), tokenmap-recall "
                     "(tokenmap plus --recall), fw-fork, stock")
+    ap.add_argument("--detect", action="store_true", help="no language given: every system detects it")
+    ap.add_argument("--vad", action="store_true", help="vad_filter=True for every system")
     ap.add_argument("--child", default=None)
     args = ap.parse_args()
     if args.child:
         return child(args.child)
+    import tokenmap  # first: it sets the thread wait policy and decoder packing before CTranslate2 loads
+
+    # isort: split
     import faster_whisper
 
-    import tokenmap  # first: it sets the thread wait policy before CTranslate2 loads
     from tokenmap import load_maps, resolve_model
-    from tokenmap.runtime.threads import without_policy
+    from tokenmap_bench import tuned_environment
 
     model_dir = str(resolve_model("base", download=False))
     utts = [json.loads(line) for line in open(args.manifest)]
     utts = [u for u in utts if args.set in ("all", u["set"])][: args.limit]
     base = Path(args.manifest).parent
     stock = subprocess.Popen([str(ROOT / ".venv-stock/bin/python"), __file__, "--child", model_dir],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=without_policy())
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=tuned_environment())
     chosen = args.systems.split(",")
     kw = dict(compute_type="int8", cpu_threads=2, session_cache=False)
     tms = {"tokenmap": lambda: tokenmap.WhisperModel(model_dir, **kw),
@@ -109,7 +113,7 @@ def main():
     maps = {}
 
     def run_stock(audio, lang):
-        stock.stdin.write(json.dumps({"audio": audio, "lang": lang}) + "\n")
+        stock.stdin.write(json.dumps({"audio": audio, "lang": lang, "vad": args.vad}) + "\n")
         stock.stdin.flush()
         return json.loads(stock.stdout.readline())
 
@@ -123,8 +127,10 @@ def main():
             maps[key] = load_maps(str(path))[0] if path.exists() else None
         for name, tm in tms.items():
             tm.token_map = None if name == "tokenmap-nomap" else maps[key]
-        systems = {name: (lambda tm=tm: run_one(tm, audio, u["lang"])) for name, tm in tms.items()}
-        systems.update({"fw-fork": lambda: run_one(fw, audio, u["lang"]), "stock": lambda: run_stock(audio, u["lang"])})
+        lang = None if args.detect else u["lang"]
+        systems = {name: (lambda tm=tm: run_one(tm, audio, lang, vad=args.vad)) for name, tm in tms.items()}
+        systems.update({"fw-fork": lambda: run_one(fw, audio, lang, vad=args.vad),
+                        "stock": lambda: run_stock(audio, lang)})
         systems = {name: systems[name] for name in chosen}
         runs = {s: [] for s in systems}
         names = list(systems)

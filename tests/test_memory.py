@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tokenmap.runtime import memory
+from tokenmap.runtime import memory, threads
 from tokenmap.runtime.memory import ENVIRONMENT, SETTINGS, apply_malloc_policy, child_environment
 
 
@@ -102,9 +102,22 @@ def test_a_library_import_leaves_malloc_alone_unless_asked():
 
 
 def test_the_encoder_worker_gets_the_policy_unless_the_user_decided():
-    assert memory.worker_environment({"PATH": "/bin"}) == {"PATH": "/bin", **ENVIRONMENT}
-    assert memory.worker_environment({memory.OPT_OUT: "default"}) == {memory.OPT_OUT: "default"}
-    assert memory.worker_environment({"MALLOC_ARENA_MAX": "4"}) == {"MALLOC_ARENA_MAX": "4"}
+    waits = dict(threads.POLICY)
+    assert memory.worker_environment({"PATH": "/bin"}) == {"PATH": "/bin", **ENVIRONMENT, **waits}
+    assert memory.worker_environment({memory.OPT_OUT: "default"}) == {memory.OPT_OUT: "default", **waits}
+    assert memory.worker_environment({"MALLOC_ARENA_MAX": "4"}) == {"MALLOC_ARENA_MAX": "4", **waits}
+
+
+def test_the_worker_spins_even_when_this_process_imported_ctranslate2_first():
+    """A program that imports faster_whisper before tokenmap keeps libgomp's defaults in its own process,
+    but the worker is a new process: its plain windows still get the thread wait policy."""
+    script = ("import faster_whisper, tokenmap; from tokenmap.runtime import memory, threads; "
+              "env = memory.worker_environment(); print(threads.status, env.get('OMP_WAIT_POLICY'))")
+    env = {k: v for k, v in os.environ.items() if k not in threads.POLICY and k != threads.OPT_OUT}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["late", "ACTIVE"]
+    own = memory.worker_environment({"OMP_WAIT_POLICY": "PASSIVE", threads.OPT_OUT: "default"})
+    assert own["OMP_WAIT_POLICY"] == "PASSIVE" and "GOMP_SPINCOUNT" not in own
 
 
 @pytest.mark.skipif(memory._glibc() is None, reason="glibc only")

@@ -137,6 +137,35 @@ def test_generate_in_the_worker_matches_the_forks(stock_encoder, base_model_dir,
     assert SplitModel(stock_encoder, fork, "stock", "float32").plain_engine == "fork"  # --exact's decoder
 
 
+@pytest.mark.model
+def test_a_batch_is_encoded_window_by_window_and_decoded_whole(stock_encoder, window):
+    """A batch's rows are encoded one call each in the worker (its peak memory is one window's), so each
+    row equals that window encoded alone, and ``generate`` on the kept batch decodes every row."""
+    batch = np.concatenate([window, np.roll(window, 400, axis=2)])
+    alone = [np.asarray(stock_encoder.encode(batch[i: i + 1])).copy() for i in range(2)]
+    encoded = stock_encoder.encode(batch)
+    np.testing.assert_array_equal(np.asarray(encoded), np.concatenate(alone))
+    prompts = [[50258, 50259, 50359]] * 2
+    results = stock_encoder.generate(encoded, prompts, beam_size=1, max_length=448)
+    assert len(results) == 2 and all(r.sequences_ids[0] for r in results)
+
+
+@pytest.mark.model
+def test_language_detection_in_the_worker_matches_the_forks(stock_encoder, base_model_dir, window):
+    """``detect_language`` of a SplitModel runs in the worker, on its kept output or on one sent to it,
+    and ranks the languages as the fork does."""
+    import ctranslate2
+
+    fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
+    encoded = stock_encoder.encode(window)
+    expected = fork.detect_language(encoded)[0]
+    split = SplitModel(stock_encoder, fork, "stock", "int8")
+    kept = split.detect_language(encoded)[0]
+    sent = stock_encoder.detect_language(np.asarray(encoded).copy())[0]
+    assert [t for t, _ in kept[:3]] == [t for t, _ in sent[:3]] == [t for t, _ in expected[:3]]
+    assert kept[0][0] == "<|en|>" and abs(kept[0][1] - expected[0][1]) < 0.02
+
+
 def test_a_refused_generate_falls_back_to_the_fork_for_that_call(caplog):
     class Refusing(StockEncoder):
         def __init__(self):  # no worker: every generate is refused, as for an option stock does not take
@@ -148,12 +177,19 @@ def test_a_refused_generate_falls_back_to_the_fork_for_that_call(caplog):
         def close(self):
             pass
 
+        detect_language = generate
+
     class Fork:
         def generate(self, features, prompts, **kwargs):
             return ["fork"]
+
+        def detect_language(self, features):
+            return [[("<|xx|>", 1.0)]]
 
     split = SplitModel(Refusing(), Fork(), "stock", "int8")
     assert split.plain_engine == "stock"
     with caplog.at_level(logging.WARNING, logger="tokenmap"):
         assert split.generate(None, [[1]]) == ["fork"]
-    assert split.encoder.failed is None and "refused" in caplog.text
+        assert split.detect_language(None) == [[("<|xx|>", 1.0)]]
+    assert split.encoder.failed is None and "refused a generate call" in caplog.text
+    assert "refused a detect_language call" in caplog.text

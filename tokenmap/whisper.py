@@ -50,6 +50,7 @@ from tokenmap.decode.drafters import SessionCache, default_drafter
 from tokenmap.decode.recall import load_recall
 from tokenmap.decode.rules import SpecialTokens, supports_fast_path
 from tokenmap.decode.speculative import DecodeStats, decode_window
+from tokenmap.detection import FirstWindowDetection
 from tokenmap.features import WindowedExtractor
 from tokenmap.guarding import GuardedGeneration
 from tokenmap.models import resolve_model
@@ -214,7 +215,7 @@ def transcribe_signature() -> inspect.Signature:
     return base.replace(parameters=params)
 
 
-class WhisperModel(faster_whisper.WhisperModel):
+class WhisperModel(FirstWindowDetection, faster_whisper.WhisperModel):
     """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
 
     Extra arguments: ``token_map`` (path or :class:`tokenmap.maps.mapfile.TokenMap`;
@@ -345,7 +346,9 @@ class WhisperModel(faster_whisper.WhisperModel):
             return super().transcribe(audio, *args, **kwargs)
         self.model.take_stats()  # start this thread's counters afresh
         self._context_local.value = context  # language detection encodes before the segments are read
-        with blas_single_thread():  # the features' BLAS product must leave no threads spinning
+        # the features' BLAS product must leave no threads spinning; the language is detected on the
+        # first window as it is transcribed, which the encoder then answers from what it kept
+        with blas_single_thread(), self.detecting_for_transcribe():
             segments, info = super().transcribe(audio, *args, **kwargs)
         return self._remember(segments, context.for_language(info.language)), info
 

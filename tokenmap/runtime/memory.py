@@ -154,15 +154,19 @@ def install_if_asked(environ: Mapping[str, str] | None = None) -> str | None:
 
 
 def worker_environment(environ: Mapping[str, str] | None = None) -> dict:
-    """A copy of ``environ`` with the policy for a worker process tokenmap owns (the stock encoder):
-    given unless the user set ``TOKENMAP_MALLOC=default``, a ``MALLOC_*`` variable or ``GLIBC_TUNABLES``.
+    """A copy of ``environ`` with the policies for a worker process tokenmap owns (the stock encoder):
+    the thread wait policy (:func:`tokenmap.runtime.threads.child_policy`, whatever this process's
+    import order), and the heap policy unless the user set ``TOKENMAP_MALLOC=default``, a ``MALLOC_*``
+    variable or ``GLIBC_TUNABLES``.
 
-    >>> worker_environment({})["MALLOC_ARENA_MAX"], worker_environment({OPT_OUT: "default"})
-    ('1', {'TOKENMAP_MALLOC': 'default'})
+    >>> worker_environment({})["MALLOC_ARENA_MAX"], "MALLOC_ARENA_MAX" in worker_environment({OPT_OUT: "default"})
+    ('1', False)
+    >>> worker_environment({"TOKENMAP_THREAD_WAIT": "default"}).get("OMP_WAIT_POLICY")
     """
     from tokenmap.runtime.packing import child_environment
+    from tokenmap.runtime.threads import child_policy
 
-    env = child_environment(os.environ if environ is None else environ)
+    env = child_policy(child_environment(os.environ if environ is None else environ))
     if env.get(OPT_OUT, "").lower() in ("default", "0", "off", "no") or _user_set(env):
         return env
     env.update(ENVIRONMENT)

@@ -105,17 +105,27 @@ class SplitModel:
 
     def plain_generate(self, features, prompts, **kwargs):
         """CTranslate2's ``generate`` on :attr:`plain_engine`; the fork's when the worker fails."""
+        return self._on_plain_engine("generate", features, prompts, **kwargs)
+
+    generate = plain_generate  # a subclass that drafts overrides generate, never plain_generate
+
+    def detect_language(self, features):
+        """CTranslate2's ``detect_language`` on :attr:`plain_engine` (in the worker, on the encoder output it
+        keeps: its threads are the ones that just encoded); the fork's when the worker fails."""
+        return self._on_plain_engine("detect_language", features)
+
+    def _on_plain_engine(self, method: str, *args, **kwargs):
+        """``method`` of the worker's stock engine while it works (one refused call, or a dead or hung
+        worker, goes to the fork: the call, or every call from then on)."""
         if self.plain_engine == "stock":
             try:
-                return self.encoder.generate(features, prompts, **kwargs)
+                return getattr(self.encoder, method)(*args, **kwargs)
             except (WorkerDied, WorkerHung) as exc:
                 self.encoder.failed = self.encoder.failed or str(exc)
                 logger.warning("the stock worker failed (%s); decoding with the fork from now on", exc)
             except StockEncoderError as exc:  # the worker is fine; this call's options were refused there
-                logger.warning("stock CTranslate2 refused a generate call (%s); decoding it with the fork", exc)
-        return self.decoder.generate(features, prompts, **kwargs)
-
-    generate = plain_generate  # a subclass that drafts overrides generate, never plain_generate
+                logger.warning("stock CTranslate2 refused a %s call (%s); running it on the fork", method, exc)
+        return getattr(self.decoder, method)(*args, **kwargs)
 
     def __getattr__(self, name):
         if name in ("encoder", "decoder"):  # not set yet (a copy being made): never recurse

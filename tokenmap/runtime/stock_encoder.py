@@ -261,9 +261,22 @@ class StockEncoder:
         (nothing crosses the pipe but the prompt and the tokens); other features (encoder output or mel) go
         through shared memory. Raises :class:`StockEncoderError` (one line) when the worker fails or has
         failed before: the caller decodes on the fork then."""
+        request = {"op": "generate", "prompts": [[int(t) for t in p] for p in prompts], "options": options}
+        results = self._on_worker(features, request, len(prompts))
+        return [GenerationResult(r["sequences_ids"], r.get("scores") or [], r.get("no_speech_prob") or 0.0)
+                for r in results]
+
+    def detect_language(self, features) -> list[list[tuple[str, float]]]:
+        """Stock CTranslate2's ``detect_language`` in the worker (``features`` as for :meth:`generate`):
+        per batch row, ``(language token, probability)`` pairs, most probable first."""
+        results = self._on_worker(features, {"op": "detect_language"}, int(features.shape[0]))
+        return [[(str(token), float(prob)) for token, prob in row] for row in results]
+
+    def _on_worker(self, features, request: dict, rows: int) -> list:
+        """The worker's ``results`` for ``request`` on ``features``: its own copy when this encoder returned
+        ``features`` last, else the array through shared memory."""
         if self.failed is not None:
             raise StockEncoderError(f"the stock worker was given up: {self.failed}")
-        request = {"op": "generate", "prompts": [[int(t) for t in p] for p in prompts], "options": options}
 
         def message():
             if features is self._kept[1] and self._kept[0] is self._worker:
@@ -273,10 +286,9 @@ class StockEncoder:
         with self._lock:  # another thread's encode replaces what the worker keeps: decide under the lock
             answer = self._exchange(message, self.timeout)
         results = answer.get("results")
-        if not isinstance(results, list) or len(results) != len(prompts):
-            raise StockEncoderError(f"stock worker answered {len(results or [])} results for {len(prompts)} prompts")
-        return [GenerationResult(r["sequences_ids"], r.get("scores") or [], r.get("no_speech_prob") or 0.0)
-                for r in results]
+        if not isinstance(results, list) or len(results) != rows:
+            raise StockEncoderError(f"stock worker answered {len(results or [])} results for {rows} rows")
+        return results
 
     def _forget_inherited(self) -> None:
         """In a child made by ``os.fork``: let go of the parent's worker and blocks without stopping or

@@ -103,6 +103,23 @@ def without_policy(environ: MutableMapping[str, str] | None = None, state: str |
     return env
 
 
+def child_policy(environ: MutableMapping[str, str] | None = None) -> dict:
+    """A copy of ``environ`` with :data:`POLICY` for a new process tokenmap starts (the stock worker).
+
+    A new process reads the variables when its own engine loads, so it gets the policy even when
+    this one imported ``ctranslate2`` before ``tokenmap`` (status ``'late'``); a user's own
+    variables or ``TOKENMAP_THREAD_WAIT=default`` are kept as they are.
+
+    >>> child_policy({})["OMP_WAIT_POLICY"], child_policy({"OMP_WAIT_POLICY": "PASSIVE"})["OMP_WAIT_POLICY"]
+    ('ACTIVE', 'PASSIVE')
+    >>> child_policy({OPT_OUT: "default"})
+    {'TOKENMAP_THREAD_WAIT': 'default'}
+    """
+    env = dict(os.environ if environ is None else environ)
+    apply_wait_policy(env, modules={})
+    return env
+
+
 def describe() -> str:
     """One line for ``tokenmap doctor``."""
     return _MEANING.get(status or "late", "unknown").format(
