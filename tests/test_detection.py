@@ -79,3 +79,14 @@ def test_a_near_tie_is_decided_by_faster_whispers_own_window(model, fw_model, da
     _, theirs = fw_model.transcribe(audio, beam_size=1)
     assert (info.language, round(info.language_probability, 3)) == (theirs.language,
                                                                     round(theirs.language_probability, 3))
+
+
+@pytest.mark.model
+def test_what_one_model_kept_is_never_offered_to_another(model, base_model_dir, data_dir):
+    from tokenmap import WhisperModel
+
+    other = WhisperModel(str(base_model_dir), compute_type="int8", cpu_threads=2, session_cache=False)
+    segments, _ = model.transcribe(str(data_dir / "fr-conf-getpin.flac"))  # detected, first window kept
+    assert model._detect_local.kept is not None and getattr(other._detect_local, "kept", None) is None
+    list(segments)
+    assert model._detect_local.kept is None  # taken by the window

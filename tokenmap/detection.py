@@ -58,7 +58,14 @@ class FirstWindowDetection:
     directly), both are faster-whisper's, unchanged. ``shared_encodes`` counts the encoder passes saved."""
 
     shared_encodes = 0
-    _detect_local = threading.local()  # per thread: active, detecting, kept (features, output)
+
+    @property
+    def _detect_local(self) -> threading.local:
+        """This model's per-thread state: ``active``, ``detecting``, ``kept`` (features, encoder output)."""
+        local = self.__dict__.get("_detection_state")
+        if local is None:
+            local = self.__dict__.setdefault("_detection_state", threading.local())
+        return local
 
     @contextlib.contextmanager
     def detecting_for_transcribe(self):
