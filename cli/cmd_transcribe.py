@@ -199,7 +199,8 @@ def _failure(path: str, exc: Exception, partial: Path | None) -> str:
 @click.option("--batch-size", type=click.IntRange(1, 64), default=1, show_default=True,
               help="1: decode window after window, each with the text before it as prompt (the quality "
                    "default). N > 1: decode the speech chunks VAD finds N at a time with faster-whisper's "
-                   "BatchedInferencePipeline around tokenmap's model (faster on long files on few cores; no "
+                   "BatchedInferencePipeline (tokenmap's, computing features batch by batch) around tokenmap's "
+                   "model (faster on long files on few cores; no "
                    "previous text as prompt and no temperature fallback: docs/BENCHMARKS.md, 'Long files', "
                    "has its WER).")
 @click.option("--word-timestamps", is_flag=True, help="Add word-level timestamps (json output).")

@@ -42,6 +42,7 @@ logging.getLogger("tokenmap").addHandler(logging.NullHandler())
 
 _LAZY = {
     "WhisperModel": "tokenmap.whisper",
+    "BatchedInferencePipeline": "tokenmap.batched",
     "TokenMap": "tokenmap.maps.suffixmap",
     "load_maps": "tokenmap.maps.mapfile",
     "build_map": "tokenmap.build.builder",

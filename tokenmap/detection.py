@@ -78,6 +78,13 @@ class FirstWindowDetection:
             local.active = False
 
     def detect_language(self, audio=None, features=None, *args, **kwargs):
+        from tokenmap.batched import active_capture
+
+        capture = active_capture()
+        if capture is not None and capture.extractor is self.feature_extractor and audio is None \
+                and features is not None:  # the batched pipeline's chunks, joined as it joins them
+            segments = kwargs.get("language_detection_segments", 1)
+            return super().detect_language(None, capture.detection_features(segments), *args, **kwargs)
         local = self._detect_local
         if audio is not None or features is None or not getattr(local, "active", False):
             return super().detect_language(audio, features, *args, **kwargs)

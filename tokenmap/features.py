@@ -40,6 +40,15 @@ class WindowedExtractor(FeatureExtractor):
         self.min_seconds = min_seconds
 
     def __call__(self, waveform: np.ndarray, padding: int = 160, chunk_length=None):
+        from tokenmap.batched import active_capture
+
+        capture = active_capture()
+        if capture is not None and capture.extractor is self:  # a batched transcribe: the chunk, kept for later
+            return capture.add(waveform)
+        return self.compute(waveform, padding, chunk_length)
+
+    def compute(self, waveform: np.ndarray, padding: int = 160, chunk_length=None):
+        """The features of ``waveform``: an array, or a :class:`LogMel` from ``min_seconds`` of audio on."""
         if len(waveform) < self.min_seconds * self.sampling_rate:
             return FeatureExtractor.__call__(self, waveform, padding, chunk_length)
         if chunk_length is not None:

@@ -26,6 +26,7 @@ import numpy as np
 
 from tokenmap import vad
 from tokenmap.audio import SAMPLE_RATE, audio_input, load_audio
+from tokenmap.batched import BatchedInferencePipeline
 from tokenmap.features import WindowedExtractor
 from tokenmap.models import resolve_model
 from tokenmap.runtime.engine import default_threads, setup_model
@@ -151,7 +152,7 @@ def _transcribe(model, audio: np.ndarray, options: TranscribeOptions):
         raise ValueError("--batch-size needs VAD on a file over 30 s (it batches the speech chunks VAD finds)")
     if getattr(model, "drafting", False):
         model.model.take_stats()  # this file's counters only
-    pipeline = faster_whisper.BatchedInferencePipeline(model=model)
+    pipeline = BatchedInferencePipeline(model=model)  # faster-whisper's, features batch by batch
     return pipeline.transcribe(audio, batch_size=options.batch_size, **options.as_kwargs())
 
 

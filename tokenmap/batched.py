@@ -1,0 +1,134 @@
+"""``tokenmap.BatchedInferencePipeline``: faster-whisper's batched pipeline, features computed batch by batch.
+
+faster-whisper's ``BatchedInferencePipeline.transcribe`` computes the log-mel features of every
+speech chunk of a file and stacks them, padded to 30 s, before the first batch is decoded: for an
+hour of speech two copies of about 115 MB beside the chunks themselves. This subclass runs the same
+``transcribe`` (options, VAD, chunking, language detection, segments: all faster-whisper's), but
+while it runs, the model's feature extractor records each chunk and answers with a small
+placeholder, and the batches handed to the decoder are computed from the recorded chunks when the
+decoder asks for them (:class:`LazyBatches`); a batch's chunks are let go once it is computed. The
+features of a batch are the values faster-whisper would have stacked (the same extractor, the same
+``[..., :-1]`` and padding), so the transcript is the same. Language detection, which faster-whisper
+runs on all chunks' features joined, runs on the first chunks' real features, as many as detection
+reads.
+
+It needs a :class:`tokenmap.WhisperModel` (whose extractor and ``detect_language`` take part); with
+another model it is faster-whisper's pipeline, unchanged.
+
+Example::
+
+    >>> import numpy as np
+    >>> from faster_whisper.feature_extractor import FeatureExtractor
+    >>> capture = ChunkCapture(WindowedExtractor(FeatureExtractor()))
+    >>> for seconds in (3, 5, 2):
+    ...     _ = capture.add(np.zeros(16000 * seconds, np.float32))
+    >>> batches = LazyBatches(capture)
+    >>> len(batches), batches[0:2].shape, batches[2:3].shape
+    (3, (2, 80, 3000), (1, 80, 3000))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import faster_whisper
+import numpy as np
+from faster_whisper.audio import pad_or_trim
+
+from tokenmap.detection import FirstWindowDetection
+from tokenmap.features import WindowedExtractor
+
+_state = threading.local()  # .capture: the ChunkCapture of the transcribe running in this thread
+
+
+def active_capture() -> "ChunkCapture | None":
+    """The chunk capture of the batched ``transcribe`` running in this thread, if any."""
+    return getattr(_state, "capture", None)
+
+
+class ChunkCapture:
+    """The speech chunks a batched ``transcribe`` asked features of, in order, and the extractor to compute
+    them with (a :class:`tokenmap.features.WindowedExtractor`: its ``compute``). :meth:`add` is what that
+    extractor returns instead of a chunk's features while the capture is active."""
+
+    def __init__(self, extractor):
+        self.extractor = extractor
+        self.chunks: list = []
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def add(self, chunk: np.ndarray) -> np.ndarray:
+        """Record ``chunk``; a placeholder of the features' rows (one column plus the one faster-whisper
+        drops), boolean, so the pipeline's padded stack of them is a quarter of the real size."""
+        self.chunks.append(chunk)
+        return np.zeros((self.extractor.mel_filters.shape[0], 2), dtype=bool)
+
+    def features(self, index: int) -> np.ndarray:
+        """Chunk ``index``'s features as faster-whisper's pipeline takes them (without the last frame)."""
+        return self.extractor.compute(self.chunks[index])[..., :-1]
+
+    def detection_features(self, segments: int) -> np.ndarray:
+        """What faster-whisper's pipeline gives ``detect_language``: the chunks' features joined, then one
+        frame of -1.5, as far as ``segments`` windows of detection read."""
+        wanted = segments * self.extractor.nb_max_frames
+        parts, frames = [], 0
+        for index in range(len(self.chunks)):
+            if frames >= wanted:
+                break
+            parts.append(self.features(index))
+            frames += parts[-1].shape[-1]
+        if frames < wanted:
+            parts.append(np.full((self.extractor.mel_filters.shape[0], 1), -1.5, dtype=np.float32))
+        return np.concatenate(parts, axis=1)
+
+
+class LazyBatches:
+    """The stacked, padded features of a capture's chunks, computed per slice: ``batches[i:j]`` is what
+    faster-whisper's pipeline would have sliced from its whole stack. A slice lets its chunks go."""
+
+    def __init__(self, capture: ChunkCapture):
+        self.capture = capture
+
+    def __len__(self) -> int:
+        return len(self.capture)
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        rows = range(*key.indices(len(self)))
+        batch = np.stack([pad_or_trim(self.capture.features(i)) for i in rows])
+        for i in rows:
+            self.capture.chunks[i] = None
+        return batch
+
+
+class BatchedInferencePipeline(faster_whisper.BatchedInferencePipeline):
+    """faster-whisper's ``BatchedInferencePipeline`` whose chunks' features are computed batch by batch
+    (module docstring); the same arguments, segments and transcript."""
+
+    def transcribe(self, audio, *args, **kwargs):
+        if not (isinstance(self.model, FirstWindowDetection) and isinstance(self.model.feature_extractor,
+                                                                             WindowedExtractor)):
+            return super().transcribe(audio, *args, **kwargs)
+        capture = ChunkCapture(self.model.feature_extractor)
+        with _capturing(capture):
+            return super().transcribe(audio, *args, **kwargs)
+
+    transcribe.__doc__ = faster_whisper.BatchedInferencePipeline.transcribe.__doc__
+
+    def _batched_segments_generator(self, features, tokenizer, chunks_metadata, batch_size, options,
+                                    log_progress):
+        capture = active_capture()
+        if capture is not None and len(capture) == len(features):
+            features = LazyBatches(capture)
+        return super()._batched_segments_generator(features, tokenizer, chunks_metadata, batch_size, options,
+                                                   log_progress)
+
+
+@contextlib.contextmanager
+def _capturing(capture: ChunkCapture):
+    previous, _state.capture = active_capture(), capture
+    try:
+        yield
+    finally:
+        _state.capture = previous
