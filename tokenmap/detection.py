@@ -55,7 +55,9 @@ class FirstWindowDetection:
     :meth:`detecting_for_transcribe`, ``detect_language(features=...)`` detects on :func:`first_window`
     of them (kept when confident, else faster-whisper's window decides) and the next ``encode`` of equal
     features reuses the first window's encoder output. Outside it (``detect_language`` called
-    directly), both are faster-whisper's, unchanged. ``shared_encodes`` counts the encoder passes saved."""
+    directly), both are faster-whisper's, unchanged; in :class:`tokenmap.batched.BatchedInferencePipeline`,
+    ``detect_language`` reads the chunks' real features (that pipeline hands it placeholders).
+    ``shared_encodes`` counts the encoder passes saved."""
 
     shared_encodes = 0
 
