@@ -74,13 +74,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from pass_anatomy import follow_of  # a sibling script: the map's FollowDrafter in a drafter chain
 
 from tokenmap import build_map, load_maps, resolve_model
 from tokenmap.context import AudioContext, Guard, content_seconds
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import load_cost_model
 from tokenmap.decode.drafters import default_drafter, lcp
-from tokenmap.decode.follow import FollowDrafter
 from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.replay import ReplayStats
 from tokenmap.decode.rules import SpecialTokens
@@ -323,19 +323,6 @@ def children(token_map, node: int, eot: int) -> list[int]:
 # -- the replay --------------------------------------------------------------
 LEVERS = ("as is", "alive (a)", "alive (any)", "style (bound)", "2 branches (bound)", "top-2 at 1st", "length (bound)",
           "no shallow")
-
-
-def follow_of(drafter):
-    """The map's FollowDrafter inside the chain ``default_drafter`` builds."""
-    stack = [drafter]
-    while stack:
-        d = stack.pop()
-        if isinstance(d, FollowDrafter):
-            return d
-        stack.extend(getattr(d, "drafters", ()) or ())
-        if getattr(d, "drafter", None) is not None:
-            stack.append(d.drafter)
-    return None
 
 
 def replay_window(drafter, ctx: Context, truth, special, texts, cost, lever: str, acc, examples=None,

@@ -55,6 +55,8 @@ class ChunkCapture:
     def __init__(self, extractor):
         self.extractor = extractor
         self.chunks: list = []
+        self.n_mels = extractor.mel_filters.shape[0]
+        self._computed: dict[int, np.ndarray] = {}  # features language detection computed already
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -63,11 +65,12 @@ class ChunkCapture:
         """Record ``chunk``; a placeholder of the features' rows (one column plus the one faster-whisper
         drops), boolean, so the pipeline's padded stack of them is a quarter of the real size."""
         self.chunks.append(chunk)
-        return np.zeros((self.extractor.mel_filters.shape[0], 2), dtype=bool)
+        return np.zeros((self.n_mels, 2), dtype=bool)
 
     def features(self, index: int) -> np.ndarray:
         """Chunk ``index``'s features as faster-whisper's pipeline takes them (without the last frame)."""
-        return self.extractor.compute(self.chunks[index])[..., :-1]
+        computed = self._computed.pop(index, None)
+        return computed if computed is not None else self.extractor.compute(self.chunks[index])[..., :-1]
 
     def detection_features(self, segments: int) -> np.ndarray:
         """What faster-whisper's pipeline gives ``detect_language``: the chunks' features joined, then one
@@ -77,10 +80,11 @@ class ChunkCapture:
         for index in range(len(self.chunks)):
             if frames >= wanted:
                 break
-            parts.append(self.features(index))
+            self._computed[index] = self.features(index)  # kept for the chunk's batch
+            parts.append(self._computed[index])
             frames += parts[-1].shape[-1]
         if frames < wanted:
-            parts.append(np.full((self.extractor.mel_filters.shape[0], 1), -1.5, dtype=np.float32))
+            parts.append(np.full((self.n_mels, 1), -1.5, dtype=np.float32))
         return np.concatenate(parts, axis=1)
 
 

@@ -43,7 +43,7 @@ class TranscribeOptions:
     ``language`` None means detect it; ``vad`` is faster-whisper's ``vad_filter`` (Silero VAD,
     its default parameters), on by default: without it Whisper may repeat or invent sentences
     in long pauses. ``batch_size`` above 1 decodes the file's speech chunks that many at a time
-    with faster-whisper's ``BatchedInferencePipeline`` around the model (no previous text as
+    with :class:`tokenmap.batched.BatchedInferencePipeline` around the model (no previous text as
     prompt, no temperature fallback; needs ``vad`` on a file over 30 s); 1 decodes window after
     window, each conditioned on the text before it.
     """
