@@ -58,6 +58,9 @@ marks an oracle that uses the model's stream; the others use only what a pass te
 * ``no shallow``: draft length from acceptance as it could run, crudely: no map text drafted where the
   walk's first context is one token long (or the utterance start alone), where first tokens held for
   25 % (4 %) of drafts on these sets.
+* ``over marks``: the product's drafter given the model's comma-like tokens (``SpecialTokens.inner_marks``:
+  commas, semicolons, colons): its context steps over such a mark the corpus does not write there, and
+  over one the corpus writes and the model left out, instead of backing off to a short context.
 
 ``--teacher`` measures style learned from the model's own outputs as it could run: the telephony
 and demo sets' maps are built with the segment texts of streams ``record`` wrote of other audio (the
@@ -322,7 +325,7 @@ def children(token_map, node: int, eot: int) -> list[int]:
 
 # -- the replay --------------------------------------------------------------
 LEVERS = ("as is", "alive (a)", "alive (any)", "style (bound)", "2 branches (bound)", "top-2 at 1st", "length (bound)",
-          "no shallow")
+          "no shallow", "over marks")
 
 
 def replay_window(drafter, ctx: Context, truth, special, texts, cost, lever: str, acc, examples=None,
@@ -502,7 +505,8 @@ def table(args) -> None:
                                           greedy_ms=cost.batch(2) + cost.step_ms * (n - 1)))
                     continue
                 drafter = default_drafter(token_map, special.timestamp_begin, controllers=ctl, eot=special.eot,
-                                          cost=cost, seconds=min(row["seconds"], 30.0) or None)
+                                          cost=cost, seconds=min(row["seconds"], 30.0) or None,
+                                          inner_marks=special.inner_marks if lever == "over marks" else frozenset())
                 st = replay_window(drafter, ctx, truth, special, texts, cost, lever, acc,
                                    shown if args.examples and lever == "as is" else None)
                 ctl.record_window(st)

@@ -127,3 +127,31 @@ def test_the_tokenmap_command_applies_it():
               "import tokenmap.runtime.memory as m; CliRunner().invoke(cli, ['models', '--help']); print(m.status)")
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "applied"
+
+
+DECODE_LOOP = """
+import gc, sys
+from tokenmap.audio import _resampler_cycles, decode_pcm
+if _resampler_cycles():
+    print("cycles")
+    sys.exit()
+gc.disable()
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+for _ in range(30):
+    decode_pcm(sys.argv[1])
+before = rss()
+for _ in range(300):
+    decode_pcm(sys.argv[1])
+print(rss() - before)
+"""
+
+
+def test_decoding_files_without_a_garbage_collection_keeps_memory_flat():
+    """``decode_pcm`` skips faster-whisper's per-file ``gc.collect()`` on PyAV releases without resampler
+    cycles: 300 decodes with the collector off must then hold no more memory."""
+    path = os.path.join(os.path.dirname(__file__), "data", "en-basic-pbx-ivr-main.flac")
+    out = subprocess.run([sys.executable, "-c", DECODE_LOOP, path], capture_output=True, text=True, check=True)
+    if out.stdout.strip() == "cycles":
+        pytest.skip("this PyAV needs the collection; decode_pcm runs it")
+    assert int(out.stdout) < 4 * 2**20

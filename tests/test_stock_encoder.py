@@ -48,6 +48,13 @@ def test_a_dead_worker_falls_back_to_the_fork_once(broken_stock, caplog, fork_st
     assert sum("stock encoder worker failed" in r.getMessage() for r in caplog.records) == 1
 
 
+def test_waiting_for_a_dead_worker_leaves_the_fallback_to_the_first_encode(broken_stock, fork_stand_in):
+    fork = fork_stand_in()
+    split = SplitModel(StockEncoder("unused", directory=broken_stock, fallback=fork), fork, "stock", "int8")
+    split.wait_ready()  # the worker died at start: no exception here
+    assert split.encode(np.zeros((1, 80, 3000), np.float32)) == ("fork", (1, 80, 3000))
+
+
 def test_a_dead_worker_without_fallback_raises(broken_stock):
     enc = StockEncoder("unused", directory=broken_stock)
     with pytest.raises(StockEncoderError, match="exited"):
@@ -74,6 +81,11 @@ def window(data_dir):
 
 
 @pytest.mark.model
+def test_wait_ready_returns_once_the_worker_has_its_model(stock_encoder):
+    SplitModel(stock_encoder, None, "stock", "int8").wait_ready()
+    assert stock_encoder.version is not None
+
+
 def test_round_trip_matches_the_forks_encoder(stock_encoder, base_model_dir, window):
     import ctranslate2
 

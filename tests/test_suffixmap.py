@@ -145,6 +145,31 @@ def test_opening_timestamp_hit_rate_is_learned():
     assert d.tally.open_rate < 0.3 and d.draft([TS0, 1, 2, 3, TS0 + 100], 8) == []
 
 
+COMMA = 30
+
+
+def test_the_context_steps_over_a_comma_the_corpus_does_not_write():
+    """Corpus "1 2 3 4 5", and elsewhere "6 , 8": the model writes "1 2 , 3"; with its comma tokens
+    the drafter still knows the sentence after the comma, without them it backs off to "," alone."""
+    corpus = [[1, 2, 3, 4, 5]] * 2 + [[6, COMMA, 8, 9]]
+    d = _drafter(corpus, inner_marks=frozenset({COMMA}))
+    d.reset()
+    assert d.draft([TS0, 1, 2, COMMA], 8) == [3, 4, 5]
+    plain = _drafter(corpus)
+    plain.reset()
+    assert plain.draft([TS0, 1, 2, COMMA], 8) == [8, 9]
+
+
+def test_the_context_steps_over_a_comma_the_model_leaves_out():
+    corpus = [[1, 2, COMMA, 3, 4, 5]] * 2 + [[3, 7]] * 3
+    d = _drafter(corpus, inner_marks=frozenset({COMMA}))
+    d.reset()
+    assert d.draft([TS0, 1, 2, 3], 8) == [4, 5]           # "1 2 , 3" in the corpus: the sentence goes on
+    plain = _drafter(corpus)
+    plain.reset()
+    assert plain.draft([TS0, 1, 2, 3], 8)[:1] == [7]      # backed off to "3", which goes on with 7 more often
+
+
 def test_no_draft_when_nothing_pays():
     dear = CostModel(10.0, tuple([1000.0] * 32))
     d = _drafter([[1, 2, 3]] * 3, cost=dear)

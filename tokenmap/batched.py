@@ -36,6 +36,7 @@ import faster_whisper
 import numpy as np
 from faster_whisper.audio import pad_or_trim
 
+from tokenmap.audio import samples
 from tokenmap.detection import FirstWindowDetection
 from tokenmap.features import WindowedExtractor
 
@@ -111,6 +112,7 @@ class BatchedInferencePipeline(faster_whisper.BatchedInferencePipeline):
     (module docstring); the same arguments, segments and transcript."""
 
     def transcribe(self, audio, *args, **kwargs):
+        audio = samples(audio)  # files decoded without faster-whisper's per-file garbage collection
         if not (isinstance(self.model, FirstWindowDetection) and isinstance(self.model.feature_extractor,
                                                                              WindowedExtractor)):
             return super().transcribe(audio, *args, **kwargs)

@@ -43,7 +43,7 @@ import faster_whisper
 import numpy as np
 
 from tokenmap import vad
-from tokenmap.audio import audio_input
+from tokenmap.audio import samples
 from tokenmap.context import WINDOW_FRAMES, AudioContext, Guard, as_audio_context, content_seconds
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import SessionCache, default_drafter
@@ -97,7 +97,7 @@ class SpeculativeModel(GuardedGeneration, SplitModel):
         """The drafter of one window: ``seconds`` of audio, ``audio`` its encoder output, ``mel`` its features."""
         return default_drafter(self.token_map, self.special.timestamp_begin, self.prompt_lookup,
                                self.session_cache, controllers, eot=self.special.eot, seconds=seconds,
-                               recall=self.recall, audio=audio, mel=mel)
+                               recall=self.recall, audio=audio, mel=mel, inner_marks=self.special.inner_marks)
 
     def drafts_worth_trying(self) -> bool:
         """Whether a window may be decoded speculatively at all: only with a map or a recall index.
@@ -335,7 +335,7 @@ class WhisperModel(FirstWindowDetection, faster_whisper.WhisperModel):
         ``audio_context`` (``"full"``, ``"auto"`` or an :class:`AudioContext`) overrides the
         model's for this call.
         """
-        audio = audio_input(audio)  # arrays faster-whisper would misread: converted or refused, on every path
+        audio = samples(audio)  # files decoded without a full garbage collection; arrays checked
         bound = inspect.signature(super().transcribe).bind_partial(audio, *args, **kwargs)
         if "beam_size" not in bound.arguments:
             kwargs["beam_size"] = 1

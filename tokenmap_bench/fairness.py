@@ -96,7 +96,7 @@ def draft_passes(drafter, ids):
 
 def drafter_of(tm: TokenMap, special: SpecialTokens, cost: CostModel):
     """The decoder's drafter of one map, as :func:`replay` asks it."""
-    return map_drafter(tm, special.timestamp_begin, special.eot, cost)
+    return map_drafter(tm, special.timestamp_begin, special.eot, cost, inner_marks=special.inner_marks)
 
 
 def replay(drafter, seqs: list[list[int]], cost: CostModel, per_utt: int = SENTENCES,

@@ -101,8 +101,9 @@ class MapSetDrafter:
     """
 
     def __init__(self, token_maps: Sequence, timestamp_begin: int | None = None, cost=None, decay: float = 0.97,
-                 eot: int | None = None, controllers=None, seconds: float | None = None):
-        self.members = [map_drafter(tm, timestamp_begin, eot, cost, controllers, i, seconds)
+                 eot: int | None = None, controllers=None, seconds: float | None = None,
+                 inner_marks: frozenset = frozenset()):
+        self.members = [map_drafter(tm, timestamp_begin, eot, cost, controllers, i, seconds, inner_marks)
                         for i, tm in enumerate(token_maps)]
         self.cost, self.decay = cost or DEFAULT, decay
         self.log: list[tuple[int, int]] | None = None  # (drafted, accepted) per verified draft, when a list
@@ -292,23 +293,27 @@ class FixedDrafter:
 
 
 def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=None, controllers=None,
-                index: int = 0, seconds: float | None = None) -> FollowDrafter:
+                index: int = 0, seconds: float | None = None, inner_marks: frozenset = frozenset()) -> FollowDrafter:
     """The drafter of one map (:class:`tokenmap.decode.follow.FollowDrafter`).
 
     ``cost``: the calibrated curve; ``controllers``: the
     :class:`tokenmap.decode.control.ControllerSet` of this thread's windows with
     these maps, whose ``index``-th tally the drafter learns into; ``seconds``: the
-    audio in the window, when known (the drafter guesses the closing timestamp from it).
+    audio in the window, when known (the drafter guesses the closing timestamp from it); ``inner_marks``:
+    the model's comma-like tokens (:attr:`tokenmap.decode.rules.SpecialTokens.inner_marks`), which the
+    drafter's context steps over where the corpus writes none, or writes one the model left out.
     """
     if eot is None:
         raise ValueError("a token map's drafter needs the model's <|endoftext|> id")
     tally = controllers.tally(index) if controllers is not None else None
-    return FollowDrafter(token_map, timestamp_begin, eot, cost, tally=tally, seconds=seconds)
+    return FollowDrafter(token_map, timestamp_begin, eot, cost, tally=tally, seconds=seconds,
+                         inner_marks=inner_marks)
 
 
 def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_lookup: bool = True,
                     session_cache: SessionCache | None = None, controllers=None, eot: int | None = None,
-                    cost=None, seconds: float | None = None, recall=None, audio=None, mel=None) -> ChainDrafter:
+                    cost=None, seconds: float | None = None, recall=None, audio=None, mel=None,
+                    inner_marks: frozenset = frozenset()) -> ChainDrafter:
     """The drafter tokenmap uses: audio recall, the token map, then prompt lookup, then the session cache.
 
     ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
@@ -322,7 +327,7 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
     ``recall``: a :class:`tokenmap.maps.recallindex.RecallIndex`, used when ``audio`` (the
     window's encoder output) is given too: a segment it recalls is drafted whole;
     ``mel``: the window's log-mel features, by which recall also finds segments
-    that start inside the window.
+    that start inside the window. ``inner_marks``: see :func:`map_drafter`.
     """
     cost = cost or getattr(controllers, "cost", None)
     drafters: list = []
@@ -336,9 +341,9 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
         drafters.append(RecallDrafter(recall, audio, timestamp_begin, seconds, mel=mel))
     if isinstance(token_map, (list, tuple)):  # one map per task: infer which one fits
         drafters.append(MapSetDrafter(token_map, timestamp_begin, cost, eot=eot, controllers=controllers,
-                                      seconds=seconds))
+                                      seconds=seconds, inner_marks=inner_marks))
     elif token_map is not None:
-        drafters.append(map_drafter(token_map, timestamp_begin, eot, cost, controllers, 0, seconds))
+        drafters.append(map_drafter(token_map, timestamp_begin, eot, cost, controllers, 0, seconds, inner_marks))
     if prompt_lookup:
         drafters.append(controlled(PromptLookupDrafter(timestamp_begin=timestamp_begin)))
     if session_cache is not None:

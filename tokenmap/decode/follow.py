@@ -13,6 +13,12 @@ follows, :func:`tokenmap.decode.control.best_cut`: at the length ``L`` that
 maximises the expected saving ``step_ms * sum_{k<=L} P_k - (batch(L + 1) - step_ms)``
 on the calibrated cost curve, and not drafted at all when no ``L`` saves anything.
 
+The model writes commas where the corpus has none and leaves out some it has
+("Please enter your password, followed by ..." against the corpus's "password
+followed by"). Given the model's comma-like tokens (``inner_marks``), the context
+steps over such a mark instead of backing off to the mark alone, so the next draft
+still comes from the sentence being written.
+
 Whisper's segment structure is drafted too, because the model is predictable there:
 
 * ``<|0.00|>`` at the start of a timestamped window (the decoding loop asks
@@ -109,8 +115,11 @@ class FollowDrafter:
 
     def __init__(self, suffix_map, timestamp_begin: int | None, eot: int, cost: CostModel | None = None,
                  options: FollowOptions = FollowOptions(), tally: DraftTally | None = None,
-                 seconds: float | None = None):
+                 seconds: float | None = None, inner_marks: frozenset = frozenset()):
         self.map = suffix_map
+        # commas and the like (SpecialTokens.inner_marks): the context steps over those the corpus lacks
+        self._marks = frozenset(inner_marks)
+        self._bridges = suffix_map.held(self._marks) if inner_marks else ()  # the ones the corpus writes
         self.timestamp_begin = timestamp_begin if timestamp_begin is not None else 1 << 62
         self.eot = eot
         # the window's audio length, when known, lets a draft end with the closing timestamp
@@ -163,9 +172,26 @@ class FollowDrafter:
             self._node = self._segment_start(self._node)
             return
         node = self._node
-        if self.map.child(node, token) < 0 and self._end_share(node) >= 0.5 and self.map.bos_node > 0:
-            node = self.map.bos_node  # the model went on where the corpus's utterance ended
+        if self.map.child(node, token) < 0:
+            if token in self._marks and node > 0:
+                return  # a mark the corpus does not write here: the context goes on without it
+            bridged = self._bridge(node, token)
+            if bridged > 0:
+                self._node = bridged
+                return
+            if self._end_share(node) >= 0.5 and self.map.bos_node > 0:
+                node = self.map.bos_node  # the model went on where the corpus's utterance ended
         self._node = self.map.advance(node, token)
+
+    def _bridge(self, node: int, token: int) -> int:
+        """``token``'s node after a mark the corpus writes here and the model left out, or -1."""
+        for mark in self._bridges:
+            via = self.map.child(node, mark)
+            if via > 0:
+                after = self.map.child(via, token)
+                if after > 0:
+                    return after
+        return -1
 
     def _sync(self, tokens: Sequence[int]) -> None:
         # the loop only appends: a shorter list, or another last-fed token, is a new window

@@ -44,6 +44,20 @@ logger = logging.getLogger("tokenmap")
 DISABLED = np.float32(np.finfo(np.float32).min)
 
 
+INNER_MARK_CHARS = frozenset(",;:")
+
+
+def is_inner_mark(token: str) -> bool:
+    """True for a vocabulary entry made of commas, semicolons or colons alone, after an optional
+    leading space (byte-level BPE writes it ``Ġ``): punctuation inside a sentence.
+
+    >>> [is_inner_mark(t) for t in (",", "Ġ,", ",,", ":", ".", "?", "Ġthe", "Ġ", "5")]
+    [True, True, True, True, False, False, False, False, False]
+    """
+    body = token[1:] if token.startswith("Ġ") else token
+    return bool(body) and all(ch in INNER_MARK_CHARS for ch in body)
+
+
 @dataclass(frozen=True)
 class SpecialTokens:
     """Special token ids of a Whisper model, as CTranslate2 derives them."""
@@ -55,6 +69,7 @@ class SpecialTokens:
     vocab_size: int
     suppress_ids: tuple = ()  # config.json "suppress_ids" (what -1 expands to)
     suppress_ids_begin: tuple = ()  # config.json "suppress_ids_begin" (suppress_blank)
+    inner_marks: frozenset = frozenset()  # tokens of inner punctuation alone: ",", " ,", ";", ":", ",,", ...
 
     @property
     def timestamp_begin(self) -> int:
@@ -76,6 +91,7 @@ class SpecialTokens:
             vocab_size=len(vocab),
             suppress_ids=tuple(config.get("suppress_ids", ())),
             suppress_ids_begin=tuple(config.get("suppress_ids_begin", ())),
+            inner_marks=frozenset(i for i, tok in enumerate(vocab) if is_inner_mark(tok)),
         )
 
     @classmethod

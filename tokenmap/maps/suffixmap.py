@@ -249,6 +249,13 @@ class TokenMap:
                 return 0
             node = int(self._link[node])
 
+    def held(self, tokens: frozenset) -> tuple[int, ...]:
+        """The ``tokens`` the map holds anywhere (children of the root), sorted; remembered per set."""
+        cache = self.__dict__.setdefault("_held", {})
+        if tokens not in cache:
+            cache[tokens] = tuple(sorted(t for t in tokens if self.child(0, t) > 0))
+        return cache[tokens]
+
     def walk(self, tokens: Sequence[int], node: int = 0) -> int:
         """:meth:`advance` over ``tokens`` from ``node``."""
         for t in tokens:

@@ -97,6 +97,16 @@ class SplitModel:
     def encode(self, *args, **kwargs):
         return self.encoder.encode(*args, **kwargs)
 
+    def wait_ready(self) -> None:
+        """Block until the encoder can encode: the stock worker has loaded its model (it loads while the
+        caller goes on, so otherwise the first ``encode`` waits for it). A failed start is left to that
+        first ``encode``, which then falls back to the fork."""
+        if isinstance(self.encoder, StockEncoder) and self.encoder.failed is None:
+            try:
+                self.encoder.wait_ready()
+            except (StockEncoderError, OSError, WorkerDied, WorkerHung) as exc:
+                logger.debug("stock worker not ready (%s); the first encode decides", exc)
+
     @property
     def plain_engine(self) -> str:
         """Where plain ``generate`` runs: ``"stock"`` (the worker, while it works) or ``"fork"``."""

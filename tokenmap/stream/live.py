@@ -119,9 +119,12 @@ class StreamModel:
              token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto",
              exact: bool = False, audio_context="auto") -> "StreamModel":
         """Load ``model``; ``decoder_compute_type``, ``encoder`` and ``exact`` as in
-        :func:`tokenmap.runtime.engine.open_model`."""
+        :func:`tokenmap.runtime.engine.open_model`. Returns once the encoder is ready (the stock
+        worker has loaded its model), so that the first update costs what the others do."""
         opened = open_model(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
                             exact=exact, device="cpu")
+        if hasattr(opened.model, "wait_ready"):  # a live stream's first update must not wait for the worker
+            opened.model.wait_ready()
         return cls(opened.model, opened.special, opened.tokenizer, opened.token_map, opened.cost, audio_context)
 
     def token_id(self, token: str) -> int:
@@ -287,7 +290,7 @@ class StreamTranscriber:
         e = self.engine
         t = time.perf_counter()
         fallback = default_drafter(e.token_map, self.ts0, eot=e.special.eot, controllers=self._controllers,
-                                   cost=getattr(e, "cost", None))
+                                   cost=getattr(e, "cost", None), inner_marks=e.special.inner_marks)
         drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback)
         history = prompt[1: e.special.sot_index(prompt)]
         r = decode_window(e.model, enc, prompt, e.special, drafter, history=history,

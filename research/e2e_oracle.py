@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""How much can any token map gain end to end on short prompts? The oracle, measured through ``transcribe``.
+
+Every file is transcribed, interleaved and in rotating order, by ``tokenmap.WhisperModel`` at
+``audio_context="auto"`` (base, int8, 2 threads, language given, greedy, no VAD, no session cache)
+with:
+
+* ``nomap``: no map (windows go to plain ``generate``, on stock CTranslate2 in the worker);
+* ``train``: a map of the language's ``corpora/telephony/<lang>/train.txt`` (the measured prompts'
+  text is not in it);
+* ``inventory``: a map of the whole inventory, train and test text (``--maps``, the bench's map: the
+  measured prompts' text is in it, never their audio);
+* ``oracle``: the speculative loop drafting the window's own tokens, as recorded by a first decode of
+  the same model without drafts (a perfect map: every pass verifies the rest of the window), with
+  no window gate.
+
+Prints per language the sum of the medians of ``--reps`` timed rounds (after a warm-up round) and each
+system's ratio to ``nomap``, and whether the transcripts equal ``nomap``'s.
+
+    .venv/bin/python research/e2e_oracle.py --manifest bench-data/full.jsonl --set telephony --reps 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import statistics
+import time
+from pathlib import Path
+
+import tokenmap
+import tokenmap.whisper as tw
+from tokenmap import build_map, load_maps, resolve_model
+from tokenmap.decode.drafters import FixedDrafter
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Recorder:
+    """Wraps ``decode_window`` in :mod:`tokenmap.whisper`: records each window's tokens while ``on``."""
+
+    def __init__(self):
+        self.on, self.windows, self.inner = False, [], tw.decode_window
+
+    def __call__(self, *args, **kwargs):
+        result = self.inner(*args, **kwargs)
+        if self.on:
+            self.windows.append([t for t in result.tokens])
+        return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--manifest", default=str(ROOT / "bench-data/full.jsonl"))
+    ap.add_argument("--set", default="telephony")
+    ap.add_argument("--maps", default="/tmp/tm/bench-freeze/maps", help="folder of the bench's <task>.tmap maps")
+    ap.add_argument("--cache", default="/tmp/e2e-oracle-maps")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--limit", type=int, default=None)
+    args = ap.parse_args()
+    rows = [json.loads(line) for line in open(args.manifest)]
+    rows = [r for r in rows if r["set"] == args.set][: args.limit]
+    base = Path(args.manifest).parent
+    model_dir = str(resolve_model("base", download=False))
+    recorder = tw.decode_window = Recorder()
+    kw = dict(compute_type="int8", cpu_threads=2, session_cache=False, audio_context="auto")
+    models = {name: tokenmap.WhisperModel(model_dir, **kw) for name in ("nomap", "train", "inventory", "oracle")}
+    oracle_windows: list = []
+    models["oracle"].model.make_drafter = lambda *a, **k: FixedDrafter(oracle_windows.pop(0) if oracle_windows else [])
+    models["oracle"].model.adaptive = False  # no window gate: every window drafts
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    maps = {}
+    for lang in sorted({r["lang"] for r in rows}):
+        train = cache / f"telephony-{lang}-train.tmap"
+        if not train.exists():
+            build_map([ROOT / "corpora/telephony" / lang / "train.txt"], train, model="base", force=True)
+        maps[lang] = {"train": load_maps(str(train))[0],
+                      "inventory": load_maps(str(Path(args.maps) / f"{args.set}-{lang}.tmap"))[0],
+                      "oracle": load_maps(str(train))[0]}  # any map: it only opens the speculative path
+
+    def run(name, audio, lang):
+        model = models[name]
+        if name == "oracle":
+            oracle_windows[:] = [list(w) for w in recorded]
+        t = time.perf_counter()
+        segments, _ = model.transcribe(audio, language=lang, beam_size=1, temperature=0.0, vad_filter=False)
+        text = " ".join(s.text.strip() for s in segments)
+        return time.perf_counter() - t, text
+
+    sums = collections.defaultdict(lambda: collections.defaultdict(float))
+    same = collections.defaultdict(lambda: collections.defaultdict(int))
+    names = list(models)
+    for i, r in enumerate(rows):
+        audio, lang = str(base / r["audio"]), r["lang"]
+        for name in ("train", "inventory", "oracle"):
+            models[name].token_map = maps[lang][name]
+        recorder.on, recorder.windows, oracle_windows[:] = True, [], []  # the loop without drafts
+        segments, _ = models["oracle"].transcribe(audio, language=lang, beam_size=1, temperature=0.0,
+                                                  vad_filter=False)
+        list(segments)  # decoding happens as the segments are read
+        recorder.on = False
+        recorded = list(recorder.windows)
+        times = collections.defaultdict(list)
+        texts = {}
+        for rep in range(args.reps + 1):
+            shift = (rep + i) % len(names)
+            for name in names[shift:] + names[:shift]:
+                seconds, texts[name] = run(name, audio, lang)
+                if rep:
+                    times[name].append(seconds)
+        for name in names:
+            for key in (lang, "all"):
+                sums[key][name] += statistics.median(times[name])
+                same[key][name] += texts[name] == texts["nomap"]
+        sums[lang]["files"] += 1
+        sums["all"]["files"] += 1
+        print(r["id"][:50], " ".join(f"{n} {statistics.median(times[n]) * 1e3:.0f}ms" for n in names), flush=True)
+    print("\n| lang | files | " + " | ".join(f"{n} s (vs nomap, same text)" for n in names) + " |")
+    print("| --- | --- |" + " --- |" * len(names))
+    for key, d in sums.items():
+        cells = [f"{d[n]:.2f} ({d['nomap'] / d[n]:.2f}×, {same[key][n]})" for n in names]
+        print(f"| {key} | {int(d['files'])} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
