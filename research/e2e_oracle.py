@@ -8,8 +8,8 @@ with:
 * ``nomap``: no map (windows go to plain ``generate``, on stock CTranslate2 in the worker);
 * ``train``: a map of the language's ``corpora/telephony/<lang>/train.txt`` (the measured prompts'
   text is not in it);
-* ``inventory``: a map of the whole inventory, train and test text (``--maps``, the bench's map: the
-  measured prompts' text is in it, never their audio);
+* ``inventory``: a map of the whole inventory, train and test text (the bench's map of the task,
+  ``tokenmap_bench.ensure_map``: the measured prompts' text is in it, never their audio);
 * ``oracle``: the speculative loop drafting the window's own tokens, as recorded by a first decode of
   the same model without drafts (a perfect map: every pass verifies the rest of the window), with
   no window gate.
@@ -33,6 +33,7 @@ import tokenmap
 import tokenmap.whisper as tw
 from tokenmap import build_map, load_maps, resolve_model
 from tokenmap.decode.drafters import FixedDrafter
+from tokenmap_bench import ensure_map
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +55,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--manifest", default=str(ROOT / "bench-data/full.jsonl"))
     ap.add_argument("--set", default="telephony")
-    ap.add_argument("--maps", default="/tmp/tm/bench-freeze/maps", help="folder of the bench's <task>.tmap maps")
     ap.add_argument("--cache", default="/tmp/e2e-oracle-maps")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--limit", type=int, default=None)
@@ -77,7 +77,7 @@ def main() -> None:
         if not train.exists():
             build_map([ROOT / "corpora/telephony" / lang / "train.txt"], train, model="base", force=True)
         maps[lang] = {"train": load_maps(str(train))[0],
-                      "inventory": load_maps(str(Path(args.maps) / f"{args.set}-{lang}.tmap"))[0],
+                      "inventory": load_maps(str(ensure_map(ROOT / "corpora", args.set, lang, cache, "base")))[0],
                       "oracle": load_maps(str(train))[0]}  # any map: it only opens the speculative path
 
     def run(name, audio, lang):
