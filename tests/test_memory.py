@@ -155,3 +155,29 @@ def test_decoding_files_without_a_garbage_collection_keeps_memory_flat():
     if out.stdout.strip() == "cycles":
         pytest.skip("this PyAV needs the collection; decode_pcm runs it")
     assert int(out.stdout) < 4 * 2**20
+
+
+TRIM = """
+import numpy as np
+import sys
+from tokenmap.runtime import memory
+if memory.install() != "applied":
+    print("not applied")
+    sys.exit()
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+blocks = [np.ones(1 << 20) for _ in range(25)]  # 200 MB in 8 MB blocks, from the heap (no mmap)
+del blocks
+kept = rss()
+assert memory.release_free_memory()
+print(kept - rss())
+"""
+
+
+def test_freed_memory_kept_by_the_policy_is_released_on_request():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
+    env.pop("TOKENMAP_MALLOC", None)
+    out = subprocess.run([sys.executable, "-c", TRIM], capture_output=True, text=True, env=env, check=True)
+    if out.stdout.strip() == "not applied":
+        pytest.skip("the malloc policy cannot be applied here (not glibc)")
+    assert int(out.stdout) > 150 * 2**20

@@ -271,6 +271,7 @@ class WhisperModel(FirstWindowDetection, faster_whisper.WhisperModel):
         opened = setup_model(model_dir, self.model, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
                              decoder_compute_type, encoder, token_map=token_map, tokenizer=self.hf_tokenizer,
                              without_fork="warn", exact=exact, **load)
+        memory.release_free_memory()  # the weights' conversion buffers, kept by the malloc policy
         self.drafting = opened.drafting
         self.audio_context = as_audio_context(audio_context)
         self._context_local = threading.local()

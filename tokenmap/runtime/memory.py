@@ -147,6 +147,20 @@ def install() -> str:
     return status
 
 
+def release_free_memory() -> bool:
+    """Give the heap's free memory back to the system (glibc ``malloc_trim``); False off glibc.
+
+    Under the policy freed memory stays resident (a 512 MB trim threshold); loading a model converts
+    its stored weights (float16 for base: 145 MB) to the compute type and frees them, once, so
+    :class:`tokenmap.WhisperModel` calls this after loading.
+    """
+    libc = _glibc()
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True
+
+
 def install_if_asked(environ: Mapping[str, str] | None = None) -> str | None:
     """:func:`install` when ``TOKENMAP_MALLOC=tokenmap`` asks for the policy on import; else None."""
     environ = os.environ if environ is None else environ
