@@ -29,6 +29,7 @@ from tokenmap.audio import SAMPLE_RATE, audio_input, load_audio
 from tokenmap.batched import BatchedInferencePipeline
 from tokenmap.features import WindowedExtractor
 from tokenmap.models import resolve_model
+from tokenmap.runtime import memory
 from tokenmap.runtime.engine import default_threads, setup_model
 from tokenmap.whisper import WhisperModel
 from tokenmap.writers import Segment, Transcript, Word
@@ -101,6 +102,10 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     return plain
 
 
+#: files longer than this (seconds) give their freed decoding buffers back to the system
+LONG_SECONDS = 60.0
+
+
 def transcribe_file(
     model,
     path: str | os.PathLike,
@@ -113,20 +118,31 @@ def transcribe_file(
     ``on_segment(segment)`` is called with each :class:`Segment` as soon as it is decoded (before
     ``progress``), so a caller can write a long file's transcript while the rest is still decoding.
     """
-    audio = load_audio(path)
-    return transcribe_audio(model, audio, str(path), options, progress, on_segment)
+    held = [load_audio(path)]  # handed over: the decoded file is freed once VAD has joined its speech
+    return _transcribe_held(model, held, str(path), options, progress, on_segment)
 
 
 def transcribe_audio(model, audio: np.ndarray, name: str, options: TranscribeOptions, progress=None,
                      on_segment=None) -> Transcript:
     """Transcribe a decoded ``audio`` array (mono, 16 kHz, shape ``[samples]``; see :func:`audio_input`);
     ``progress`` and ``on_segment`` as in :func:`transcribe_file`."""
-    audio = audio_input(audio, name)
+    return _transcribe_held(model, [audio], name, options, progress, on_segment)
+
+
+def _transcribe_held(model, held: list, name: str, options: TranscribeOptions, progress, on_segment) -> Transcript:
+    """:func:`transcribe_audio` of ``held.pop()``, holding no reference to that array once faster-whisper
+    has taken what it decodes (with VAD on, a copy of the speech alone); on a file over
+    :data:`LONG_SECONDS` the memory that frees is given back to the system (under tokenmap's malloc
+    policy it would stay resident)."""
+    audio = audio_input(held.pop(), name)
     duration = len(audio) / SAMPLE_RATE
     started = time.perf_counter()
     if len(audio) == 0:
         return Transcript(name, options.language or "", 0.0, [], stats=_timing(0.0, started))
     segments_iter, info = _transcribe(model, audio, options)
+    del audio
+    if duration > LONG_SECONDS:
+        memory.release_free_memory()
     segments = []
     for seg in segments_iter:
         words = tuple(Word(w.start, w.end, w.word, w.probability) for w in (seg.words or ()))
