@@ -181,3 +181,26 @@ def test_freed_memory_kept_by_the_policy_is_released_on_request():
     if out.stdout.strip() == "not applied":
         pytest.skip("the malloc policy cannot be applied here (not glibc)")
     assert int(out.stdout) > 150 * 2**20
+
+
+def test_transcribe_file_lets_the_decoded_file_go_once_its_speech_is_joined(fw_model, data_dir, monkeypatch):
+    """With VAD on, faster-whisper decodes a copy of the speech alone: while segments come, nothing of
+    tokenmap's still holds the decoded file (an hour of audio is 230 MB)."""
+    import weakref
+
+    from tokenmap import transcriber
+
+    refs = []
+    real = transcriber.load_audio
+
+    def loading(path):
+        audio = real(path)
+        refs.append(weakref.ref(audio))
+        return audio
+
+    monkeypatch.setattr(transcriber, "load_audio", loading)
+    alive = []
+    options = transcriber.TranscribeOptions(language="en", vad=True)
+    transcriber.transcribe_file(fw_model, data_dir / "en-basic-pbx-ivr-main.flac", options,
+                                on_segment=lambda segment: alive.append(refs[0]() is not None))
+    assert alive and not any(alive)
