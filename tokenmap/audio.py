@@ -52,7 +52,7 @@ def _resampler_cycles() -> bool:
     """True for PyAV releases before 18, whose resampler graphs sit in reference cycles that only a
     full garbage collection frees (faster-whisper's ``decode_audio`` collects after every file for
     them). PyAV 18 broke the cycle between a filter graph and its links: decoding then frees
-    everything by reference counting (``tests/test_hardening.py`` decodes 300 files with the
+    everything by reference counting (``tests/test_memory.py`` decodes 300 files with the
     collector off and checks the process's memory)."""
     import av
 
