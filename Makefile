@@ -111,6 +111,7 @@ bench-data: setup
 	$(PIP) install -q --disable-pip-version-check -e '.[tts]'
 	$(MAKE) --no-print-directory engine
 	$(PY) benchmarks/make_data.py
+	$(PY) benchmarks/subsets.py
 
 # Real speech in it, ru, cs, nl, ro for the short audio context's WER (benchmarks/WER_SETS.md):
 # Debian packages, built into bench-data/wer/ (never committed).
