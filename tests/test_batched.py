@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from faster_whisper.audio import decode_audio
 
-from tokenmap.batched import ChunkCapture, LazyBatches, active_capture
+from tokenmap.batched import ChunkCapture, LazyBatches
+from tokenmap.features import active_capture
 
 FILES = ["en-agent-pass.flac", "en-basic-pbx-ivr-main.flac", "en-conf-getpin.flac", "fr-conf-getpin.flac"]
 

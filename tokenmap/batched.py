@@ -29,23 +29,13 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
-import threading
-
 import faster_whisper
 import numpy as np
 from faster_whisper.audio import pad_or_trim
 
 from tokenmap.audio import samples
 from tokenmap.detection import FirstWindowDetection
-from tokenmap.features import WindowedExtractor
-
-_state = threading.local()  # .capture: the ChunkCapture of the transcribe running in this thread
-
-
-def active_capture() -> "ChunkCapture | None":
-    """The chunk capture of the batched ``transcribe`` running in this thread, if any."""
-    return getattr(_state, "capture", None)
+from tokenmap.features import WindowedExtractor, active_capture, capturing
 
 
 class ChunkCapture:
@@ -117,7 +107,7 @@ class BatchedInferencePipeline(faster_whisper.BatchedInferencePipeline):
                                                                              WindowedExtractor)):
             return super().transcribe(audio, *args, **kwargs)
         capture = ChunkCapture(self.model.feature_extractor)
-        with _capturing(capture):
+        with capturing(capture):
             return super().transcribe(audio, *args, **kwargs)
 
     transcribe.__doc__ = faster_whisper.BatchedInferencePipeline.transcribe.__doc__
@@ -130,11 +120,3 @@ class BatchedInferencePipeline(faster_whisper.BatchedInferencePipeline):
         return super()._batched_segments_generator(features, tokenizer, chunks_metadata, batch_size, options,
                                                    log_progress)
 
-
-@contextlib.contextmanager
-def _capturing(capture: ChunkCapture):
-    previous, _state.capture = active_capture(), capture
-    try:
-        yield
-    finally:
-        _state.capture = previous

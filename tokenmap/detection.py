@@ -39,6 +39,7 @@ import faster_whisper
 import numpy as np
 
 from tokenmap.context import WINDOW_FRAMES
+from tokenmap.features import active_capture
 
 #: the top language's probability on the first window above which it is taken as the detection's
 CONFIDENT = 0.8
@@ -80,8 +81,6 @@ class FirstWindowDetection:
             local.active = False
 
     def detect_language(self, audio=None, features=None, *args, **kwargs):
-        from tokenmap.batched import active_capture
-
         capture = active_capture()
         if capture is not None and capture.extractor is self.feature_extractor and audio is None \
                 and features is not None:  # the batched pipeline's chunks, joined as it joins them

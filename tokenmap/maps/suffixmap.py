@@ -203,6 +203,7 @@ class TokenMap:
         self._best = arrays["node_best"]
         self._depth = arrays["node_depth"]
         self.bos_node = self.child(0, self.bos)
+        self._held: dict[frozenset, tuple[int, ...]] = {}  # :meth:`held`'s answers
 
     @classmethod
     def from_stream(cls, stream: np.ndarray, bos: int, sep: int, depth: int = 24, min_count: int = 1) -> TokenMap:
@@ -251,10 +252,9 @@ class TokenMap:
 
     def held(self, tokens: frozenset) -> tuple[int, ...]:
         """The ``tokens`` the map holds anywhere (children of the root), sorted; remembered per set."""
-        cache = self.__dict__.setdefault("_held", {})
-        if tokens not in cache:
-            cache[tokens] = tuple(sorted(t for t in tokens if self.child(0, t) > 0))
-        return cache[tokens]
+        if tokens not in self._held:
+            self._held[tokens] = tuple(sorted(t for t in tokens if self.child(0, t) > 0))
+        return self._held[tokens]
 
     def walk(self, tokens: Sequence[int], node: int = 0) -> int:
         """:meth:`advance` over ``tokens`` from ``node``."""
