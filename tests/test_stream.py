@@ -1,5 +1,7 @@
 """Streaming: metrics, commit policy, drafter, sources (pure), and exactness at beta = 0 (model)."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -138,7 +140,7 @@ class FakeEngine:
     """No model: the transcriber's decode is scripted (commit policy and robustness tests)."""
 
     def __init__(self):
-        from tokenmap.decode.rules import SpecialTokens
+        from tokenmap.decode.special import SpecialTokens
 
         self.special = SpecialTokens(sot=50258, eot=50257, no_timestamps=50363, no_speech=50362,
                                      vocab_size=51865)
@@ -282,6 +284,36 @@ def test_model_silence_and_short_audio(engine32):
     assert updates[-1].final and st.metrics.summary()["max_buffer_seconds"] <= 4.0
     st, updates = _run(engine32, np.zeros(800, np.float32), update_seconds=1.0)
     assert updates[-1].committed_text == ""
+
+
+@pytest.mark.model
+def test_the_scratch_encode_time_is_the_30s_encode_alone(engine32, data_dir, monkeypatch):
+    """``scratch_encode`` times the buffer's encoding as 30 s, not the decode from scratch after it."""
+    from tokenmap.audio import load_audio
+    from tokenmap.stream.live import StreamModel
+
+    short = StreamModel(engine32.model, engine32.special, engine32.tokenizer, cost=engine32.cost, context="auto")
+    inner, encodes = short.encode, []
+
+    def timed_encode(audio, full=False):
+        started = time.perf_counter()
+        out = inner(audio, full)
+        if full:
+            encodes.append(time.perf_counter() - started)
+        return out
+
+    def slow_scratch(self, enc, prompt, tokens):
+        time.sleep(0.3)
+        return 0.3, True
+
+    monkeypatch.setattr(short, "encode", timed_encode)
+    monkeypatch.setattr(StreamTranscriber, "_scratch", slow_scratch)
+    audio = load_audio(data_dir / "en-basic-pbx-ivr-main.flac")[: 16_000 * 4]
+    st, _ = _run(short, audio, update_seconds=2.0, scratch="generate")
+    records = [r for r in st.metrics.updates if r.scratch_encode is not None]
+    assert len(records) == len(encodes) >= 2
+    for record, seconds in zip(records, encodes):
+        assert abs(record.scratch_encode - seconds) < 0.1
 
 
 @pytest.mark.model

@@ -56,7 +56,8 @@ from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.drafters import default_drafter, lcp
 from tokenmap.decode.reference import GREEDY_KW, greedy_decode
-from tokenmap.decode.rules import DISABLED, SpecialTokens
+from tokenmap.decode.rules import DISABLED
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
 from tokenmap.runtime.engine import open_model
 from tokenmap.stream.draft import PreviousHypothesisDrafter
@@ -253,7 +254,8 @@ class StreamTranscriber:
             if self.options.scratch:  # as whisper_streaming-style tools do: the buffer as 30 s, plain decoding
                 t = time.perf_counter()
                 full = self.engine.encode(self.buffer, full=True) if short else enc
-                scratch = (*self._scratch(full, prompt, dec.tokens), time.perf_counter() - t if short else enc_s)
+                full_s = time.perf_counter() - t if short else enc_s
+                scratch = (*self._scratch(full, prompt, dec.tokens), full_s)
             silent = dec.no_speech > self.options.no_speech_threshold and dec.score < self.options.logprob_threshold
             tokens = [] if silent else dec.tokens
         segments = parse_segments(tokens, self.ts0)
