@@ -43,7 +43,8 @@ def setup():
     from faster_whisper.audio import decode_audio
     from faster_whisper.feature_extractor import FeatureExtractor
 
-    from tokenmap.decode.rules import RuleSet, SpecialTokens
+    from tokenmap.decode.rules import RuleSet
+    from tokenmap.decode.special import SpecialTokens
     from tokenmap.runtime.engine import require_step_api
 
     require_step_api()

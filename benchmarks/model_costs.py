@@ -42,7 +42,8 @@ class Bench:
         from faster_whisper.feature_extractor import FeatureExtractor
 
         from tokenmap.decode.cost import calibration_prompt
-        from tokenmap.decode.rules import RuleSet, SpecialTokens
+        from tokenmap.decode.rules import RuleSet
+        from tokenmap.decode.special import SpecialTokens
 
         self.ct2 = ctranslate2
         t0 = time.perf_counter()

@@ -60,7 +60,7 @@ from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel, calibration_path
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
 from tokenmap.decode.replay import replay_window
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -262,7 +262,7 @@ def environment(args) -> dict:
             "threads": args.threads, "time_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
@@ -282,8 +282,58 @@ def main(argv: list[str] | None = None) -> int:
                          "instead of decoding them again: for margin sweeps")
     ap.add_argument("--json", type=Path, help="write per-file results and the summary here")
     ap.add_argument("--from-json", type=Path, help="print the tables of an earlier --json, decode nothing")
-    args = ap.parse_args(argv)
+    return ap
 
+
+def _reused_full(ap, args, rows: list[dict]) -> list[dict]:
+    """The full-context results of ``--full-from`` for ``rows`` (and ``full`` taken out of the contexts
+    to decode), or none without it."""
+    if not (args.full_from and "full" in args.contexts):
+        return []
+    wanted = {(r["id"], vad) for r in rows for vad in args.vad}
+    reused = [r for r in json.loads(args.full_from.read_text(encoding="utf-8"))["results"]
+              if r["context"] == "full" and (r["id"], r["vad"]) in wanted]
+    if len(reused) != len(wanted):
+        ap.error(f"{args.full_from} lacks full-context results for {len(wanted) - len(reused)} files")
+    args.contexts = [c for c in args.contexts if c != "full"]
+    return reused
+
+
+def _measure(ap, args) -> tuple[list[dict], dict]:
+    """Decode the manifest's files as the arguments say; the summary and the run's parameters."""
+    from tokenmap.context import AudioContext
+
+    auto = auto_context(AudioContext, args.margin, args.min)
+    by_language = getattr(auto, "by_language", False)
+    args.contexts = [c for c in CONTEXTS if c in args.contexts.split(",")]
+    args.vad = [v for v in VADS if v in args.vad.split(",")]
+    if not args.contexts or not args.vad:
+        ap.error("--contexts needs full and/or auto, --vad off and/or on")
+    if not args.manifest.exists():
+        ap.error(f"{args.manifest} is missing: run benchmarks/wer_sets.py first")
+    sets = [s for s in args.sets.split(",") if s] or None
+    rows = read_manifest(args.manifest, args.split, sets, args.limit or None)
+    if not rows:
+        ap.error(f"no {args.split} files in {args.manifest}")
+    print(f"{len(rows)} files ({sum(r['duration'] for r in rows) / 60:.1f} min), contexts {args.contexts}, "
+          f"VAD {args.vad}, auto margin {auto.margin_s} s, min {auto.min_s} s"
+          f"{' (or the language table)' if by_language else ''}", file=sys.stderr)
+    reused = _reused_full(ap, args, rows)
+    results = (decode(rows, args) if args.contexts else []) + reused
+    summary = summarize(results)
+    params = {"manifest": str(args.manifest), "split": args.split, "margin_s": auto.margin_s,
+              "min_s": auto.min_s, "by_language": by_language, "contexts": args.contexts, "vad": args.vad,
+              "full_from": str(args.full_from) if reused else None, **environment(args)}
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"params": params, "summary": summary, "results": results},
+                                        ensure_ascii=False, indent=1), encoding="utf-8")
+    return summary, params
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
     for given in (args.from_json, args.full_from):
         if given and not given.exists():
             ap.error(f"{given} does not exist")
@@ -291,40 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(args.from_json.read_text(encoding="utf-8"))
         summary, params = summarize(data["results"]), data["params"]
     else:
-        from tokenmap.context import AudioContext
-
-        auto = auto_context(AudioContext, args.margin, args.min)
-        by_language = getattr(auto, "by_language", False)
-        args.contexts = [c for c in CONTEXTS if c in args.contexts.split(",")]
-        args.vad = [v for v in VADS if v in args.vad.split(",")]
-        if not args.contexts or not args.vad:
-            ap.error("--contexts needs full and/or auto, --vad off and/or on")
-        if not args.manifest.exists():
-            ap.error(f"{args.manifest} is missing: run benchmarks/wer_sets.py first")
-        sets = [s for s in args.sets.split(",") if s] or None
-        rows = read_manifest(args.manifest, args.split, sets, args.limit or None)
-        if not rows:
-            ap.error(f"no {args.split} files in {args.manifest}")
-        print(f"{len(rows)} files ({sum(r['duration'] for r in rows) / 60:.1f} min), contexts {args.contexts}, "
-              f"VAD {args.vad}, auto margin {auto.margin_s} s, min {auto.min_s} s"
-              f"{' (or the language table)' if by_language else ''}", file=sys.stderr)
-        reused = []
-        if args.full_from and "full" in args.contexts:
-            wanted = {(r["id"], vad) for r in rows for vad in args.vad}
-            reused = [r for r in json.loads(args.full_from.read_text(encoding="utf-8"))["results"]
-                      if r["context"] == "full" and (r["id"], r["vad"]) in wanted]
-            if len(reused) != len(wanted):
-                ap.error(f"{args.full_from} lacks full-context results for {len(wanted) - len(reused)} files")
-            args.contexts = [c for c in args.contexts if c != "full"]
-        results = (decode(rows, args) if args.contexts else []) + reused
-        summary = summarize(results)
-        params = {"manifest": str(args.manifest), "split": args.split, "margin_s": auto.margin_s,
-                  "min_s": auto.min_s, "by_language": by_language, "contexts": args.contexts, "vad": args.vad,
-                  "full_from": str(args.full_from) if reused else None, **environment(args)}
-        if args.json:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps({"params": params, "summary": summary, "results": results},
-                                            ensure_ascii=False, indent=1), encoding="utf-8")
+        summary, params = _measure(ap, args)
     table_note = " (languages in tokenmap.context.LANGUAGE_CONTEXT: their own)" if params.get("by_language") else ""
     print(f"split {params['split']}; auto = margin {params['margin_s']} s, min {params['min_s']} s{table_note}; "
           f"{params.get('model', 'base')} int8, {params.get('threads', 2)} threads; {params.get('time_utc', '')}")

@@ -19,7 +19,7 @@ from faster_whisper.audio import decode_audio
 from faster_whisper.feature_extractor import FeatureExtractor
 
 from tokenmap import resolve_model
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 
 
 def encode(model, path):

@@ -86,7 +86,7 @@ from tokenmap.decode.cost import load_cost_model
 from tokenmap.decode.drafters import default_drafter, lcp
 from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.replay import ReplayStats
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import window_draft
 from tokenmap.textok import TextTokenizer
 from tokenmap_bench import Recording, ensure_map, features, load_manifest, segments

@@ -22,7 +22,7 @@ import ctranslate2
 
 from tokenmap import resolve_model
 from tokenmap.decode.reference import GREEDY_KW
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap_bench import features, load_manifest
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -24,7 +24,7 @@ import tokenmap  # noqa: F401  (first: the thread wait policy)
 # isort: split
 from tokenmap import resolve_model
 from tokenmap.decode.reference import GREEDY_KW
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.maps.audio_fingerprints import fingerprint
 from tokenmap.maps.recallindex import segments
 from tokenmap_bench import features

@@ -25,7 +25,7 @@ def child(compute_type: str, n: int, calls: int) -> None:
 
     import tokenmap  # noqa: F401  (first: the thread wait policy)
     from tokenmap import resolve_model
-    from tokenmap.decode.rules import SpecialTokens
+    from tokenmap.decode.special import SpecialTokens
     from tokenmap_bench import features
 
     model_dir = resolve_model("base", download=False)

@@ -22,7 +22,7 @@ from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel
 from tokenmap.decode.drafters import default_drafter
 from tokenmap.decode.follow import FollowDrafter
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import window_draft
 
 ROOT = Path(__file__).resolve().parents[1]

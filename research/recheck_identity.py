@@ -18,7 +18,7 @@ from faster_whisper.feature_extractor import FeatureExtractor
 
 from tokenmap import resolve_model
 from tokenmap.decode.drafters import FixedDrafter
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
 
 KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True, suppress_blank=True,

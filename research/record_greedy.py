@@ -13,7 +13,7 @@ import time
 
 from tokenmap import resolve_model
 from tokenmap.decode.reference import GREEDY_KW
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap_bench import features, load_manifest
 
 

@@ -28,7 +28,7 @@ from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
 from tokenmap.decode.replay import replay_window
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap_bench import VOICE_BOUND_WER, wer
 
 ROOT = Path(__file__).resolve().parents[1]

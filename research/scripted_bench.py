@@ -23,7 +23,7 @@ from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import load_cost_model
 from tokenmap.decode.drafters import default_drafter
 from tokenmap.decode.reference import GREEDY_KW
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import DecodeStats, decode_window
 from tokenmap_bench import features, load_manifest
 

@@ -94,7 +94,7 @@ def replay(args):
 
     from tokenmap import resolve_model
     from tokenmap.context import AudioContext
-    from tokenmap.decode.rules import SpecialTokens
+    from tokenmap.decode.special import SpecialTokens
     from tokenmap_bench import wer
 
     model_dir = resolve_model("base", download=False)

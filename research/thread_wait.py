@@ -32,7 +32,7 @@ from types import SimpleNamespace
 import tokenmap
 import ctranslate2
 from tokenmap import resolve_model
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap_bench import features
 compute_type, reps, audio_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 model_dir = str(resolve_model("base", download=False))

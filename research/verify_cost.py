@@ -17,7 +17,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from tokenmap import resolve_model
-from tokenmap.decode.rules import RuleSet, SpecialTokens
+from tokenmap.decode.rules import RuleSet
+from tokenmap.decode.special import SpecialTokens
 from tokenmap_bench import features
 
 ROOT = Path(__file__).resolve().parents[1]

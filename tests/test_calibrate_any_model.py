@@ -28,7 +28,7 @@ def tiny_v3(base_model_dir, tmp_path_factory):
 
 @pytest.mark.model
 def test_large_v3_vocabulary_shifts_ids_after_the_languages(tiny_v3, base_model_dir):
-    from tokenmap.decode.rules import SpecialTokens
+    from tokenmap.decode.special import SpecialTokens
 
     base, v3 = SpecialTokens.from_model_dir(str(base_model_dir)), SpecialTokens.from_model_dir(str(tiny_v3))
     assert v3.vocab_size == 51866 and v3.sot == base.sot and v3.eot == base.eot
@@ -45,7 +45,7 @@ def test_calibrate_any_model_folder(tiny_v3):
     from click.testing import CliRunner
 
     from tokenmap.decode.cost import calibrate, calibration_prompt
-    from tokenmap.decode.rules import SpecialTokens
+    from tokenmap.decode.special import SpecialTokens
     from tokenmap_cli.cmd_calibrate import calibrate as command
 
     assert calibration_prompt(tiny_v3, SpecialTokens.from_model_dir(str(tiny_v3)), True) == [50258, 50259, 50360]

@@ -61,7 +61,7 @@ def test_scaling_by_base_keeps_unmeasured_keys():
 @pytest.mark.model
 def test_a_window_drafted_right_costs_fewer_passes_than_greedy(shape):
     from tokenmap.decode.control import ControllerSet
-    from tokenmap.decode.rules import SpecialTokens
+    from tokenmap.decode.special import SpecialTokens
     from tokenmap.models import resolve_model
 
     special = SpecialTokens.from_model_dir(str(resolve_model("base", download=False)))

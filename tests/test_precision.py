@@ -77,7 +77,7 @@ def split(base_model_dir):
 def test_drafts_keep_the_split_configurations_greedy_output(split, base_model_dir, data_dir, name):
     """Oracle drafts (whole output in one pass), drafts wrong from the 3rd token on, and no drafts."""
     from tokenmap.decode.drafters import FixedDrafter
-    from tokenmap.decode.rules import SpecialTokens
+    from tokenmap.decode.special import SpecialTokens
     from tokenmap.decode.speculative import decode_window
 
     special = SpecialTokens.from_model_dir(str(base_model_dir))

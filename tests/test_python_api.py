@@ -138,7 +138,7 @@ SAMPLING = dict(COMMON, beam_size=1, num_hypotheses=5, sampling_topk=0, sampling
 
 @pytest.fixture(scope="module")
 def special(base_model_dir):
-    from tokenmap.decode.rules import SpecialTokens
+    from tokenmap.decode.special import SpecialTokens
 
     return SpecialTokens.from_model_dir(str(base_model_dir))
 

@@ -9,12 +9,12 @@ from tokenmap.decode import ct2math
 from tokenmap.decode.rules import (
     DISABLED,
     RuleSet,
-    SpecialTokens,
     SuppressBlank,
     SuppressTokens,
     TimestampRules,
     supports_fast_path,
 )
+from tokenmap.decode.special import SpecialTokens
 
 # Toy vocabulary: text 0..9, EOT 10, SOT 11, transcribe 12, nospeech 13,
 # notimestamps 14, timestamps 15..19.

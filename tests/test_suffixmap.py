@@ -18,7 +18,8 @@ from tokenmap.decode.ct2math import (
 from tokenmap.decode.drafters import find_continuation
 from tokenmap.decode.follow import FollowDrafter
 from tokenmap.decode.replay import replay_window
-from tokenmap.decode.rules import RuleSet, SpecialTokens
+from tokenmap.decode.rules import RuleSet
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.maps.suffixmap import TokenMap, build_arrays
 
 BOS, SEP = 20, 21

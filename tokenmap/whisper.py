@@ -48,7 +48,8 @@ from tokenmap.context import WINDOW_FRAMES, AudioContext, Guard, as_audio_contex
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import SessionCache, default_drafter
 from tokenmap.decode.recall import load_recall
-from tokenmap.decode.rules import SpecialTokens, supports_fast_path
+from tokenmap.decode.rules import supports_fast_path
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import DecodeStats, decode_window
 from tokenmap.detection import FirstWindowDetection
 from tokenmap.features import WindowedExtractor

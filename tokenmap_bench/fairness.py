@@ -55,7 +55,7 @@ from tokenmap.balance.streams import split_dev
 from tokenmap.build.builder import BuildOptions, build_map
 from tokenmap.decode.cost import DEFAULT, CostModel
 from tokenmap.decode.drafters import map_drafter
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.maps.suffixmap import TokenMap
 from tokenmap.models import resolve_model

@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tokenmap.balance.divergence import cross_entropy
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap_bench import metrics as M

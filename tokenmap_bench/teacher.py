@@ -49,7 +49,7 @@ class GreedyBase:
         import ctranslate2
 
         from tokenmap.decode.reference import GREEDY_KW
-        from tokenmap.decode.rules import SpecialTokens
+        from tokenmap.decode.special import SpecialTokens
         from tokenmap.models import resolve_model
         from tokenmap.textok import TextTokenizer
 

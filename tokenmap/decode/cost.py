@@ -42,7 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmap.decode.rules import RuleSet, SpecialTokens
+from tokenmap.decode.rules import RuleSet
+from tokenmap.decode.special import SpecialTokens
 
 log = logging.getLogger("tokenmap")
 
@@ -252,6 +253,52 @@ def calibration_prompt(model_dir: Path, special: SpecialTokens, multilingual: bo
             index.get("<|transcribe|>", special.no_timestamps - 4)]
 
 
+class _PassProbe:
+    """The model on CPU with 30 s of low noise encoded and a 4-token prompt prefilled: :meth:`time` runs
+    the prefill (``n = -1``), a step (``0``) or a pass of ``n`` tokens on the decoding loop's path and
+    restores the state's length."""
+
+    def __init__(self, model_dir: Path, compute_type: str, threads: int):
+        import ctranslate2
+        from faster_whisper.feature_extractor import FeatureExtractor
+
+        model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
+                                           intra_threads=threads)
+        if not hasattr(model, "forward_batch_greedy"):
+            raise RuntimeError("this CTranslate2 has no decoder-step API: "
+                               "pip install --force-reinstall --no-deps ctranslate2-crisperwhisper")
+        special = SpecialTokens.from_model_dir(str(model_dir))
+        audio = np.random.default_rng(0).normal(0, 1e-3, 16000 * 30).astype(np.float32)
+        features = FeatureExtractor(feature_size=model.n_mels)(audio)[:, :3000]
+        self.model = model
+        self.encoded = model.encode(ctranslate2.StorageView.from_array(features[None].astype(np.float32)))
+        self.prompt = calibration_prompt(Path(model_dir), special, model.is_multilingual)
+        self.rules = RuleSet.from_generate_kwargs(special, self.prompt)
+        self.state, _ = model.prefill(self.encoded, self.prompt)
+        self.base = self.state.current_step
+        self.tok = 220  # " " : a plain text token
+        self.context = [special.timestamp_begin, self.tok]
+        self.python: list[float] = []  # ms of each step spent after the engine returned
+
+    def time(self, n: int) -> float:
+        """Milliseconds of the prefill (``n = -1``: what the decoding loop prefills, up to
+        <|startoftranscript|>), a step (``0``) or a pass of ``n`` tokens with the rules on every row."""
+        t0 = time.perf_counter()
+        if n == -1:
+            self.model.prefill(self.encoded, self.prompt[:1])
+        elif n == 0:
+            logits = self.model.forward_step(self.state, self.tok)
+            t1 = time.perf_counter()
+            self.rules.choose_rows(np.asarray(logits).reshape(1, -1), self.context, ())
+            self.python.append((time.perf_counter() - t1) * 1000.0)
+        else:
+            rows = np.asarray(self.model.forward_batch(self.state, [self.tok] * n))[0]
+            self.rules.choose_rows(rows, self.context, [self.tok] * (n - 1), every_row=True)
+        if n >= 0:
+            self.state.truncate_to_step(self.base)
+        return (time.perf_counter() - t0) * 1000.0
+
+
 def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max_tokens: int = MAX_TOKENS,
               reps: int = 5, progress=None) -> CostModel:
     """Measure a verify pass as the decoder pays for it, for 1..max_tokens tokens.
@@ -272,58 +319,19 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
     and the window gate weighs every step with it.)
     ``progress(1)`` is called after each round.
     """
-    import ctranslate2
-    from faster_whisper.feature_extractor import FeatureExtractor
-
-    model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
-                                       intra_threads=threads)
-    if not hasattr(model, "forward_batch_greedy"):
-        raise RuntimeError("this CTranslate2 has no decoder-step API: "
-                           "pip install --force-reinstall --no-deps ctranslate2-crisperwhisper")
-    special = SpecialTokens.from_model_dir(str(model_dir))
-    extractor = FeatureExtractor(feature_size=model.n_mels)
-    audio = np.random.default_rng(0).normal(0, 1e-3, 16000 * 30).astype(np.float32)
-    features = extractor(audio)[:, :3000]
-    encoded = model.encode(ctranslate2.StorageView.from_array(features[None].astype(np.float32)))
-    prompt = calibration_prompt(Path(model_dir), special, model.is_multilingual)
-    rules = RuleSet.from_generate_kwargs(special, prompt)
-    state, _ = model.prefill(encoded, prompt)
-    base = state.current_step
-    tok = 220  # " " : a plain text token
-    context = [special.timestamp_begin, tok]
-
-    python: list[float] = []  # ms of each step spent after the engine returned
-
-    def step():
-        logits = model.forward_step(state, tok)
-        t0 = time.perf_counter()
-        rows = np.asarray(logits)
-        rules.choose_rows(rows.reshape(1, -1), context, ())
-        python.append((time.perf_counter() - t0) * 1000.0)
-        state.truncate_to_step(base)
-
-    def batch(n):
-        rows = np.asarray(model.forward_batch(state, [tok] * n))[0]
-        rules.choose_rows(rows, context, [tok] * (n - 1), every_row=True)
-        state.truncate_to_step(base)
-
+    probe = _PassProbe(model_dir, compute_type, threads)
     for _ in range(3):
-        step()
-        batch(8)
-    python.clear()
+        probe.time(0)
+        probe.time(8)
+    probe.python.clear()
     # 0: the step, -1: prefill
     samples: dict[int, list[float]] = {n: [] for n in range(-1, max_tokens + 1)}
     for _ in range(reps):  # every length once per round: a busy spell hits all lengths alike
         for n in range(-1, max_tokens + 1):
-            t0 = time.perf_counter()
-            if n == -1:
-                model.prefill(encoded, prompt[:1])  # what the decoding loop prefills: up to <|startoftranscript|>
-            else:
-                step() if n == 0 else batch(n)
-            samples[n].append((time.perf_counter() - t0) * 1000.0)
+            samples[n].append(probe.time(n))
         if progress:
             progress(1)
     curve = tuple(round(statistics.median(samples[n]), 3) for n in range(1, max_tokens + 1))
     step_ms = round(statistics.median(samples[0]), 3)
-    loop_ms = round(statistics.median(python), 3)
+    loop_ms = round(statistics.median(probe.python), 3)
     return CostModel(step_ms, curve, "measured", round(statistics.median(samples[-1]), 3), loop_ms)

@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.maps.audio_fingerprints import FRAMES, MAX_FRAMES, as_mel, fingerprint, mel_candidates
 from tokenmap.maps.recallindex import RecallIndex, encoder_identity
 

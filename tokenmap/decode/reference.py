@@ -20,7 +20,8 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from tokenmap.decode.rules import RuleSet, SpecialTokens, supports_fast_path
+from tokenmap.decode.rules import RuleSet, supports_fast_path
+from tokenmap.decode.special import SpecialTokens
 
 logger = logging.getLogger("tokenmap")
 

@@ -22,9 +22,7 @@ TimestampRules (only when the last task token of the prompt is not
 from __future__ import annotations
 
 import functools
-import json
 import logging
-import os
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -38,92 +36,11 @@ from tokenmap.decode.ct2math import (
     logsumexp,
     softmax,
 )
+from tokenmap.decode.special import SpecialTokens
 
 logger = logging.getLogger("tokenmap")
 
 DISABLED = np.float32(np.finfo(np.float32).min)
-
-
-INNER_MARK_CHARS = frozenset(",;:")
-
-
-def is_inner_mark(token: str) -> bool:
-    """True for a vocabulary entry made of commas, semicolons or colons alone, after an optional
-    leading space (byte-level BPE writes it ``Ġ``): punctuation inside a sentence.
-
-    >>> [is_inner_mark(t) for t in (",", "Ġ,", ",,", ":", ".", "?", "Ġthe", "Ġ", "5")]
-    [True, True, True, True, False, False, False, False, False]
-    """
-    body = token[1:] if token.startswith("Ġ") else token
-    return bool(body) and all(ch in INNER_MARK_CHARS for ch in body)
-
-
-@dataclass(frozen=True)
-class SpecialTokens:
-    """Special token ids of a Whisper model, as CTranslate2 derives them."""
-
-    sot: int
-    eot: int
-    no_timestamps: int
-    no_speech: int
-    vocab_size: int
-    suppress_ids: tuple = ()  # config.json "suppress_ids" (what -1 expands to)
-    suppress_ids_begin: tuple = ()  # config.json "suppress_ids_begin" (suppress_blank)
-    inner_marks: frozenset = frozenset()  # tokens of inner punctuation alone: ",", " ,", ";", ":", ",,", ...
-
-    @property
-    def timestamp_begin(self) -> int:
-        return self.no_timestamps + 1
-
-    @property
-    def timestamp_end(self) -> int:
-        return self.vocab_size - 1
-
-    @classmethod
-    def from_vocabulary(cls, vocab: Sequence[str], config: dict) -> "SpecialTokens":
-        index = {tok: i for i, tok in enumerate(vocab)}
-        no_speech = index.get("<|nospeech|>", index.get("<|nocaptions|>"))
-        return cls(
-            sot=index["<|startoftranscript|>"],
-            eot=index["<|endoftext|>"],
-            no_timestamps=index["<|notimestamps|>"],
-            no_speech=no_speech,
-            vocab_size=len(vocab),
-            suppress_ids=tuple(config.get("suppress_ids", ())),
-            suppress_ids_begin=tuple(config.get("suppress_ids_begin", ())),
-            inner_marks=frozenset(i for i, tok in enumerate(vocab) if is_inner_mark(tok)),
-        )
-
-    @classmethod
-    def from_model_dir(cls, model_dir: str) -> "SpecialTokens":
-        """Read ``vocabulary.txt`` (or ``.json``) and ``config.json`` of a CT2 model."""
-        txt = os.path.join(model_dir, "vocabulary.txt")
-        if os.path.exists(txt):
-            with open(txt, encoding="utf-8") as f:
-                vocab = [line.rstrip("\n") for line in f]
-        else:
-            with open(os.path.join(model_dir, "vocabulary.json"), encoding="utf-8") as f:
-                vocab = json.load(f)
-        config_path = os.path.join(model_dir, "config.json")
-        config = {}
-        if os.path.exists(config_path):
-            with open(config_path, encoding="utf-8") as f:
-                config = json.load(f)
-        return cls.from_vocabulary(vocab, config)
-
-    def sot_index(self, prompt: Sequence[int]) -> int:
-        try:
-            return list(prompt).index(self.sot)
-        except ValueError:
-            raise ValueError("<|startoftranscript|> token was not found in the prompt")
-
-    def prompt_length(self, prompt: Sequence[int]) -> int:
-        """Length up to the end of the task tokens (ids in [sot, no_timestamps])
-        after SOT; tokens beyond it are a decoding *prefix*."""
-        i = self.sot_index(prompt)
-        while i < len(prompt) and self.sot <= prompt[i] <= self.no_timestamps:
-            i += 1
-        return i
 
 
 @functools.lru_cache(maxsize=64)

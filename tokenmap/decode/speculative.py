@@ -28,7 +28,8 @@ from typing import Sequence
 import numpy as np
 
 from tokenmap.decode.ct2math import log_softmax
-from tokenmap.decode.rules import RuleSet, SpecialTokens
+from tokenmap.decode.rules import RuleSet
+from tokenmap.decode.special import SpecialTokens
 
 logger = logging.getLogger("tokenmap")
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from tokenmap.decode.cost import CostModel, load_cost_model
-from tokenmap.decode.rules import SpecialTokens
+from tokenmap.decode.special import SpecialTokens
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap.runtime import packing
