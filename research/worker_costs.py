@@ -6,9 +6,10 @@
 for its worker, prints the worker's RSS, then times 10 encodes of one 30 s window of noise and 10 greedy
 ``generate`` calls (up to 60 tokens) on it through the worker (medians, after 2 warm-up rounds); then
 runs itself under ``.venv-stock`` with the worker's environment (``--stock``) for the same calls on
-stock CTranslate2 in that process.
+stock CTranslate2 in that process; ``--rounds N`` alternates the two N times (this machine's speed
+drifts by more than the gap between them from one minute to the next).
 
-    .venv/bin/python research/worker_costs.py
+    .venv/bin/python research/worker_costs.py --rounds 3
 """
 
 from __future__ import annotations
@@ -57,7 +58,9 @@ def stock() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--stock", action="store_true", help=argparse.SUPPRESS)
-    if ap.parse_args().stock:
+    ap.add_argument("--rounds", type=int, default=1, help="worker, then stock process, this many times")
+    args = ap.parse_args()
+    if args.stock:
         return stock()
     import tokenmap
     from tokenmap.runtime.memory import worker_environment
@@ -67,12 +70,12 @@ def main() -> None:
     encoder.wait_ready()
     pid = encoder._proc.pid
     print(f"worker RSS after loading {rss_mb(pid):.0f} MB; main {rss_mb(os.getpid()):.0f} MB")
-    e, g = timed(model.model.encode, lambda out: model.model.plain_generate(out, [PROMPT], **KW))
-    print(f"worker RSS after 30 s encodes {rss_mb(pid):.0f} MB")
-    print(f"through the worker: encode {e:.1f} ms, generate {g:.1f} ms")
     env = {k: v for k, v in worker_environment().items() if not k.startswith("PYTHONPATH")}
-    subprocess.run([str(ROOT / ".venv-stock/bin/python"), __file__, "--stock"], env=env, check=True)
-
+    for _ in range(args.rounds):
+        e, g = timed(model.model.encode, lambda out: model.model.plain_generate(out, [PROMPT], **KW))
+        print(f"worker RSS after 30 s encodes {rss_mb(pid):.0f} MB")
+        print(f"through the worker: encode {e:.1f} ms, generate {g:.1f} ms")
+        subprocess.run([str(ROOT / ".venv-stock/bin/python"), __file__, "--stock"], env=env, check=True)
 
 
 if __name__ == "__main__":
