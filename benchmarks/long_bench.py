@@ -31,11 +31,13 @@ import json, resource, sys, time
 system, wav = sys.argv[1], sys.argv[2]
 if system.startswith("tokenmap"):
     import tokenmap
+    from tokenmap import BatchedInferencePipeline  # what `tokenmap transcribe --batch-size` runs
     model = tokenmap.WhisperModel("base", compute_type="int8", cpu_threads=2, session_cache=False)
 else:
     import faster_whisper
+    from faster_whisper import BatchedInferencePipeline
     model = faster_whisper.WhisperModel(sys.argv[3], device="cpu", compute_type="int8", cpu_threads=2)
-from faster_whisper import BatchedInferencePipeline, decode_audio
+from faster_whisper import decode_audio
 audio = decode_audio(wav)
 kwargs = dict(language="en", beam_size=1, temperature=0.0, vad_filter=True)
 started = time.perf_counter()
