@@ -26,14 +26,20 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = [50258, 50259, 50359]  # sot, en, transcribe
 KW = dict(beam_size=1, max_length=60, suppress_blank=True)
+MODEL = os.path.expanduser("~/.cache/tokenmap/models/base")
 
 
 def rss_mb(pid: int) -> float:
     return int(open(f"/proc/{pid}/statm").read().split()[1]) * 4096 / 2**20
 
 
+def noise_window() -> np.ndarray:
+    """The timed window: 30 s of seeded noise features, [1, 80, 3000]."""
+    return (np.random.RandomState(0).randn(1, 80, 3000) * 0.1).astype(np.float32)
+
+
 def timed(encode, generate) -> tuple[float, float]:
-    features = (np.random.RandomState(0).randn(1, 80, 3000) * 0.1).astype(np.float32)
+    features = noise_window()
     enc, gen = [], []
     for _ in range(12):
         t = time.perf_counter()
@@ -45,13 +51,17 @@ def timed(encode, generate) -> tuple[float, float]:
     return statistics.median(enc[2:]) * 1e3, statistics.median(gen[2:]) * 1e3
 
 
-def stock() -> None:
+def stock_times() -> tuple[float, float]:
+    """:func:`timed` on the CTranslate2 this process imports (stock, under ``.venv-stock``)."""
     import ctranslate2
 
-    model = ctranslate2.models.Whisper(os.path.expanduser("~/.cache/tokenmap/models/base"), device="cpu",
-                                       compute_type="int8", intra_threads=2)
-    e, g = timed(lambda f: model.encode(ctranslate2.StorageView.from_array(f)),
+    model = ctranslate2.models.Whisper(MODEL, device="cpu", compute_type="int8", intra_threads=2)
+    return timed(lambda f: model.encode(ctranslate2.StorageView.from_array(f)),
                  lambda out: model.generate(out, [PROMPT], **KW))
+
+
+def stock() -> None:
+    e, g = stock_times()
     print(f"stock CTranslate2 in process: encode {e:.1f} ms, generate {g:.1f} ms")
 
 

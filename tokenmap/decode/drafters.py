@@ -300,7 +300,7 @@ def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=No
     :class:`tokenmap.decode.control.ControllerSet` of this thread's windows with
     these maps, whose ``index``-th tally the drafter learns into; ``seconds``: the
     audio in the window, when known (the drafter guesses the closing timestamp from it); ``inner_marks``:
-    the model's comma-like tokens (:attr:`tokenmap.decode.rules.SpecialTokens.inner_marks`), which the
+    the model's comma-like tokens (:attr:`tokenmap.decode.special.SpecialTokens.inner_marks`), which the
     drafter's context steps over where the corpus writes none, or writes one the model left out.
     """
     if eot is None:
