@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from .errors import fail as _fail
+from .options import encoder_option
 
 SYSTEMS = "greedy,tokenmap,oracle,distil-spec,stock,e2e"
 
@@ -112,11 +113,12 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
               help="Teacher transcripts for map mode taught (`tokenmap build --balance --teacher`): the model's "
                    "greedy output on other audio of the same tasks, e.g. from `python benchmarks/teacher_texts.py` "
                    "on a run over bench-data/dev.jsonl. Refused if it holds an utterance this run decodes.")
+@encoder_option
 @click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Regenerate the generated section of this Markdown file (e.g. docs/FULL_RUN.md).")
 def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, limit, threads, compute_type, model,
           draft_model, spec_tokens, timestamps, out, stock_python, map_modes, learn, recall, recall_inventory, teacher,
-          update_docs):
+          encoder, update_docs):
     """Benchmark decoding systems on the same audio, interleaved; write results.json, report.md, plots."""
     _require_bench()
     from tokenmap_bench import BenchDataError, BenchOptions, markdown
@@ -129,6 +131,7 @@ def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, 
     chosen = tuple(s.strip() for s in systems.split(",") if s.strip())
     try:
         options = BenchOptions(model=model, draft_model=draft_model, compute_type=compute_type, threads=threads,
+                               encoder=encoder,
                                reps=reps, e2e_reps=e2e_reps if e2e_reps is not None else (1 if quick else reps),
                                open_reps=reps_open or 0,
                                systems=tuple(dict.fromkeys(("greedy",) + chosen)), timestamps=timestamps,

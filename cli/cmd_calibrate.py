@@ -2,7 +2,8 @@
 
 Example::
 
-    tokenmap calibrate --model base --compute-type int8 --threads 2   # measures the float32 decoder
+    tokenmap calibrate --model base --compute-type int8 --threads 2   # the int8 decoder's verify passes
+    tokenmap calibrate --encoder                                      # which engine encodes fastest here
 """
 
 from __future__ import annotations
@@ -26,8 +27,15 @@ from .errors import fail
 @click.option("--max-tokens", default=32, show_default=True, type=click.IntRange(1, 64),
               help="Measure batches of 1..N tokens.")
 @click.option("--reps", default=5, show_default=True, type=click.IntRange(1, 100), help="Repetitions (median).")
-def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tokens, reps):
-    """Time a verify pass of 1..N tokens on the real path (engine call, logits, rules); save the curve."""
+@click.option("--encoder", "encoders", is_flag=True,
+              help="Instead: time the encoder engines (OpenVINO f32 and int8 weights, CTranslate2 at "
+                   "--compute-type) on 10 s and 30 s windows and keep the result, which --encoder auto reads "
+                   "on CPUs without bfloat16 (where OpenVINO's bf16 is chosen without measuring).")
+def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tokens, reps, encoders):
+    """Time a verify pass of 1..N tokens on the real path (engine call, logits, rules); save the curve.
+
+    With --encoder, time the encoder engines instead and keep what `--encoder auto` chooses from.
+    """
     from tqdm import tqdm
 
     from tokenmap.decode.cost import calibrate as measure
@@ -39,6 +47,8 @@ def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tok
         model_dir = model_dir_for(model)
     except TokenizerError as exc:
         fail(exc)
+    if encoders:
+        return _calibrate_encoders(model_dir, compute_type, threads, reps)
     compute_type = decoder_type(compute_type, decoder_compute_type, exact)  # the curve is the decoder's
     click.echo(f"decoder compute type: {compute_type}")
     bar = tqdm(total=reps, unit=" round", file=sys.stderr, disable=not sys.stderr.isatty(), desc="calibrate")
@@ -57,3 +67,26 @@ def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tok
     path = save_cost_model(cost, calibration_path(model_dir, compute_type, threads),
                            {"model": str(model_dir), "compute_type": compute_type, "threads": threads})
     click.echo(f"saved {path} (drafting uses it made non-decreasing: a longer pass never cheaper)")
+
+
+def _calibrate_encoders(model_dir, compute_type: str, threads: int, reps: int) -> None:
+    from tokenmap.encoders.choice import measure, plan_from_measurement, plan_summary, save_measurement
+    from tokenmap.encoders.openvino import has_bf16, openvino_available
+
+    missing = openvino_available()
+    if missing:
+        fail(missing)
+    click.echo(f"timing the encoder engines on {model_dir.name} ({threads} threads, {reps} rounds) ...")
+    try:
+        data = measure(model_dir, compute_type, threads, reps=reps)
+    except Exception as exc:  # engine errors: one line, no traceback
+        fail(f"encoder calibration failed: {exc}")
+    for name, per in data["ms"].items():
+        click.echo(f"  {name:14s} " + "  ".join(f"{int(f) // 100:2d} s: {ms:7.1f} ms" for f, ms in per.items()))
+    path = save_measurement(model_dir, compute_type, threads, data)
+    plan = plan_from_measurement(data, "ctranslate2", compute_type)
+    if has_bf16():
+        click.echo("this CPU computes bfloat16: --encoder auto takes OpenVINO bf16 whatever these timings say")
+    else:
+        click.echo(f"--encoder auto: {plan_summary(plan)}")
+    click.echo(f"saved {path}")

@@ -9,6 +9,7 @@ import sys
 import click
 
 from .errors import fail
+from .options import encoder_option
 
 DIM, RESET, CLEAR = "\x1b[2m", "\x1b[0m", "\r\x1b[K"
 
@@ -89,11 +90,12 @@ def summary_line(s: dict, interrupted: bool) -> str:
 @click.option("--exact", is_flag=True, help="Decode an int8 model with a float32 copy: verification then equals "
                                           "plain greedy decoding (slower).")
 @click.option("--threads", type=click.IntRange(1, 64), default=None, help="CPU threads [default: all, at most 8].")
+@encoder_option
 @click.option("--audio-context", type=click.Choice(["auto", "full"]), default="auto", show_default=True,
               help="auto: a buffer shorter than 30 s is encoded as its audio plus a margin (a guard sends an update "
                    "whose output looks broken back to 30 s); full: every update is encoded as 30 s.")
 def stream(source, model, map_path, language, update, realtime, beta, mask_k, jsonl, scratch, compute_type,
-           exact, threads, audio_context):
+           exact, threads, encoder, audio_context):
     """Live captions of SOURCE (an audio file, or 'mic' for the microphone).
 
     Every update re-decodes the growing buffer with the previous hypothesis as
@@ -105,7 +107,7 @@ def stream(source, model, map_path, language, update, realtime, beta, mask_k, js
 
     try:  # the model first, as `transcribe` does: the same errors and exit codes for the same inputs
         stream_model = StreamModel.load(model, compute_type=compute_type, threads=threads, token_map=map_path,
-                                        exact=exact, audio_context=audio_context)
+                                        exact=exact, encoder=encoder, audio_context=audio_context)
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
         fail(exc, exit_code=2)
     try:

@@ -11,6 +11,7 @@ import click
 from tokenmap.writers import FORMATS
 
 from .errors import fail, report
+from .options import encoder_option
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -178,10 +179,7 @@ def _failure(path: str, exc: Exception, partial: Path | None) -> str:
               help="Decode an int8 model with a float32 copy of it: the transcript with a map then equals plain "
                    "greedy decoding of that configuration, at a slower decoder and twice the model memory. "
                    "Without it, int8 drafting may change a word where the model's top two choices nearly tie.")
-@click.option("--encoder", type=click.Choice(["auto", "fork", "stock"]), default="auto", show_default=True,
-              help="The engine that encodes. auto: stock CTranslate2 in a worker process when "
-                   "`make stock-encoder` installed it (the encoder stock faster-whisper runs), else the fork "
-                   "in process.")
+@encoder_option
 @click.option("--audio-context", type=click.Choice(["full", "auto"]), default="full", show_default=True,
               help="full: encode every window as 30 s, as Whisper does. auto: encode a short window as its "
                    "audio plus a margin (several times faster on commands and prompts); a guard sends a window "

@@ -1,6 +1,7 @@
 """Where does an end-to-end ``transcribe()`` spend its time? Per stage, per system.
 
     python research/e2e_profile.py [--manifest bench-data/full.jsonl] [--set dictation] [--limit N] [--reps 2]
+    python research/e2e_profile.py --systems tokenmap-nomap@ctranslate2,tokenmap-nomap@openvino,stock
 
 Runs, alternating on each utterance: tokenmap's ``WhisperModel`` (default configuration,
 the utterance's per-task map from ``--maps``; ``tokenmap-recall``: the same plus
@@ -81,7 +82,8 @@ def main():
     ap.add_argument("--systems", default="tokenmap,fw-fork,stock",
                     help="of tokenmap (default configuration), tokenmap-same (int8 decoder, not exact), "
                     "tokenmap-nomap (default configuration, no drafts: its float32 greedy), tokenmap-recall "
-                    "(tokenmap plus --recall), fw-fork, stock")
+                    "(tokenmap plus --recall), fw-fork, stock; a tokenmap system with @ENGINE encodes on that "
+                    "engine (WhisperModel's encoder=, e.g. tokenmap-nomap@openvino)")
     ap.add_argument("--detect", action="store_true", help="no language given: every system detects it")
     ap.add_argument("--vad", action="store_true", help="vad_filter=True for every system")
     ap.add_argument("--child", default=None)
@@ -104,11 +106,12 @@ def main():
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=tuned_environment())
     chosen = args.systems.split(",")
     kw = dict(compute_type="int8", cpu_threads=2, session_cache=False)
-    tms = {"tokenmap": lambda: tokenmap.WhisperModel(model_dir, **kw),
-           "tokenmap-same": lambda: tokenmap.WhisperModel(model_dir, decoder_compute_type="same", **kw),
-           "tokenmap-nomap": lambda: tokenmap.WhisperModel(model_dir, prompt_lookup=False, **kw),
-           "tokenmap-recall": lambda: tokenmap.WhisperModel(model_dir, recall=args.recall, **kw)}
-    tms = {name: make() for name, make in tms.items() if name in chosen}
+    tms = {"tokenmap": lambda **e: tokenmap.WhisperModel(model_dir, **kw, **e),
+           "tokenmap-same": lambda **e: tokenmap.WhisperModel(model_dir, decoder_compute_type="same", **kw, **e),
+           "tokenmap-nomap": lambda **e: tokenmap.WhisperModel(model_dir, prompt_lookup=False, **kw, **e),
+           "tokenmap-recall": lambda **e: tokenmap.WhisperModel(model_dir, recall=args.recall, **kw, **e)}
+    tms = {name: tms[name.partition("@")[0]](**({"encoder": name.partition("@")[2]} if "@" in name else {}))
+           for name in chosen if name.partition("@")[0] in tms}
     fw = faster_whisper.WhisperModel(model_dir, device="cpu", compute_type="int8", cpu_threads=2)
     maps = {}
 
@@ -126,7 +129,7 @@ def main():
             path = Path(args.maps) / f"{key}.tmap"
             maps[key] = load_maps(str(path))[0] if path.exists() else None
         for name, tm in tms.items():
-            tm.token_map = None if name == "tokenmap-nomap" else maps[key]
+            tm.token_map = None if name.startswith("tokenmap-nomap") else maps[key]
         lang = None if args.detect else u["lang"]
         systems = {name: (lambda tm=tm: run_one(tm, audio, lang, vad=args.vad)) for name, tm in tms.items()}
         systems.update({"fw-fork": lambda: run_one(fw, audio, lang, vad=args.vad),

@@ -16,6 +16,7 @@ os.environ.setdefault("TOKENMAP_TEST", "1")
 os.environ["TOKENMAP_CALIBRATION_DIR"] = tempfile.mkdtemp(prefix="tokenmap-test-calibration-")
 
 DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parent.parent
 
 # Real speech fixtures (asterisk prompts, CC-BY-SA-3.0; see tests/data/README.md)
 # with their reference transcripts.
@@ -134,3 +135,23 @@ class ForkStandIn:
 def fork_stand_in():
     """The class :class:`ForkStandIn`: a stand-in for the fork's model as a fallback encoder."""
     return ForkStandIn
+
+
+def model_shapes():
+    """benchmarks/model_shapes.py as a module (random-weight models written by CTranslate2's own spec)."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.spec_from_file_location("model_shapes", ROOT / "benchmarks" / "model_shapes.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("model_shapes", module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def tiny_v3(base_model_dir, tmp_path_factory):
+    """A tiny random CTranslate2 model of large-v3's kind: 128 mel bins, 51866 tokens with <|yue|>."""
+    shapes = model_shapes()
+    shape = shapes.Shape(d_model=64, encoder_layers=2, decoder_layers=2, heads=4, n_mels=128, large_v3_vocab=True)
+    return shapes.build("tiny-v3", shape, tmp_path_factory.mktemp("shapes") / "tiny-v3", source=base_model_dir)

@@ -1,29 +1,9 @@
 """`tokenmap calibrate` on a CTranslate2 Whisper folder that is not base: a tiny random model of
 large-v3's kind (128 mel bins, 51866 tokens with <|yue|>), built by benchmarks/model_shapes.py."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _shapes():
-    spec = importlib.util.spec_from_file_location("model_shapes", ROOT / "benchmarks" / "model_shapes.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("model_shapes", module)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.fixture(scope="module")
-def tiny_v3(base_model_dir, tmp_path_factory):
-    shapes = _shapes()
-    shape = shapes.Shape(d_model=64, encoder_layers=2, decoder_layers=2, heads=4, n_mels=128, large_v3_vocab=True)
-    return shapes.build("tiny-v3", shape, tmp_path_factory.mktemp("shapes") / "tiny-v3", source=base_model_dir)
 
 
 @pytest.mark.model

@@ -28,6 +28,8 @@ import numpy as np
 import pytest
 from faster_whisper import BatchedInferencePipeline, decode_audio
 
+from tokenmap.runtime.threads import blas_single_thread
+
 pytestmark = pytest.mark.model
 
 SR = 16_000
@@ -102,10 +104,14 @@ def context(request) -> str:
 
 @pytest.fixture(scope="module")
 def tm(base_model_dir, context):
-    """tokenmap's model with this audio context (one per context, shared by the module's tests)."""
+    """tokenmap's model with this audio context (one per context, shared by the module's tests). The fork
+    encodes and decodes its plain windows, as in faster-whisper's model here (fw_model), so that transcripts
+    can be held to faster-whisper's on every CPU (stock CTranslate2's worker decodes some windows differently
+    on the AMD EPYC); tests/test_openvino_encoder.py runs the same paths on OpenVINO's encoder."""
     from tokenmap import WhisperModel
 
-    return WhisperModel(str(base_model_dir), compute_type="int8", cpu_threads=2, audio_context=context)
+    return WhisperModel(str(base_model_dir), compute_type="int8", cpu_threads=2, audio_context=context,
+                        encoder="fork")
 
 
 @pytest.fixture(scope="module")
@@ -136,15 +142,19 @@ def audio(data_dir):
 
 
 def transcribe(model, audio, **kw):
-    """``(segments as a list, info)`` of a greedy ``transcribe``."""
-    segments, info = model.transcribe(audio, beam_size=1, **kw)
-    return list(segments), info
+    """``(segments as a list, info)`` of a greedy ``transcribe``, with numpy's BLAS on one thread as tokenmap
+    holds it: the features then agree to the bit (with two threads they differ by about 1e-7, and an int8
+    encoder can turn that into another word or language probability)."""
+    with blas_single_thread():
+        segments, info = model.transcribe(audio, beam_size=1, **kw)
+        return list(segments), info
 
 
 def transcribe_batched(model, audio, **kw):
     """The same through faster-whisper's ``BatchedInferencePipeline`` around ``model``."""
-    segments, info = BatchedInferencePipeline(model=model).transcribe(audio, beam_size=1, **kw)
-    return list(segments), info
+    with blas_single_thread():
+        segments, info = BatchedInferencePipeline(model=model).transcribe(audio, beam_size=1, **kw)
+        return list(segments), info
 
 
 # ------------------------------------------------------------------------------------------------ tests

@@ -6,7 +6,8 @@ import os
 import numpy as np
 import pytest
 
-from tokenmap.runtime.precision import SplitModel, choose_encoder
+from tokenmap.encoders.choice import choose
+from tokenmap.runtime.precision import SplitModel
 from tokenmap.runtime.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
 
 
@@ -23,18 +24,18 @@ def test_missing_stock_directory_is_one_clear_error(tmp_path):
         StockEncoder("unused", directory=tmp_path / "nothing")
 
 
-def test_choose_encoder_follows_the_installation(tmp_path, monkeypatch):
+def test_ctranslate2_encodes_in_the_worker_where_it_is_installed(tmp_path, monkeypatch):
     monkeypatch.setenv("TOKENMAP_STOCK_CT2", str(tmp_path / "nothing"))
     assert stock_dir() == tmp_path / "nothing" and not stock_installed()
-    assert choose_encoder("auto")[0] == "fork"
-    assert "make stock-encoder" in choose_encoder("auto")[1]
-    with pytest.raises(StockEncoderError):
-        choose_encoder("stock")
+    assert choose("ctranslate2", tmp_path, "int8", 2).engines() == {"fork"}
+    with pytest.raises(StockEncoderError, match="make stock-encoder"):
+        choose("stock", tmp_path, "int8", 2)
     (tmp_path / "nothing" / "ctranslate2").mkdir(parents=True)
     (tmp_path / "nothing" / "ctranslate2" / "__init__.py").write_text("")
-    assert choose_encoder("auto")[0] == "stock" and choose_encoder("fork")[0] == "fork"
+    assert choose("ctranslate2", tmp_path, "int8", 2).engines() == {"stock"}
+    assert choose("fork", tmp_path, "int8", 2).engines() == {"fork"}
     with pytest.raises(ValueError):
-        choose_encoder("gpu")
+        choose("gpu", tmp_path, "int8", 2)
 
 
 def test_a_dead_worker_falls_back_to_the_fork_once(broken_stock, caplog, fork_stand_in):

@@ -26,9 +26,10 @@ def plain(base_model_dir):
 
 @pytest.fixture(scope="module")
 def spec(base_model_dir):
+    """tokenmap's model on faster-whisper's encoder (CTranslate2), so that its segments must be faster-whisper's."""
     from tokenmap import WhisperModel
 
-    return WhisperModel(str(base_model_dir), device="cpu", compute_type="float32", cpu_threads=2)
+    return WhisperModel(str(base_model_dir), device="cpu", compute_type="float32", cpu_threads=2, encoder="ctranslate2")
 
 
 def run(model, audio, **kw):

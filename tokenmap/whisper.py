@@ -79,7 +79,7 @@ class SpeculativeModel(GuardedGeneration, SplitModel):
     def __init__(self, model: SplitModel, special: SpecialTokens, cost=None, adaptive: bool = True, *,
                  token_map=None, recall=None, session_cache: SessionCache | None = None,
                  prompt_lookup: bool = True, text=None):
-        super().__init__(model.encoder, model.decoder, model.encoder_engine, model.decoder_compute_type)
+        super().__init__(model.encoder, model.decoder, model.encoder_engine, model.decoder_compute_type, model.plain)
         self.special = special
         self.cost = cost
         self.adaptive = adaptive and cost is not None

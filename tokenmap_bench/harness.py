@@ -64,6 +64,7 @@ class BenchOptions:
     draft_model: str = "tiny.en"
     compute_type: str = "int8"
     threads: int = 2
+    encoder: str = "auto"  # the engine that encodes (tokenmap.encoders.choice), for every system alike
     reps: int = 3
     e2e_reps: int = 3
     open_reps: int = 0  # repetitions of the open regime's utterances (0: reps); its few short clips need more
@@ -144,7 +145,8 @@ class RunState:
 def load_state(options: BenchOptions, maps: BenchMaps) -> RunState:
     model_dir = resolve_model(options.model)
     draft_dir = resolve_model(options.draft_model) if "distil-spec" in options.systems else None
-    eng = sysm.load_models(model_dir, options.compute_type, options.threads, draft_dir, options.spec_tokens)
+    eng = sysm.load_models(model_dir, options.compute_type, options.threads, draft_dir, options.spec_tokens,
+                           encoder=options.encoder)
     state = RunState(eng, maps, tokenizer=Tokenizer.from_file(str(model_dir / "tokenizer.json")))
     if options.recall and maps.learned:
         state.recall = load_recall(options.recall, state.tokenizer, model_dir)
@@ -156,8 +158,9 @@ def load_state(options: BenchOptions, maps: BenchMaps) -> RunState:
         kw = dict(device="cpu", compute_type=options.compute_type, cpu_threads=options.threads)
         state.fw = faster_whisper.WhisperModel(str(model_dir), **kw)
         # no cost_model: the model drafts on the curve of its own decoder precision, as users get it
-        state.tm = WhisperModel(str(model_dir), token_map=None, session_cache=False, **kw)
-        state.tm_exact = WhisperModel(str(model_dir), token_map=None, session_cache=False, exact=True, **kw)
+        tm_kw = dict(kw, token_map=None, session_cache=False, encoder=options.encoder)
+        state.tm = WhisperModel(str(model_dir), **tm_kw)
+        state.tm_exact = WhisperModel(str(model_dir), exact=True, **tm_kw)
     if "stock" in options.systems:
         state.stock, state.stock_skipped = start_server(options, str(model_dir))
         if "e2e" in options.systems and state.stock is not None:

@@ -95,13 +95,18 @@ class BenchModels:
 
 
 def load_models(model_dir: Path, compute_type: str, threads: int, draft_dir: Path | None,
-                 spec_tokens: int = 4) -> BenchModels:
+                 spec_tokens: int = 4, encoder: str = "auto") -> BenchModels:
     """The models the systems decode with: the main Whisper model, and the distil-spec draft model from
-    ``draft_dir`` when given."""
+    ``draft_dir`` when given. ``encoder`` chooses the engine that encodes each window once for all the
+    systems (:mod:`tokenmap.encoders.choice`); CTranslate2 encodes in process (the fork), not in a worker."""
     import ctranslate2
 
-    # the main model decodes at its own precision and encodes in process, as every system is timed on it
-    opened = open_model(model_dir, compute_type, threads, decoder_compute_type="same", encoder="fork")
+    from tokenmap.encoders.choice import choose
+
+    # the main model decodes at its own precision; the encoder output is shared by every system
+    engines = choose(encoder, model_dir, compute_type, threads).engines()
+    opened = open_model(model_dir, compute_type, threads, decoder_compute_type="same",
+                        encoder=encoder if engines == {"openvino"} else "fork")
     vocab = vocabulary(model_dir)
     eng = BenchModels(opened.model, opened.special, vocab, opened.cost, spec_tokens=spec_tokens)
     if draft_dir is not None:

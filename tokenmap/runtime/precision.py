@@ -16,9 +16,10 @@ second copy of the weights and a slower decoder. ``"same"``, ``"float32"`` and
 
 Names used here and in :mod:`tokenmap.runtime.engine`:
 
-* an **engine** is a CTranslate2 build: ``"fork"`` (the fork with the decoder-step API) or
-  ``"stock"`` (stock CTranslate2, run in a worker process: :mod:`tokenmap.runtime.stock_encoder`);
-  ``encoder_engine`` names the one that encodes;
+* an **engine** is what runs a half of the model: ``"fork"`` (the CTranslate2 fork with the
+  decoder-step API), ``"stock"`` (stock CTranslate2 in a worker process:
+  :mod:`tokenmap.runtime.stock_encoder`) or, for the encoder only, ``"openvino"``
+  (:mod:`tokenmap.encoders`, which also chooses among them); ``encoder_engine`` names the one that encodes;
 * a :class:`SplitModel` is one Whisper model object whose ``encode`` runs on one object and every
   decoder call (``generate``, ``detect_language``, ``align`` and the fork's step API) on another;
   the encoder output is an ordinary float32 ``StorageView`` that either accepts.
@@ -36,14 +37,15 @@ from __future__ import annotations
 
 import logging
 
-from tokenmap.runtime.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
+from tokenmap.encoders.choice import choose, ctranslate2_engine, plan_summary
+from tokenmap.encoders.routed import make_encoder
+from tokenmap.runtime.stock_encoder import StockEncoder, StockEncoderError
 from tokenmap.runtime.worker import WorkerDied, WorkerHung
 
 logger = logging.getLogger("tokenmap")
 
 #: compute types whose batched decoder logits depart from step logits (quantized GEMM)
 QUANTIZED = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16")
-ENCODERS = ("auto", "fork", "stock")
 
 
 def decoder_compute_type(compute_type: str, requested: str | None = "auto", exact: bool = False) -> str:
@@ -76,23 +78,25 @@ def describe(compute_type: str, requested: str | None = "auto", exact: bool = Fa
 class SplitModel:
     """A Whisper model whose ``encode`` runs on ``encoder`` and everything else on ``decoder``.
 
-    ``encoder`` and ``decoder`` are ``ctranslate2.models.Whisper`` objects (possibly the same one) or,
-    for the encoder, a :class:`~tokenmap.runtime.stock_encoder.StockEncoder`.
-    ``encoder_engine`` (``"fork"`` or ``"stock"``) and ``decoder_compute_type`` say which configuration
-    :func:`split_model` chose.
+    ``encoder`` is any object with ``encode`` (a :class:`tokenmap.encoders.base.Encoder`, or a
+    ``ctranslate2.models.Whisper``); ``decoder`` a ``ctranslate2.models.Whisper`` (possibly the encoder's).
+    ``encoder_engine`` (``"openvino"``, ``"fork"``, ``"stock"``, or e.g. ``"openvino+stock"`` when
+    lengths differ) and ``decoder_compute_type`` say which configuration :func:`split_model` chose.
 
     ``generate`` (every call: greedy windows without drafts, beam search, sampling, batches) runs on
-    stock CTranslate2 in the encoder's worker when it encodes at the decoder's precision
-    (:attr:`plain_engine`): the same decoding stock faster-whisper runs, with the window's encoder output
-    already in that process. :class:`tokenmap.whisper.SpeculativeModel` overrides it for the windows
-    it drafts.
+    stock CTranslate2 in its worker (``plain``, default: the encoder when it is that worker) when the
+    worker runs at the decoder's precision (:attr:`plain_engine`): the same decoding stock faster-whisper
+    runs. Encoder output the worker computed itself stays there; other output crosses in shared memory.
+    :class:`tokenmap.whisper.SpeculativeModel` overrides ``generate`` for the windows it drafts.
     """
 
-    def __init__(self, encoder, decoder, encoder_engine: str = "fork", decoder_compute_type: str | None = None):
+    def __init__(self, encoder, decoder, encoder_engine: str = "fork", decoder_compute_type: str | None = None,
+                 plain: StockEncoder | None = None):
         self.encoder = encoder
         self.decoder = decoder
         self.encoder_engine = encoder_engine
         self.decoder_compute_type = decoder_compute_type
+        self.plain = plain if plain is not None else (encoder if isinstance(encoder, StockEncoder) else None)
 
     def encode(self, *args, **kwargs):
         return self.encoder.encode(*args, **kwargs)
@@ -101,17 +105,17 @@ class SplitModel:
         """Block until the encoder can encode: the stock worker has loaded its model (it loads while the
         caller goes on, so otherwise the first ``encode`` waits for it). A failed start is left to that
         first ``encode``, which then falls back to the fork."""
-        if isinstance(self.encoder, StockEncoder) and self.encoder.failed is None:
+        if self.plain is not None and self.plain.failed is None:
             try:
-                self.encoder.wait_ready()
+                self.plain.wait_ready()
             except (StockEncoderError, OSError, WorkerDied, WorkerHung) as exc:
                 logger.debug("stock worker not ready (%s); the first encode decides", exc)
 
     @property
     def plain_engine(self) -> str:
         """Where plain ``generate`` runs: ``"stock"`` (the worker, while it works) or ``"fork"``."""
-        stock = isinstance(self.encoder, StockEncoder) and self.encoder.failed is None
-        return "stock" if stock and self.encoder.compute_type == self.decoder_compute_type else "fork"
+        stock = self.plain is not None and self.plain.failed is None
+        return "stock" if stock and self.plain.compute_type == self.decoder_compute_type else "fork"
 
     def plain_generate(self, features, prompts, **kwargs):
         """CTranslate2's ``generate`` on :attr:`plain_engine`; the fork's when the worker fails."""
@@ -129,16 +133,16 @@ class SplitModel:
         worker, goes to the fork: the call, or every call from then on)."""
         if self.plain_engine == "stock":
             try:
-                return getattr(self.encoder, method)(*args, **kwargs)
+                return getattr(self.plain, method)(*args, **kwargs)
             except (WorkerDied, WorkerHung) as exc:
-                self.encoder.failed = self.encoder.failed or str(exc)
+                self.plain.failed = self.plain.failed or str(exc)
                 logger.warning("the stock worker failed (%s); decoding with the fork from now on", exc)
             except StockEncoderError as exc:  # the worker is fine; this call's options were refused there
                 logger.warning("stock CTranslate2 refused a %s call (%s); running it on the fork", method, exc)
         return getattr(self.decoder, method)(*args, **kwargs)
 
     def __getattr__(self, name):
-        if name in ("encoder", "decoder"):  # not set yet (a copy being made): never recurse
+        if name in ("encoder", "decoder", "plain"):  # not set yet (a copy being made): never recurse
             raise AttributeError(name)
         return getattr(self.decoder, name)
 
@@ -154,41 +158,29 @@ def load_decoder(model_path: str, compute_type: str, *, device: str = "auto", de
                                       inter_threads=num_workers, **model_kwargs)
 
 
-def choose_encoder(requested: str = "auto") -> tuple[str, str]:
-    """``(engine, reason)``: ``"stock"`` (worker process) or ``"fork"`` (in process) encodes.
-
-    ``auto`` picks the stock worker when ``make stock-encoder`` installed it: it is the
-    encoder stock faster-whisper runs.
-    """
-    if requested == "fork":
-        return "fork", "the fork's own encoder, in process (asked for)"
-    if requested not in ("auto", "stock"):
-        raise ValueError(f"encoder must be one of {', '.join(ENCODERS)}, not {requested!r}")
-    if stock_installed():
-        return "stock", (f"stock CTranslate2 in a worker process ({stock_dir()}): the encoder stock "
-                         "faster-whisper runs")
-    if requested == "stock":
-        raise StockEncoderError(f"no stock CTranslate2 in {stock_dir()}; run `make stock-encoder`")
-    return "fork", (f"the fork's own encoder, in process: no stock CTranslate2 in {stock_dir()} "
-                    "(`make stock-encoder` installs it)")
-
-
 def split_model(fork, model_path: str, compute_type: str, decoder: str | None = "auto", encoder: str = "auto", *,
                 cpu_threads: int, exact: bool = False, **load_kwargs) -> SplitModel:
     """The encoder and decoder this configuration asks for, around ``fork``, the fork's model at ``compute_type``.
 
     ``fork`` decodes when ``decoder`` resolves to ``compute_type`` (:func:`decoder_compute_type`), else a
-    second copy of ``model_path`` does (:func:`load_decoder`, given ``load_kwargs``); it encodes unless
-    :func:`choose_encoder` picks the stock worker (on the CPU only). Nothing is changed in place: the
-    caller puts the returned model where it decodes.
+    second copy of ``model_path`` does (:func:`load_decoder`, given ``load_kwargs``). ``encoder`` is
+    resolved by :func:`tokenmap.encoders.choice.choose` (on the CPU only; elsewhere the fork encodes).
+    Stock CTranslate2's worker starts when it encodes a length, or, where ``make stock-encoder``
+    installed it, to decode the windows that are not drafted. Nothing is changed in place: the caller
+    puts the returned model where it decodes.
     """
     decoder_type = decoder_compute_type(compute_type, decoder, exact)
     on_cpu = getattr(fork, "device", "cpu") == "cpu"
-    encoder_engine, reason = choose_encoder(encoder) if on_cpu else ("fork", "not on the CPU")
     dec = fork if decoder_type == compute_type else load_decoder(model_path, decoder_type, cpu_threads=cpu_threads,
                                                                    **load_kwargs)
-    enc = fork
-    if encoder_engine == "stock":
-        enc = StockEncoder(model_path, compute_type, cpu_threads, fallback=fork)
-        logger.info("encoder: %s", reason)
-    return SplitModel(enc, dec, encoder_engine, decoder_type)
+    if not on_cpu:
+        return SplitModel(fork, dec, "fork", decoder_type)
+    # the worker decodes plain windows wherever it is installed, and encodes where it is chosen to
+    stock = None
+    if encoder != "fork" and ctranslate2_engine() == "stock":
+        stock = StockEncoder(model_path, compute_type, cpu_threads, fallback=fork)
+    plan = choose(encoder, model_path, compute_type, cpu_threads, ct2_encoder=stock or fork)
+    enc = make_encoder(plan, model_path, compute_type, cpu_threads, fork, stock)
+    logger.info("encoder: %s", plan_summary(plan))
+    return SplitModel(enc, dec, getattr(enc, "engine", "fork"), decoder_type, plain=stock)
+

@@ -20,7 +20,7 @@ import subprocess
 import sys
 
 from tokenmap.runtime import engine, memory, packing, threads
-from tokenmap.runtime.precision import choose_encoder, describe
+from tokenmap.runtime.precision import describe
 
 
 def _version(dist: str) -> str:
@@ -104,8 +104,20 @@ def doctor_info(model_dir=None) -> dict:
     else:
         info["encoder"] = f"ctranslate2 {ct2.__version__} in process (drafting off: plain faster-whisper)"
     if model_dir is not None:
-        info.update({("cpu" if k == "cpu" else f"cpu {k}"): v for k, v in cpu_report(model_dir).items()})
+        report = cpu_report(model_dir)
+        info.update({("cpu" if k == "cpu" else f"cpu {k}"): v for k, v in report.items()})
+        if reason is None:
+            info["encoder"] = _encoder_line(model_dir, report)
     return info
+
+
+def _encoder_line(model_dir, report: dict) -> str:
+    from tokenmap.encoders.report import encoder_line
+
+    try:
+        return encoder_line(model_dir, "int8", engine.default_threads(), report)
+    except Exception as exc:  # doctor reports; it never stops on what it inspects
+        return f"could not be chosen: {exc}"
 
 
 def runtime_settings() -> str:
@@ -131,9 +143,9 @@ def runtime_settings() -> str:
 
 
 def _precision_report() -> dict:
-    """Which engine encodes and which precision decodes by default, and why (:mod:`tokenmap.runtime.precision`)."""
-    _, reason = choose_encoder("auto")
-    return {"encoder": reason, "decoder (--compute-type int8)": describe("int8"),
+    """Which precision decodes by default, and why (:mod:`tokenmap.runtime.precision`); the encoder line needs
+    a model and comes with the CPU report."""
+    return {"encoder": "needs a model (`tokenmap models prepare`)", "decoder (--compute-type int8)": describe("int8"),
             "decoder (--exact)": describe("int8", exact=True)}
 
 

@@ -52,6 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenmap.encoders.base import Encoder
 from tokenmap.runtime.memory import worker_environment
 from tokenmap.runtime.worker import (  # noqa: F401 (the worker's errors are this module's too)
     TIMEOUT_ENV,
@@ -126,7 +127,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class StockEncoder:
+class StockEncoder(Encoder):
     """``encode`` by stock CTranslate2 in a worker process (one request at a time; thread-safe).
 
     The worker loads its model while the caller goes on (the first ``encode``
@@ -146,7 +147,7 @@ class StockEncoder:
         # buffers gain from the heap policy (tokenmap.runtime.memory), which glibc reads at start
         self._env = dict(worker_environment(),
                          PYTHONPATH=os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")]))
-        self.compute_type = compute_type
+        self.compute_type = self.precision = compute_type
         self._argv = [sys.executable, str(CHILD), str(model_dir), compute_type, str(threads)]
         self._lock = threading.Lock()
         self._blocks: dict[str, SharedBlock] = {}
@@ -157,6 +158,12 @@ class StockEncoder:
         self._worker: Worker | None = Worker(self._argv, self._env)
         self._kept = (None, None)  # (worker, the StorageView last returned): the worker keeps its own copy
         _LIVE.add(self)
+
+    engine = "stock"
+
+    def describe(self) -> str:
+        version = self.version or "(not started yet)"
+        return f"ctranslate2 {version} (stock, worker process), {self.compute_type}"
 
     @property
     def _proc(self):

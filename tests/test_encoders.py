@@ -1,0 +1,194 @@
+"""The encoder engines: model.bin read without CTranslate2, the OpenVINO graph, its cache, the choice."""
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+from tokenmap.encoders import choice
+from tokenmap.encoders.choice import Choice, EncoderPlan, parse, plan_from_measurement
+from tokenmap.encoders.modelbin import ModelFileError, read_model_bin
+from tokenmap.encoders.openvino_graph import EncoderShape, build_encoder, random_encoder_variables
+
+
+def reference_encoder(v, features):
+    """Whisper's encoder in plain numpy, written from the paper's description (independent of the graph)."""
+    from math import erf, sqrt
+
+    gelu = np.vectorize(lambda x: 0.5 * x * (1 + erf(x / sqrt(2))))
+
+    def conv(x, w, b, stride):  # x [C, T], w [O, C, 3], padding 1
+        xp = np.pad(x, ((0, 0), (1, 1)))
+        steps = range(0, x.shape[1], stride)
+        return np.stack([np.einsum("oc k,ck->o".replace(" ", ""), w, xp[:, t:t + 3]) for t in steps], 1) + b[:, None]
+
+    def norm(x, g, b):
+        mu, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + 1e-5) * g + b
+
+    heads = int(v["encoder/num_heads"])
+    x = gelu(conv(gelu(conv(features, v["encoder/conv1/weight"], v["encoder/conv1/bias"], 1)),
+                  v["encoder/conv2/weight"], v["encoder/conv2/bias"], 2)).T
+    x = x + v["encoder/position_encodings/encodings"][: x.shape[0]]
+    d = x.shape[1]
+    layer = 0
+    while f"encoder/layer_{layer}/ffn/linear_0/weight" in v:
+        p = f"encoder/layer_{layer}/"
+        h = norm(x, v[p + "self_attention/layer_norm/gamma"], v[p + "self_attention/layer_norm/beta"])
+        qkv = h @ v[p + "self_attention/linear_0/weight"].T + v[p + "self_attention/linear_0/bias"]
+        q, k, val = (qkv[:, i * d:(i + 1) * d].reshape(-1, heads, d // heads).transpose(1, 0, 2) for i in range(3))
+        scores = q @ k.transpose(0, 2, 1) / np.sqrt(d // heads)
+        weights = np.exp(scores - scores.max(-1, keepdims=True))
+        weights /= weights.sum(-1, keepdims=True)
+        att = (weights @ val).transpose(1, 0, 2).reshape(-1, d)
+        x = x + att @ v[p + "self_attention/linear_1/weight"].T + v[p + "self_attention/linear_1/bias"]
+        h = norm(x, v[p + "ffn/layer_norm/gamma"], v[p + "ffn/layer_norm/beta"])
+        h = gelu(h @ v[p + "ffn/linear_0/weight"].T + v[p + "ffn/linear_0/bias"])
+        x = x + h @ v[p + "ffn/linear_1/weight"].T + v[p + "ffn/linear_1/bias"]
+        layer += 1
+    return norm(x, v["encoder/layer_norm/gamma"], v["encoder/layer_norm/beta"])
+
+
+def _compile(model, precision="f32"):
+    import openvino as ov
+
+    from tokenmap.encoders.openvino import compile_config
+
+    return ov.Core().compile_model(model, "CPU", compile_config(precision, 2, None))
+
+
+@pytest.mark.parametrize("frames", [10, 9, 2])
+def test_the_graph_equals_a_numpy_encoder(frames):
+    v = random_encoder_variables(n_mels=6, d_model=16, heads=4, layers=2, frames=12, seed=frames)
+    features = np.random.default_rng(1).standard_normal((6, frames)).astype(np.float32)
+    out = _compile(build_encoder(v))({0: features[None]})[0]
+    expected = reference_encoder(v, features)
+    assert out.shape == (1, (frames + 1) // 2, 16)
+    np.testing.assert_allclose(out[0], expected, atol=2e-4)
+
+
+def test_one_compiled_graph_takes_any_batch_and_length():
+    v = random_encoder_variables(n_mels=128, d_model=32, heads=2, layers=1, frames=50)
+    compiled = _compile(build_encoder(v))
+    features = np.random.default_rng(2).standard_normal((3, 128, 100)).astype(np.float32)
+    batch = compiled({0: features})[0]
+    for row in range(3):
+        np.testing.assert_allclose(batch[row], compiled({0: features[row:row + 1]})[0][0], atol=1e-5)
+    assert compiled({0: features[:1, :, :40]})[0].shape == (1, 20, 32)
+
+
+def test_int8_weights_stay_close_to_float():
+    v = random_encoder_variables(n_mels=8, d_model=64, heads=2, layers=2, frames=40)
+    features = np.random.default_rng(3).standard_normal((1, 8, 60)).astype(np.float32)
+    full, int8 = (_compile(build_encoder(v, weights))({0: features})[0] for weights in ("float", "int8"))
+    cosine = float((full * int8).sum() / np.linalg.norm(full) / np.linalg.norm(int8))
+    assert cosine > 0.999 and not np.array_equal(full, int8)
+
+
+def _string(text):
+    return struct.pack("<H", len(text) + 1) + text.encode() + b"\0"
+
+
+def test_model_bin_aliases_resolve_and_truncation_is_one_line(tmp_path):
+    blob = (struct.pack("<I", 6) + _string("WhisperSpec") + struct.pack("<II", 3, 2)
+            + _string("encoder/x") + struct.pack("<BIIBI", 2, 2, 2, 4, 8) + np.arange(4, dtype="<f2").tobytes()
+            + _string("decoder/q") + struct.pack("<BIBI", 1, 3, 1, 3) + np.array([1, -2, 3], "i1").tobytes()
+            + struct.pack("<I", 2) + _string("encoder/conv1/bias") + _string("decoder/q")
+            + _string("encoder/y") + _string("encoder/x"))
+    path = tmp_path / "model.bin"
+    path.write_bytes(blob)
+    spec = read_model_bin(tmp_path)
+    assert spec.variables["encoder/y"].dtype == np.float16 and spec.variables["encoder/y"].tolist() == [[0, 1], [2, 3]]
+    assert spec.variables["encoder/conv1/bias"].tolist() == [1, -2, 3]
+    path.write_bytes(blob[:-7])
+    with pytest.raises(ModelFileError, match="model.bin: the file ends"):
+        read_model_bin(path)
+    path.write_bytes(struct.pack("<I", 9) + blob[4:])
+    with pytest.raises(ModelFileError, match="binary version 9"):
+        read_model_bin(path)
+
+
+@pytest.mark.model
+def test_a_model_written_by_ctranslate2_reads_back_and_encodes_alike(tiny_v3, tmp_path):
+    """A random model of large-v3's kind (128 mels; its zero biases stored once, as aliases) written by
+    CTranslate2's own converter spec: OpenVINO's encoder of it equals CTranslate2's float32 encoder."""
+    import ctranslate2
+
+    from tokenmap.encoders.openvino import OpenVINOEncoder
+
+    spec = read_model_bin(tiny_v3)
+    assert spec.version == 6 and spec.name == "WhisperSpec" and "encoder/conv1/bias" in spec.aliases
+    assert EncoderShape(spec.variables).as_dict() == {"n_mels": 128, "d_model": 64, "heads": 4, "layers": 2,
+                                                      "positions": 1500}
+    ct2 = ctranslate2.models.Whisper(str(tiny_v3), device="cpu", compute_type="float32", intra_threads=2)
+    enc = OpenVINOEncoder(tiny_v3, "f32", threads=2, cache=tmp_path)
+    features = (np.random.default_rng(4).standard_normal((2, 128, 600)) * 0.5).astype(np.float32)
+    expected = np.asarray(ct2.encode(ctranslate2.StorageView.from_array(features)))
+    np.testing.assert_allclose(np.asarray(enc.encode(features)), expected, atol=2e-3)
+
+
+def test_parse_names_every_engine():
+    assert parse("openvino:bf16") == ("openvino", "bf16") and parse("stock") == ("stock", None)
+    for bad in ("gpu", "openvino:f16", "ctranslate2:int8"):
+        with pytest.raises(ValueError, match="encoder must be one of"):
+            parse(bad)
+
+
+def _measured(ov_short, ct_short, ov_long, ct_long, int8=None):
+    ms = {"openvino:f32": {"1000": ov_short, "3000": ov_long}, "ctranslate2": {"1000": ct_short, "3000": ct_long},
+          "openvino:int8": int8 or {"1000": 1e9, "3000": 1e9}}
+    return {"ms": ms}
+
+
+def test_the_plan_keeps_ctranslate2_unless_openvino_is_clearly_faster():
+    plan = plan_from_measurement(_measured(96, 100, 300, 700), "stock", "int8")
+    assert plan.choices == (Choice("stock", "int8", 2000), Choice("openvino", "f32", 3000))
+    assert "10 s: openvino:f32 96 ms, ctranslate2 100 ms" in plan.reason
+    plan = plan_from_measurement(_measured(50, 100, 300, 700, {"1000": 40, "3000": 900}), "fork", "int8")
+    assert plan.choices == (Choice("openvino", "int8", 2000), Choice("openvino", "f32", 3000))
+    slow = plan_from_measurement(_measured(200, 100, 800, 700), "stock", "int8")
+    assert slow.choices == (Choice("stock", "int8", 3000),)
+
+
+def test_auto_takes_bf16_openvino_where_the_cpu_has_it(monkeypatch, tmp_path):
+    monkeypatch.setattr(choice, "has_bf16", lambda: True)
+    monkeypatch.setattr(choice, "measure", lambda *a, **k: pytest.fail("no measurement where bf16 decides"))
+    plan = choice.choose("auto", tmp_path, "int8", 2)
+    assert plan.choices == (Choice("openvino", "bf16"),) and "AMX" in plan.reason
+    assert choice.choose("ctranslate2", tmp_path, "int8", 2).engines() <= {"stock", "fork"}
+
+
+def test_auto_measures_once_and_keeps_the_measurement(monkeypatch, tmp_path):
+    (tmp_path / "model.bin").write_bytes(b"x")
+    monkeypatch.setattr(choice, "has_bf16", lambda: False)
+    calls = []
+
+    def fake_measure(model_dir, compute_type, threads, ct2=None):
+        calls.append(threads)
+        import openvino as ov
+
+        return dict(_measured(300, 100, 900, 700), cpu=choice.cpu_identity(), openvino=ov.__version__,
+                    ctranslate2=choice.ct2_setting())
+
+    monkeypatch.setattr(choice, "measure", fake_measure)
+    first = choice.choose("auto", tmp_path, "int8", 2)
+    again = choice.choose("auto", tmp_path, "int8", 2)
+    assert first == again and calls == [2] and first.engines() <= {"stock", "fork"}
+    path = choice.measurement_path(tmp_path, "int8", 2)
+    data = json.loads(path.read_text())
+    path.write_text(json.dumps(dict(data, cpu="another CPU")))  # measured elsewhere: measured again here
+    choice.choose("auto", tmp_path, "int8", 2)
+    assert calls == [2, 2]
+
+
+def test_without_openvino_auto_falls_back_and_openvino_fails_in_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(choice, "openvino_available", lambda: "openvino is not installed; pip install openvino")
+    assert choice.choose("auto", tmp_path, "int8", 2).engines() <= {"stock", "fork"}
+    with pytest.raises(RuntimeError, match="pip install openvino"):
+        choice.choose("openvino", tmp_path, "int8", 2)
+
+
+def test_routed_encoder_and_plan_lines():
+    plan = EncoderPlan((Choice("stock", "int8", 2000), Choice("openvino", "f32", 3000)), "measured")
+    assert choice.plan_summary(plan) == "stock int8 up to 20 s, openvino f32 up to 30 s: measured"

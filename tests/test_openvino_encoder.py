@@ -1,0 +1,167 @@
+"""The OpenVINO encoder on the real model: its output, its cache, and every path that encodes through it."""
+
+import numpy as np
+import pytest
+
+from tokenmap.encoders.openvino import OpenVINOEncoder, cached_ir
+
+pytestmark = pytest.mark.model
+
+KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,
+          suppress_blank=True, suppress_tokens=[-1], max_initial_timestamp_index=50)
+
+
+def _features(data_dir, name, frames=3000):
+    from faster_whisper.audio import decode_audio
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    mel = FeatureExtractor()(decode_audio(str(data_dir / name)))[:, :frames]
+    return np.pad(mel, ((0, 0), (0, frames - mel.shape[1])))[None].astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def ct2_float32(base_model_dir):
+    import ctranslate2
+
+    return ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="float32", intra_threads=2)
+
+
+@pytest.fixture(scope="module")
+def ov_f32(base_model_dir):
+    return OpenVINOEncoder(base_model_dir, "f32", threads=2)
+
+
+@pytest.mark.parametrize("frames", [3000, 800])
+def test_f32_equals_ctranslate2s_float32_encoder(ov_f32, ct2_float32, data_dir, frames):
+    import ctranslate2
+
+    features = _features(data_dir, "en-conf-getpin.flac", frames)
+    expected = np.asarray(ct2_float32.encode(ctranslate2.StorageView.from_array(features)))
+    out = np.asarray(ov_f32.encode(features))
+    assert out.shape == expected.shape == (1, frames // 2, 512)
+    np.testing.assert_allclose(out, expected, atol=1e-2)
+
+
+def test_int8_weights_stay_near_float32(base_model_dir, ov_f32, data_dir):
+    features = _features(data_dir, "en-agent-pass.flac")
+    full = np.asarray(ov_f32.encode(features))
+    int8 = np.asarray(OpenVINOEncoder(base_model_dir, "int8", threads=2).encode(features))
+    assert float((full * int8).sum() / np.linalg.norm(full) / np.linalg.norm(int8)) > 0.999
+
+
+def test_the_cached_ir_is_reused_stores_float16_and_is_rebuilt_only_with_force(base_model_dir, tmp_path, monkeypatch):
+    import openvino as ov
+
+    import tokenmap.encoders.openvino_graph as graph
+
+    xml = cached_ir(base_model_dir, "float", tmp_path)
+    weights = xml.with_suffix(".bin").stat().st_size
+    assert 35e6 < weights < 50e6  # base's encoder is 20.6 M parameters: float16, not float32
+    types = {op.get_output_element_type(0).get_type_name() for op in ov.Core().read_model(str(xml)).get_ops()
+             if op.get_type_name() == "Constant" and op.get_output_size() and op.shape and len(op.shape) == 2}
+    assert types == {"f16"}
+    def built_again(*args, **kwargs):
+        raise RuntimeError("the cached IR was built again")
+
+    monkeypatch.setattr(graph, "build_encoder", built_again)
+    assert cached_ir(base_model_dir, "float", tmp_path) == xml
+    OpenVINOEncoder(base_model_dir, "f32", threads=2, cache=tmp_path)  # compiles from the cache
+    with pytest.raises(RuntimeError, match="built again"):
+        cached_ir(base_model_dir, "float", tmp_path, force=True)
+    assert xml.is_file()  # a failed rebuild leaves the cached model whole
+
+
+def test_features_of_the_wrong_shape_are_one_clear_error(ov_f32):
+    with pytest.raises(ValueError, match=r"not \[batch, 80, 1-3000\]"):
+        ov_f32.encode(np.zeros((1, 80, 3002), np.float32))
+    with pytest.raises(ValueError, match="not"):
+        ov_f32.encode(np.zeros((1, 128, 100), np.float32))
+
+
+@pytest.mark.parametrize("name", ["en-basic-pbx-ivr-main.flac", "es-conf-getpin.flac"])
+def test_drafts_keep_greedy_output_on_openvino_encoder_output(base_model_dir, ov_f32, data_dir, name):
+    """The golden test on OpenVINO's encoder output: speculative decoding equals step-wise greedy decoding
+    (a float32 decoder, whose batched logits equal its step logits), for oracle, wrong and empty drafts."""
+    import ctranslate2
+
+    from tokenmap.decode.drafters import FixedDrafter
+    from tokenmap.decode.reference import greedy_decode
+    from tokenmap.decode.special import SpecialTokens
+    from tokenmap.decode.speculative import decode_window
+
+    decoder = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="float32", intra_threads=2)
+    special = SpecialTokens.from_model_dir(str(base_model_dir))
+    enc = ov_f32.encode(_features(data_dir, name))
+    prompt = _prompt(base_model_dir, name[:2])
+    steps = list(greedy_decode(decoder, enc, prompt, special, **KW).tokens)
+    assert len(steps) >= 5 and steps == list(decoder.generate(enc, [prompt], **KW)[0].sequences_ids[0])
+    wrong = steps[:2] + [t + 1 for t in steps[2:]]
+    for draft in (steps + [special.eot], wrong, []):
+        assert decode_window(decoder, enc, prompt, special, FixedDrafter(draft), **KW).tokens == steps
+
+
+def _prompt(base_model_dir, lang):
+    from tokenizers import Tokenizer
+
+    vocab = Tokenizer.from_file(str(base_model_dir / "tokenizer.json")).get_vocab(with_added_tokens=True)
+    return [vocab["<|startoftranscript|>"], vocab[f"<|{lang}|>"], vocab["<|transcribe|>"]]
+
+
+@pytest.fixture(scope="module")
+def pair(base_model_dir):
+    """One model per engine, both float32 end to end, so their transcripts must agree."""
+    from tokenmap import WhisperModel
+
+    kw = dict(device="cpu", compute_type="float32", cpu_threads=2, session_cache=False)
+    return {e: WhisperModel(str(base_model_dir), encoder=e, **kw) for e in ("fork", "openvino:f32")}
+
+
+def test_every_transcribe_path_runs_on_openvino(pair, data_dir, monkeypatch):
+    """No flags, language detection, word timestamps and the short audio context encode on OpenVINO and
+    give the transcript CTranslate2's float32 encoder gives."""
+    fork, ov = pair["fork"], pair["openvino:f32"]
+    assert ov.encoder_engine == "openvino" and fork.encoder_engine == "fork"
+    calls = []
+    real = ov.model.encoder.encode
+    monkeypatch.setattr(ov.model.encoder, "encode", lambda f, to_cpu=False: calls.append(f.shape) or real(f))
+    for name, options in (("en-basic-pbx-ivr-main.flac", {}), ("fr-conf-getpin.flac", {"word_timestamps": True}),
+                          ("es-conf-getpin.flac", {"audio_context": "auto"})):
+        path = str(data_dir / name)
+        out = {}
+        for engine, model in pair.items():
+            segments, info = model.transcribe(path, **options)
+            words = [(w.word, round(w.start, 1)) for s in segments for w in (s.words or [])]
+            out[engine] = (info.language, [s.text for s in segments], words)
+        assert out["fork"] == out["openvino:f32"], name
+    assert calls and any(shape[-1] < 3000 for shape in calls)  # the short context went through OpenVINO too
+
+
+def test_a_batch_of_windows_is_one_openvino_inference(pair, data_dir, monkeypatch):
+    from tokenmap import BatchedInferencePipeline
+
+    ov = pair["openvino:f32"]
+    batches = []
+    real = ov.model.encoder.encode_array
+    monkeypatch.setattr(ov.model.encoder, "encode_array", lambda f: batches.append(np.shape(f)) or real(f))
+    audio = _audio(data_dir, "en-basic-pbx-ivr-main.flac")  # VAD finds several chunks in the menu
+    fork_text = [s.text for s in BatchedInferencePipeline(pair["fork"]).transcribe(audio, batch_size=4,
+                                                                                   language="en")[0]]
+    ov_text = [s.text for s in BatchedInferencePipeline(ov).transcribe(audio, batch_size=4, language="en")[0]]
+    assert ov_text == fork_text and max(b[0] for b in batches) > 1
+
+
+def _audio(data_dir, name):
+    from faster_whisper.audio import decode_audio
+
+    return decode_audio(str(data_dir / name))
+
+
+def test_a_stream_encodes_on_openvino(base_model_dir, data_dir):
+    from tokenmap.stream.audio import FileSource
+    from tokenmap.stream.live import StreamModel, StreamOptions, StreamTranscriber
+
+    model = StreamModel.load(str(base_model_dir), compute_type="float32", threads=2, encoder="openvino:f32")
+    assert model.model.encoder_engine == "openvino"
+    st = StreamTranscriber(model, StreamOptions(update_seconds=2.0, language="en"))
+    updates = list(st.run(FileSource(_audio(data_dir, "en-agent-pass.flac")).chunks(2.0)))
+    assert "password" in (updates[-1].committed_text + updates[-1].tentative_text).lower()

@@ -1,0 +1,62 @@
+"""The one interface every encoder engine answers: ``encode(features) -> encoder output``.
+
+Whisper's decoder calls (``generate``, ``detect_language``, ``align`` and the fork's ``prefill``) take
+encoder output ``[batch, frames / 2, d_model]`` as a float32 ``ctranslate2.StorageView``, whichever
+engine produced it, so the encoder can run on another runtime than the decoder. An engine is:
+
+* :class:`tokenmap.encoders.openvino.OpenVINOEncoder`: OpenVINO, built from the model's own weights;
+* :class:`CTranslate2Encoder`: a ``ctranslate2.models.Whisper`` in this process (the fork);
+* :class:`tokenmap.runtime.stock_encoder.StockEncoder`: stock CTranslate2 in a worker process.
+
+Example::
+
+    >>> class Zeros(Encoder):
+    ...     engine, precision = "zeros", "f32"
+    ...     def encode(self, features, to_cpu=False):
+    ...         return features.shape
+    ...     def describe(self):
+    ...         return "zeros"
+    >>> import numpy as np
+    >>> Zeros().encode(np.zeros((1, 80, 3000)))
+    (1, 80, 3000)
+"""
+
+from __future__ import annotations
+
+import abc
+
+
+class Encoder(abc.ABC):
+    """An encoder engine: ``engine`` names the runtime, ``precision`` the arithmetic it encodes in."""
+
+    engine: str
+    precision: str
+
+    @abc.abstractmethod
+    def encode(self, features, to_cpu: bool = False):
+        """Encoder output of ``features`` (``[batch, n_mels, frames]``) as a ``ctranslate2.StorageView``."""
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """One line for ``tokenmap doctor``: the runtime, its version and precision."""
+
+    def close(self) -> None:
+        """Free what the engine holds outside this process (nothing, unless it says otherwise)."""
+
+
+class CTranslate2Encoder(Encoder):
+    """``model.encode`` of a ``ctranslate2.models.Whisper`` loaded in this process (the fork's)."""
+
+    engine = "fork"
+
+    def __init__(self, model, compute_type: str):
+        self.model = model
+        self.precision = compute_type
+
+    def encode(self, features, to_cpu: bool = False):
+        return self.model.encode(features, to_cpu=to_cpu)
+
+    def describe(self) -> str:
+        import ctranslate2
+
+        return f"ctranslate2 {ctranslate2.__version__} (the fork, in process), {self.precision}"

@@ -1,0 +1,249 @@
+"""Which engine encodes: OpenVINO where the CPU has matrix units, else whichever measured faster.
+
+``encoder`` (``WhisperModel(encoder=...)``, ``--encoder``) is one of:
+
+* ``"auto"`` (default): on a CPU where OpenVINO computes in bfloat16 (AMX or AVX512_BF16), OpenVINO at
+  its default precision. Elsewhere the engine measured fastest on this machine at each audio length:
+  OpenVINO f32, OpenVINO with int8 weights, or CTranslate2. The measurement runs once per model shape,
+  compute type, thread count and CPU (``tokenmap calibrate --encoder``, or at first use, about ten
+  seconds for base) and is kept beside the cost curves. CTranslate2 keeps a length unless OpenVINO is
+  clearly (5 %) faster there, so ``auto`` never encodes slower than CTranslate2 did;
+* ``"openvino"``: OpenVINO at its default precision (bf16 where the CPU has it, else the faster of f32
+  and int8 weights as measured, else f32); ``"openvino:f32"``, ``"openvino:bf16"``, ``"openvino:int8"``;
+* ``"ctranslate2"``: CTranslate2 int8, as faster-whisper encodes: stock CTranslate2 in its worker when
+  ``make stock-encoder`` installed it (``"stock"``), else the fork in process (``"fork"``).
+
+Example::
+
+    >>> parse("openvino:int8"), parse("ctranslate2"), parse("auto")
+    (('openvino', 'int8'), ('ctranslate2', None), ('auto', None))
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tokenmap.encoders.openvino import PRECISIONS, has_bf16, openvino_available
+
+logger = logging.getLogger("tokenmap")
+
+ENGINES = ("auto", "openvino", "ctranslate2", "fork", "stock")
+LENGTHS = (1000, 3000)  # mel frames measured: a 10 s context and a 30 s window
+BOUNDARY = 2000  # windows of up to this many frames take the short length's winner
+MARGIN = 0.95  # OpenVINO must take at most this share of CTranslate2's time to be chosen
+OPENVINO_CANDIDATES = ("openvino:f32", "openvino:int8")
+
+
+def parse(requested: str) -> tuple[str, str | None]:
+    """``(engine, precision or None)`` of an ``encoder`` value; ValueError (one line) for anything else."""
+    engine, _, precision = str(requested).partition(":")
+    if engine not in ENGINES or (precision and (engine != "openvino" or precision not in PRECISIONS)):
+        raise ValueError(f"encoder must be one of {', '.join(ENGINES)} (or openvino:{'|'.join(PRECISIONS)}), "
+                         f"not {requested!r}")
+    return engine, precision or None
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Engine (``"openvino"``, ``"stock"`` or ``"fork"``) and precision for windows up to ``max_frames``."""
+
+    engine: str
+    precision: str
+    max_frames: int = 3000
+
+
+@dataclass(frozen=True)
+class EncoderPlan:
+    """What encodes each window length, and why: ``choices`` sorted by ``max_frames``."""
+
+    choices: tuple[Choice, ...]
+    reason: str
+
+    def engines(self) -> set[str]:
+        return {c.engine for c in self.choices}
+
+
+def cpu_identity() -> str:
+    """The CPU's model name and flags, as this machine reports them (what a measurement is valid for)."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    name = fields.get("model name") or platform.processor() or platform.machine()
+    return f"{name} | {' '.join(sorted(fields.get('flags', '').split()))}"
+
+
+def measurement_path(model_dir: Path, compute_type: str, threads: int) -> Path:
+    """Where the encoder timings of this model, compute type and thread count are kept."""
+    from tokenmap.decode.cost import calibration_path
+
+    path = calibration_path(Path(model_dir), compute_type, threads)
+    return path.with_name(path.stem + "-encoders.json")
+
+
+def ctranslate2_engine() -> str:
+    """``"stock"`` when ``make stock-encoder`` installed stock CTranslate2 for the worker, else ``"fork"``."""
+    from tokenmap.runtime.stock_encoder import stock_installed
+
+    return "stock" if stock_installed() else "fork"
+
+
+def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: int = 3,
+            lengths=LENGTHS) -> dict:
+    """Median milliseconds per encode of each candidate at each length in ``lengths``, interleaved.
+
+    Candidates: :data:`OPENVINO_CANDIDATES` and ``"ctranslate2"``: ``ct2``, the CTranslate2 encoder that
+    would run (the stock worker, or the fork's model in this process, whose speed depends on this process's
+    malloc policy), else the fork's model loaded here at ``compute_type``.
+    Returns ``{"cpu", "openvino", "ctranslate2", "ms": {candidate: {frames: ms}}}``.
+    """
+    import ctranslate2
+
+    from tokenmap.encoders.openvino import OpenVINOEncoder
+
+    if ct2 is None and ctranslate2_engine() == "stock":
+        from tokenmap.runtime.stock_encoder import StockEncoder
+
+        ct2 = StockEncoder(model_dir, compute_type, threads)
+    elif ct2 is None:
+        ct2 = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
+                                         intra_threads=threads)
+    engines = {c: OpenVINOEncoder(model_dir, c.split(":")[1], threads).encode_array for c in OPENVINO_CANDIDATES}
+    engines["ctranslate2"] = lambda x: ct2.encode(ctranslate2.StorageView.from_array(x))
+    n_mels = OpenVINOEncoder(model_dir, "f32", threads).n_mels
+    rng = np.random.default_rng(0)
+    ms: dict[str, dict[str, list]] = {name: {} for name in engines}
+    for frames in lengths:
+        features = (rng.standard_normal((1, n_mels, frames)) * 0.5).astype(np.float32)
+        for fn in engines.values():
+            fn(features)  # warm-up: the first call at a length allocates
+        for _ in range(reps):  # interleaved, so drift hits every engine alike
+            for name, fn in engines.items():
+                started = time.perf_counter()
+                fn(features)
+                ms[name].setdefault(str(frames), []).append(1000 * (time.perf_counter() - started))
+    import openvino as ov
+
+    medians = {name: {f: round(float(np.median(v)), 2) for f, v in per.items()} for name, per in ms.items()}
+    return {"cpu": cpu_identity(), "openvino": ov.__version__, "ctranslate2": ct2_setting(), "threads": threads,
+            "compute_type": compute_type, "measured": time.strftime("%Y-%m-%dT%H:%M:%S"), "ms": medians}
+
+
+def ct2_setting() -> str:
+    """What CTranslate2's encoder speed depends on besides the CPU: the engine, and in this process the
+    malloc policy (:mod:`tokenmap.runtime.memory`; the stock worker always has it)."""
+    from tokenmap.runtime import memory
+
+    engine = ctranslate2_engine()
+    return engine if engine == "stock" else f"fork, malloc {memory.status or 'default'}"
+
+
+def load_measurement(model_dir: Path, compute_type: str, threads: int) -> dict | None:
+    """The kept measurement for this CPU, OpenVINO version and CTranslate2 setting, or None."""
+    import openvino as ov
+
+    path = measurement_path(model_dir, compute_type, threads)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if (data.get("cpu"), data.get("openvino"), data.get("ctranslate2")) != (cpu_identity(), ov.__version__,
+                                                                            ct2_setting()):
+        return None
+    return data
+
+
+def save_measurement(model_dir: Path, compute_type: str, threads: int, data: dict) -> Path:
+    """Write ``data`` (from :func:`measure`) where :func:`load_measurement` finds it, atomically."""
+    path = measurement_path(model_dir, compute_type, threads)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def plan_from_measurement(data: dict, ct2: str, compute_type: str) -> EncoderPlan:
+    """Per measured length, the fastest engine; CTranslate2 unless OpenVINO takes at most :data:`MARGIN`
+    of its time. Lengths up to :data:`BOUNDARY` frames follow the shortest measured length."""
+    ms = data["ms"]
+    choices, words = [], []
+    lengths = sorted(int(f) for f in ms["ctranslate2"])
+    for i, frames in enumerate(lengths):
+        best = min(OPENVINO_CANDIDATES, key=lambda c: ms[c][str(frames)])
+        ov_ms, ct_ms = ms[best][str(frames)], ms["ctranslate2"][str(frames)]
+        upto = BOUNDARY if i < len(lengths) - 1 else 3000
+        if ov_ms <= MARGIN * ct_ms:
+            choices.append(Choice("openvino", best.split(":")[1], upto))
+        else:
+            choices.append(Choice(ct2, compute_type, upto))
+        words.append(f"{frames // 100} s: {best} {ov_ms:.0f} ms, ctranslate2 {ct_ms:.0f} ms")
+    merged = [c for i, c in enumerate(choices) if i == len(choices) - 1 or
+              (c.engine, c.precision) != (choices[i + 1].engine, choices[i + 1].precision)]
+    return EncoderPlan(tuple(merged), "measured on this CPU (" + "; ".join(words) + ")")
+
+
+def choose(requested: str, model_dir: Path, compute_type: str, threads: int, ct2_encoder=None) -> EncoderPlan:
+    """The :class:`EncoderPlan` for ``requested`` (see the module's docstring); ``ct2_encoder`` is the CTranslate2
+    encoder a measurement times (the one that would run: :func:`measure`)."""
+    engine, precision = parse(requested)
+    ct2 = ctranslate2_engine()  # the CTranslate2 engine's name: stock or fork
+    if engine in ("fork", "stock"):
+        if engine == "stock" and ct2 != "stock":
+            from tokenmap.runtime.stock_encoder import StockEncoderError, stock_dir
+
+            raise StockEncoderError(f"no stock CTranslate2 in {stock_dir()}; run `make stock-encoder`")
+        return EncoderPlan((Choice(engine, compute_type),), f"ctranslate2 {compute_type} ({engine}, asked for)")
+    if engine == "ctranslate2":
+        return EncoderPlan((Choice(ct2, compute_type),), f"ctranslate2 {compute_type} (asked for)")
+    missing = openvino_available()
+    if missing:
+        if engine == "openvino":
+            raise RuntimeError(missing)
+        return EncoderPlan((Choice(ct2, compute_type),), f"ctranslate2: {missing}")
+    if engine == "openvino" or has_bf16():
+        if precision is None:
+            precision, why = _openvino_default(model_dir, compute_type, threads)
+        else:
+            why = "asked for"
+        return EncoderPlan((Choice("openvino", precision),), f"openvino {precision} ({why})")
+    data = load_measurement(model_dir, compute_type, threads)
+    if data is None:
+        logger.info("measuring the encoder engines once on this CPU (kept in %s; `tokenmap calibrate --encoder` "
+                    "measures again)", measurement_path(model_dir, compute_type, threads))
+        data = measure(model_dir, compute_type, threads, ct2=ct2_encoder)
+        save_measurement(model_dir, compute_type, threads, data)
+    return plan_from_measurement(data, ct2, compute_type)
+
+
+def _openvino_default(model_dir: Path, compute_type: str, threads: int) -> tuple[str, str]:
+    if has_bf16():
+        return "bf16", "this CPU computes bfloat16: AMX or AVX512_BF16"
+    data = load_measurement(model_dir, compute_type, threads)
+    if data is None:
+        return "f32", "no bfloat16 on this CPU; int8 weights not measured here"
+    best = min(OPENVINO_CANDIDATES, key=lambda c: data["ms"][c][str(max(LENGTHS))])
+    return best.split(":")[1], "no bfloat16 on this CPU; the faster of f32 and int8 weights as measured"
+
+
+def plan_summary(plan: EncoderPlan) -> str:
+    """One line: each length's engine and precision, then why."""
+    parts = [f"{c.engine} {c.precision}" + (f" up to {c.max_frames // 100} s" if len(plan.choices) > 1 else "")
+             for c in plan.choices]
+    return f"{', '.join(parts)}: {plan.reason}"
+
+
+def plan_as_dict(plan: EncoderPlan) -> dict:
+    return {"choices": [asdict(c) for c in plan.choices], "reason": plan.reason}

@@ -1,0 +1,192 @@
+"""Whisper's encoder on OpenVINO: built once from ``model.bin``, cached, compiled for this CPU.
+
+:class:`OpenVINOEncoder` answers ``encode(features) -> StorageView`` like CTranslate2's, so its output
+goes straight into the fork's ``prefill``, ``generate``, ``detect_language`` and ``align``. The graph
+(:mod:`tokenmap.encoders.openvino_graph`) is written once per model and weight format as OpenVINO IR
+under ``~/.cache/tokenmap/openvino/`` with float16 weights, and OpenVINO's own compiled-model cache
+beside it holds what it compiled for this CPU and precision, so a second load takes a fraction of a
+second. Nothing is fetched and no torch is needed.
+
+Precisions (``precision``):
+
+* ``"bf16"``: OpenVINO's default on CPUs with AMX or AVX512_BF16 (matrix units);
+* ``"f32"``: float32 arithmetic, equal to CTranslate2's float32 encoder to about 1e-3;
+* ``"int8"``: linear weights stored as int8 with a scale per row, computed at the CPU's best float
+  precision (bf16 where it has it, else f32).
+
+Example::
+
+    >>> enc = OpenVINOEncoder(model_dir, precision="bf16", threads=2)   # doctest: +SKIP
+    >>> enc.encode(features).shape                                      # doctest: +SKIP
+    [1, 1500, 512]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from tokenmap.encoders.base import Encoder
+
+logger = logging.getLogger("tokenmap")
+
+FORMAT_VERSION = 1  # of the cached IR: bump when the graph changes
+PRECISIONS = ("bf16", "f32", "int8")
+
+
+def openvino_available() -> str | None:
+    """Why OpenVINO cannot encode here (a one-line reason), or None when it can."""
+    try:
+        import openvino  # noqa: F401
+    except ImportError as exc:
+        return f"openvino is not installed ({exc}); pip install openvino"
+    return None
+
+
+def cpu_capabilities() -> tuple[str, ...]:
+    """OpenVINO's ``OPTIMIZATION_CAPABILITIES`` of the CPU (``BF16`` where it has AMX or AVX512_BF16)."""
+    import openvino as ov
+
+    return tuple(ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
+
+
+def has_bf16() -> bool:
+    """True when OpenVINO computes in bfloat16 on this CPU by default (AMX or AVX512_BF16)."""
+    return "BF16" in cpu_capabilities()
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/tokenmap/openvino`` (default ``~/.cache/tokenmap/openvino``)."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(root) / "tokenmap" / "openvino"
+
+
+def model_key(model_dir: Path, weights: str) -> str:
+    """A name for ``model_dir``'s encoder in ``weights`` format: its ``model.bin`` path, size and time."""
+    path = (Path(model_dir) / "model.bin").resolve()
+    stat = path.stat()
+    digest = hashlib.sha256(f"{FORMAT_VERSION}|{path}|{stat.st_size}|{stat.st_mtime_ns}|{weights}".encode())
+    return f"{Path(model_dir).name}-{weights}-{digest.hexdigest()[:16]}"
+
+
+def cached_ir(model_dir: Path, weights: str, root: Path | None = None, force: bool = False) -> Path:
+    """The encoder's IR (``encoder.xml``) for ``model_dir`` in ``weights`` format, built if missing.
+
+    The IR is written to a temporary directory and renamed into place, so a crash never leaves half a
+    model and two processes building at once both end with a whole one. ``force`` rebuilds it.
+    """
+    import openvino as ov
+
+    from tokenmap.encoders.modelbin import read_model_bin
+    from tokenmap.encoders.openvino_graph import EncoderShape, build_encoder
+
+    target = (root or cache_root()) / model_key(model_dir, weights)
+    xml = target / "encoder.xml"
+    if xml.is_file() and (target / "meta.json").is_file() and not force:
+        return xml
+    logger.info("building the OpenVINO encoder of %s (%s weights) into %s", model_dir, weights, target)
+    spec = read_model_bin(Path(model_dir) / "model.bin")
+    model = build_encoder(spec.variables, "int8" if weights == "int8" else "float", get=spec.float32)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
+    try:
+        ov.save_model(model, str(tmp / "encoder.xml"), compress_to_fp16=True)
+        meta = {"format": FORMAT_VERSION, "source": str((Path(model_dir) / "model.bin").resolve()),
+                "weights": weights, "openvino": ov.__version__, "shape": EncoderShape(spec.variables).as_dict()}
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        if force and target.exists():
+            shutil.rmtree(target)
+        try:
+            tmp.rename(target)
+        except OSError:  # another process put a whole one there first
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return xml
+
+
+def compile_config(precision: str, threads: int, cache_dir: Path | None) -> dict:
+    """OpenVINO's CPU settings for ``precision`` on ``threads`` threads, latency first."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"OpenVINO precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    config = {"INFERENCE_NUM_THREADS": int(threads), "PERFORMANCE_HINT": "LATENCY"}
+    if precision == "f32":
+        config["INFERENCE_PRECISION_HINT"] = "f32"
+    if cache_dir is not None:
+        config["CACHE_DIR"] = str(cache_dir)
+    return config
+
+
+class OpenVINOEncoder(Encoder):
+    """``encode(features) -> StorageView`` on OpenVINO, from ``model_dir``'s own weights.
+
+    ``precision`` is one of :data:`PRECISIONS` (``"bf16"`` on a CPU without bfloat16 runs f32);
+    ``threads`` the inference threads. Thread-safe: each calling thread has its own infer request.
+    """
+
+    engine = "openvino"
+
+    def __init__(self, model_dir, precision: str = "f32", threads: int = 2, cache: Path | None = None,
+                 perf_count: bool = False):
+        import openvino as ov
+
+        reason = openvino_available()
+        if reason:
+            raise RuntimeError(reason)
+        self.model_dir = Path(model_dir)
+        self.precision = precision
+        self.threads = threads
+        root = cache or cache_root()
+        self.ir = cached_ir(self.model_dir, "int8" if precision == "int8" else "float", root)
+        config = compile_config(precision, threads, root / "compiled")
+        if perf_count:
+            config["PERF_COUNT"] = True
+        self.compiled = ov.Core().compile_model(str(self.ir), "CPU", config)
+        self.inference_precision = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
+        meta = json.loads((self.ir.parent / "meta.json").read_text(encoding="utf-8"))
+        self.n_mels = int(meta["shape"]["n_mels"])
+        self.max_frames = 2 * int(meta["shape"]["positions"])
+        self.version = ov.__version__
+        self._local = threading.local()
+
+    def _request(self):
+        request = getattr(self._local, "request", None)
+        if request is None:
+            request = self._local.request = self.compiled.create_infer_request()
+        return request
+
+    def encode(self, features, to_cpu: bool = False):
+        import ctranslate2
+
+        return ctranslate2.StorageView.from_array(self.encode_array(features))
+
+    def encode_array(self, features) -> np.ndarray:
+        """Encoder output as a float32 array ``[batch, frames / 2, d_model]``."""
+        array = np.ascontiguousarray(np.asarray(features), dtype=np.float32)
+        if array.ndim == 2:
+            array = array[None]
+        if array.ndim != 3 or array.shape[1] != self.n_mels or not 0 < array.shape[2] <= self.max_frames:
+            raise ValueError(f"features of shape {array.shape}, not [batch, {self.n_mels}, 1-{self.max_frames}]")
+        request = self._request()
+        request.infer({0: array})
+        return np.array(request.get_output_tensor(0).data, copy=True)
+
+    def kernels(self) -> list[str]:
+        """The kernels the last inference of this thread ran (needs ``perf_count=True``), most used first."""
+        counts: dict[str, int] = {}
+        for info in self._request().profiling_info:
+            if info.status.name == "EXECUTED" and info.exec_type:
+                counts[info.exec_type] = counts.get(info.exec_type, 0) + 1
+        return sorted(counts, key=lambda k: -counts[k])
+
+    def describe(self) -> str:
+        return (f"openvino {self.version.split('-')[0]}, {self.precision} "
+                f"(runs {self.inference_precision})")

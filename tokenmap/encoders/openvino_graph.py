@@ -1,0 +1,161 @@
+"""Whisper's encoder as an OpenVINO model, built with the graph API from a CTranslate2 ``model.bin``.
+
+No torch, no export, no hub: the arrays of :func:`tokenmap.encoders.modelbin.read_model_bin` become
+constants of the graph CTranslate2 itself runs for ``encode``::
+
+    features [batch, n_mels, T]
+      -> conv1 (kernel 3, pad 1) + GELU -> conv2 (kernel 3, stride 2, pad 1) + GELU
+      -> transpose to [batch, T/2, d_model] + the first T/2 position encodings
+      -> n pre-norm layers: x + attention(norm(x)); x + ffn(norm(x))
+      -> final layer norm: [batch, T/2, d_model]
+
+``T`` and ``batch`` are dynamic, so one compiled model serves 30 s windows, short audio contexts and
+batches. Any Whisper shape works (n_mels 80 or 128, any depth and width): they are read from the
+file. ``weights="int8"`` stores the linear layers as int8 with one scale per output row (OpenVINO's
+weight-decompression pattern), which saves memory and, on some CPUs, time.
+
+Example (a tiny random encoder; a real one comes from ``model.bin``)::
+
+    >>> import numpy as np
+    >>> spec = random_encoder_variables(n_mels=4, d_model=8, heads=2, layers=1, frames=10)
+    >>> model = build_encoder(spec)
+    >>> [str(p.get_partial_shape()) for p in model.inputs]
+    ['[?,4,?]']
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+EPSILON = 1e-5  # Whisper's layer norm
+
+
+class EncoderShape:
+    """The shape of the encoder a variable dict describes: mels, width, heads, depth, positions."""
+
+    def __init__(self, variables: dict[str, np.ndarray]):
+        conv1 = variables["encoder/conv1/weight"]
+        self.d_model, self.n_mels = int(conv1.shape[0]), int(conv1.shape[1])
+        self.heads = int(np.asarray(variables["encoder/num_heads"]).reshape(-1)[0])
+        self.layers = sum(1 for k in variables if k.startswith("encoder/layer_") and k.endswith("linear_0/weight")
+                          and "self_attention" in k)
+        self.positions = int(variables["encoder/position_encodings/encodings"].shape[0])
+
+    def as_dict(self) -> dict:
+        return {"n_mels": self.n_mels, "d_model": self.d_model, "heads": self.heads, "layers": self.layers,
+                "positions": self.positions}
+
+
+def _ops():
+    import openvino.opset13 as ops
+
+    return ops
+
+
+class _Builder:
+    """Turns named arrays into graph nodes; ``weights`` says how linear layers store theirs."""
+
+    def __init__(self, get, weights: str):
+        self.get = get  # name -> float32 array
+        self.weights = weights
+        self.ops = _ops()
+
+    def const(self, array) -> object:
+        return self.ops.constant(np.ascontiguousarray(array, dtype=np.float32))
+
+    def linear(self, x, scope: str):
+        ops = self.ops
+        weight = self.get(f"{scope}/weight")
+        if self.weights == "int8":
+            scale = np.maximum(np.abs(weight).max(axis=1, keepdims=True), 1e-12) / 127.0
+            q = np.clip(np.rint(weight / scale), -127, 127).astype(np.int8)
+            w = ops.multiply(ops.convert(ops.constant(q), "f32"), self.const(scale))
+        else:
+            w = self.const(weight)
+        y = ops.matmul(x, w, transpose_a=False, transpose_b=True)
+        return ops.add(y, self.const(self.get(f"{scope}/bias")))
+
+    def norm(self, x, scope: str):
+        ops = self.ops
+        axes = ops.constant(np.array([-1], dtype=np.int64))
+        y = ops.mvn(x, axes, normalize_variance=True, eps=EPSILON, eps_mode="inside_sqrt")
+        return ops.add(ops.multiply(y, self.const(self.get(f"{scope}/gamma"))), self.const(self.get(f"{scope}/beta")))
+
+    def conv(self, x, scope: str, stride: int):
+        ops = self.ops
+        y = ops.convolution(x, self.const(self.get(f"{scope}/weight")), [stride], [1], [1], [1])
+        bias = self.get(f"{scope}/bias")
+        return ops.gelu(ops.add(y, self.const(bias.reshape(1, -1, 1))), "erf")
+
+    def attention(self, x, scope: str, heads: int, d_model: int):
+        ops = self.ops
+        qkv = self.linear(self.norm(x, f"{scope}/layer_norm"), f"{scope}/linear_0")
+        split_shape = ops.constant(np.array([0, 0, heads, d_model // heads], dtype=np.int64))
+        q, k, v = (ops.transpose(ops.reshape(part, split_shape, special_zero=True), [0, 2, 1, 3])
+                   for part in ops.split(qkv, ops.constant(np.int64(-1)), 3).outputs())
+        attended = ops.scaled_dot_product_attention(q, k, v, causal=False)
+        merged = ops.reshape(ops.transpose(attended, [0, 2, 1, 3]),
+                             ops.constant(np.array([0, 0, d_model], dtype=np.int64)), special_zero=True)
+        return ops.add(x, self.linear(merged, f"{scope}/linear_1"))
+
+    def ffn(self, x, scope: str):
+        ops = self.ops
+        hidden = ops.gelu(self.linear(self.norm(x, f"{scope}/layer_norm"), f"{scope}/linear_0"), "erf")
+        return ops.add(x, self.linear(hidden, f"{scope}/linear_1"))
+
+
+def build_encoder(variables, weights: str = "float", get=None):
+    """An ``openvino.Model`` of the encoder in ``variables`` (name -> array, as :func:`read_model_bin` gives).
+
+    ``get(name) -> float32 array`` reads a variable (default: ``variables[name]`` as float32; pass
+    :meth:`~tokenmap.encoders.modelbin.ModelSpec.float32` to undo a quantized file's scales).
+    ``weights``: ``"float"`` (the compiler's precision decides) or ``"int8"`` (linear layers stored as int8).
+    """
+    import openvino as ov
+
+    if weights not in ("float", "int8"):
+        raise ValueError(f"weights must be 'float' or 'int8', not {weights!r}")
+    get = get or (lambda name: np.asarray(variables[name], dtype=np.float32))
+    shape = EncoderShape(variables)
+    b = _Builder(get, weights)
+    ops = b.ops
+    features = ops.parameter([-1, shape.n_mels, -1], np.float32, name="features")
+    x = b.conv(b.conv(features, "encoder/conv1", 1), "encoder/conv2", 2)
+    x = ops.transpose(x, [0, 2, 1])  # [batch, T/2, d_model]
+    frames = ops.gather(ops.shape_of(x), ops.constant(np.array([1], dtype=np.int64)), ops.constant(np.int64(0)))
+    positions = ops.slice(b.const(get("encoder/position_encodings/encodings")),
+                          ops.constant(np.array([0], dtype=np.int64)), frames,
+                          ops.constant(np.array([1], dtype=np.int64)), ops.constant(np.array([0], dtype=np.int64)))
+    x = ops.add(x, positions)
+    for i in range(shape.layers):
+        x = b.attention(x, f"encoder/layer_{i}/self_attention", shape.heads, shape.d_model)
+        x = b.ffn(x, f"encoder/layer_{i}/ffn")
+    x = b.norm(x, "encoder/layer_norm")
+    x.output(0).get_tensor().set_names({"encoder_output"})
+    return ov.Model([x.output(0)], [features], "whisper_encoder")
+
+
+def random_encoder_variables(n_mels: int = 80, d_model: int = 64, heads: int = 2, layers: int = 2,
+                             frames: int = 1500, ffn: int | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random variables of a Whisper encoder of this shape, named as in ``model.bin`` (for tests)."""
+    rng = np.random.default_rng(seed)
+    ffn = ffn or 4 * d_model
+
+    def w(*dims, scale=0.05):
+        return (rng.standard_normal(dims) * scale).astype(np.float32)
+
+    v = {"encoder/conv1/weight": w(d_model, n_mels, 3, scale=0.2), "encoder/conv1/bias": w(d_model),
+         "encoder/conv2/weight": w(d_model, d_model, 3, scale=0.1), "encoder/conv2/bias": w(d_model),
+         "encoder/position_encodings/encodings": w(frames, d_model, scale=0.5),
+         "encoder/num_heads": np.array(heads, dtype=np.int16),
+         "encoder/layer_norm/gamma": 1 + w(d_model), "encoder/layer_norm/beta": w(d_model)}
+    for i in range(layers):
+        for scope, out, inp in (("self_attention/linear_0", 3 * d_model, d_model),
+                                ("self_attention/linear_1", d_model, d_model),
+                                ("ffn/linear_0", ffn, d_model), ("ffn/linear_1", d_model, ffn)):
+            v[f"encoder/layer_{i}/{scope}/weight"] = w(out, inp)
+            v[f"encoder/layer_{i}/{scope}/bias"] = w(out)
+        for scope in ("self_attention/layer_norm", "ffn/layer_norm"):
+            v[f"encoder/layer_{i}/{scope}/gamma"] = 1 + w(d_model)
+            v[f"encoder/layer_{i}/{scope}/beta"] = w(d_model)
+    return v
