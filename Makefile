@@ -28,7 +28,7 @@ help:
 	@echo "make bench       the full benchmark; regenerates docs/FULL_RUN.md"
 	@echo "make bench-hour  an hour of real speech through transcribe: memory over time, RTF (3-9 minutes on 2 cores)"
 	@echo "make shapes      random-weight models of the shapes of small, medium, large-v3, turbo (~/.cache/tokenmap/shapes)"
-	@echo "make bench-sizes calibrate the shapes, time their encoders, project S and end to end per size (~25 min)"
+	@echo "make bench-sizes calibrate the shapes, time their encoders on each engine, project S and end to end per size (~40 min)"
 	@echo "make clean       remove the virtual environment"
 
 setup: $(STAMP) models stock-encoder packing
@@ -174,6 +174,8 @@ bench-sizes: shapes bench-data bench-stock
 		$(BIN)/tokenmap calibrate --model $(SHAPES_DIR)/$$m --exact --reps 5 || exit 1; done
 	$(PY) benchmarks/model_costs.py base $(SIZES) --reps 5 --encoder-reps 3 --encoder-seconds 5,6,8,12,20,30 \
 		--json results/sizes/costs.json --md results/sizes/costs.md
+	$(PY) benchmarks/encoder_bench.py $(addprefix $(SHAPES_DIR)/,small medium large-v3) --frames 3000,1000 --reps 3 \
+		--no-stock --json results/sizes/encoders.json
 	$(BIN)/tokenmap bench --manifest bench-data/e2e-all.jsonl --systems e2e,stock --reps 1 --e2e-reps 3 --out results/sizes/e2e
 	$(BIN)/tokenmap bench --manifest bench-data/e2e-all.jsonl --systems tokenmap --reps 3 --out results/sizes/ts
 	$(BIN)/tokenmap bench --manifest bench-data/e2e-all.jsonl --systems tokenmap --no-timestamps --reps 3 \

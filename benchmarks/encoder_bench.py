@@ -32,7 +32,7 @@ import numpy as np
 import tokenmap.runtime.memory
 
 
-def engines(model_dir: Path, threads: int, cache: Path) -> dict:
+def engines(model_dir: Path, threads: int, cache: Path, stock_worker: bool = True) -> dict:
     """name -> encode(features array) -> array, for every engine this machine has."""
     import ctranslate2
 
@@ -44,7 +44,7 @@ def engines(model_dir: Path, threads: int, cache: Path) -> dict:
         out[f"openvino {precision}"] = OpenVINOEncoder(model_dir, precision, threads, cache=cache).encode_array
     fork = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type="int8", intra_threads=threads)
     out["ctranslate2 int8 (fork)"] = lambda x: np.asarray(fork.encode(ctranslate2.StorageView.from_array(x)))
-    if stock_installed():
+    if stock_worker and stock_installed():
         stock = StockEncoder(model_dir, "int8", threads)
         stock.wait_ready()
         out["ctranslate2 int8 (stock worker)"] = lambda x: np.asarray(stock.encode(x))
@@ -135,6 +135,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--speech", default=None, help="an audio file whose features are encoded (default: noise)")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--no-stock", action="store_true", help="leave out stock CTranslate2's worker (the fork is "
+                    "the same engine a release earlier)")
     args = ap.parse_args(argv)
     tokenmap.runtime.memory.install()
     from tokenmap.models import resolve_model
@@ -148,7 +150,7 @@ def main(argv=None) -> int:
         entry = {"load": load_times(model_dir, args.threads)}
         print(f"  OpenVINO load: {entry['load']}", flush=True)
         with tempfile.TemporaryDirectory() as cache:
-            fns, n_mels = engines(model_dir, args.threads, Path(cache))
+            fns, n_mels = engines(model_dir, args.threads, Path(cache), stock_worker=not args.no_stock)
             entry["ms"] = time_engines(fns, n_mels, frames_list, args.reps, args.speech)
             if args.speech:
                 features, speech_frames = speech_features(args.speech, n_mels, 3000)

@@ -34,9 +34,16 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from tokenmap_bench import recording_key
+from tokenmap_bench import (  # noqa: F401 (tests read the window functions from here)
+    CALLS_PAUSE_S,
+    calls_windows,
+    dictation_windows,
+    estimate_seconds,
+    recording_key,
+)
 
 log = logging.getLogger("tokenmap")
+
 ROOT = Path(__file__).resolve().parent.parent
 SR = 16000
 SETS = ("synthetic", "telephony", "opendomain", "dictation", "calls")
@@ -46,9 +53,6 @@ ASTERISK_DIR = Path("/usr/share/asterisk/sounds")
 LIBRIVOX_DIR = Path("/usr/share/pocketsphinx/test/data/librivox")
 NOISE_SHARE = 0.2                      # share of synthetic utterances with white noise
 SNR_DB = (8.0, 20.0)                   # noise level range
-DICTATION_MAX_S = 24.0                 # estimated length cap of a dictation window (real: 20-30 s)
-CALLS_MAX_S = 26.0                     # length cap of a calls window, pauses included
-CALLS_PAUSE_S = 0.7                    # silence between two prompts of a calls window
 G722_BYTES_PER_S = 8000                # G.722 at 64 kbit/s: a prompt's length from its file size
 QUICK_QUOTA = {"synthetic": 1, "telephony": 6, "opendomain": 5, "dictation": 1, "calls": 0}
 #: the full run's subset (full.jsonl, under an hour on 2 cores): per (set, domain, lang, voice) group
@@ -127,50 +131,6 @@ def tts_text(text: str, lang: str) -> str:
     for sym, words in SPOKEN.get(lang, {}).items():
         text = text.replace(sym, words)
     return " ".join(text.split())
-
-
-def estimate_seconds(text: str) -> float:
-    """Rough spoken length: ~0.38 s a word, plus ~0.28 s a digit (numbers expand)."""
-    words = text.split()
-    digits = sum(ch.isdigit() for ch in text)
-    return 0.38 * len(words) + 0.28 * digits
-
-
-def dictation_windows(sentences: list[str], max_seconds: float = DICTATION_MAX_S) -> list[tuple[int, int, str]]:
-    """Greedily join consecutive sentences into windows of estimated length <= max_seconds.
-
-    Returns (start, end, text), text = sentences[start:end] joined by a space. A sentence
-    longer than the cap forms a window alone; a last window under half the cap is dropped.
-    """
-    out, start, cur = [], 0, 0.0
-    for i, s in enumerate(sentences):
-        est = estimate_seconds(s)
-        if i > start and cur + est > max_seconds:
-            out.append((start, i, " ".join(sentences[start:i])))
-            start, cur = i, 0.0
-        cur += est
-    if start < len(sentences) and (cur >= max_seconds / 2 or not out):
-        out.append((start, len(sentences), " ".join(sentences[start:])))
-    return out
-
-
-def calls_windows(prompts: list[tuple[str, str, float]], max_seconds: float = CALLS_MAX_S,
-                  pause: float = CALLS_PAUSE_S) -> list[list[tuple[str, str, float]]]:
-    """Greedily group (name, text, seconds) prompts, in order, into windows whose length with a
-    ``pause`` after each prompt stays within ``max_seconds`` (a longer prompt forms a window alone).
-
-    >>> [[n for n, _, _ in w] for w in calls_windows([("a", "A.", 10.0), ("b", "B.", 12.0), ("c", "C.", 5.0)], 25)]
-    [['a', 'b'], ['c']]
-    """
-    out: list[list[tuple[str, str, float]]] = []
-    cur, length = [], 0.0
-    for prompt in prompts:
-        if cur and length + prompt[2] + pause > max_seconds:
-            out.append(cur)
-            cur, length = [], 0.0
-        cur.append(prompt)
-        length += prompt[2] + pause
-    return out + ([cur] if cur else [])
 
 
 def manifest_record(job: Job, duration: float) -> dict:

@@ -120,8 +120,7 @@ def replay_file(ctl: ControllerSet, token_map, row: dict, shape: Shape, special:
     if not ctl.use_speculation():
         st = replay_window(FixedDrafter([]), truth, special.eot, with_ts, special.timestamp_begin, cost, feed=feed)
         return shape.stock_decoder_ms(len(truth), context), prefill + st.greedy_ms, 0, 0
-    drafter = default_drafter(token_map, special.timestamp_begin, controllers=ctl, eot=special.eot, cost=cost,
-                              seconds=min(row["audio_s"], 30.0) or None)
+    drafter = default_drafter(token_map, special, controllers=ctl, cost=cost, seconds=min(row["audio_s"], 30.0) or None)
     st = replay_window(drafter, truth, special.eot, with_ts, special.timestamp_begin, cost, feed=feed)
     ctl.record_window(st)
     return prefill + st.ms, prefill + st.greedy_ms, st.drafted, st.accepted

@@ -148,7 +148,20 @@ def build_spec(shape: Shape, vocab_size: int, config: dict, vocabulary: list[str
         self_attention(layer.self_attention)
         ffn(layer.ffn)
 
-    dec = spec.decoder
+    _fill_decoder(spec.decoder, vocab_size, d, w, norm, linear, self_attention, ffn)
+
+    for key in ("suppress_ids", "suppress_ids_begin", "lang_ids"):
+        setattr(spec.config, key, list(config.get(key, [])))
+    # alignment heads: the last half of the decoder's layers, all heads (as the converter's default)
+    spec.config.alignment_heads = [[layer, head] for layer in range(shape.decoder_layers // 2, shape.decoder_layers)
+                                   for head in range(shape.heads)]
+    spec.register_vocabulary(vocabulary)
+    spec.validate()
+    return spec
+
+
+def _fill_decoder(dec, vocab_size: int, d: int, w, norm, linear, self_attention, ffn) -> None:
+    """Random weights for the decoder spec ``dec``, with ``build_spec``'s fillers."""
     dec.embeddings.weight = w(vocab_size, d)
     dec.position_encodings.encodings = w(DECODER_POSITIONS, d)
     norm(dec.layer_norm)
@@ -160,15 +173,6 @@ def build_spec(shape: Shape, vocab_size: int, config: dict, vocabulary: list[str
         linear(layer.attention.linear[2], d, d)
         ffn(layer.ffn)
     dec.projection.weight = dec.embeddings.weight  # tied, as in Whisper
-
-    for key in ("suppress_ids", "suppress_ids_begin", "lang_ids"):
-        setattr(spec.config, key, list(config.get(key, [])))
-    # alignment heads: the last half of the decoder's layers, all heads (as the converter's default)
-    spec.config.alignment_heads = [[layer, head] for layer in range(shape.decoder_layers // 2, shape.decoder_layers)
-                                   for head in range(shape.heads)]
-    spec.register_vocabulary(vocabulary)
-    spec.validate()
-    return spec
 
 
 def build(name: str, shape: Shape, out: Path, source: Path | None = None, seed: int = 0,

@@ -116,8 +116,8 @@ def main():
                 if kind == "greedy":
                     out[name] = list(models[ct].generate(enc, [prompt], **GREEDY_KW)[0].sequences_ids[0])
                 else:
-                    drafter = default_drafter(maps[u.task], special.timestamp_begin,
-                                              controllers=controllers[(u.task, ct)], eot=special.eot, cost=costs[ct])
+                    drafter = default_drafter(maps[u.task], special, controllers=controllers[(u.task, ct)],
+                                              cost=costs[ct])
                     out[name] = decode_window(models[ct], enc, prompt, special, drafter, **GREEDY_KW).tokens
                 times[name].append(time.perf_counter() - t0)
         row = {"id": u.id, "task": u.task, "tokens": len(out.get("greedy-int8", out[systems[0]]))}

@@ -49,7 +49,7 @@ def test_bench_features_are_the_window_transcribe_encodes(fw_model):
 
     import numpy as np
 
-    from tokenmap_bench.harness import features
+    from tokenmap_bench import features
 
     audio = DATA / "en-agent-pass.flac"
     seen = []

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from tokenmap.context import Guard
+from tokenmap.decode.guarding import GuardedGeneration
 from tokenmap.decode.speculative import DecodeStats
-from tokenmap.guarding import GuardedGeneration
 from tokenmap.runtime.stock_encoder import GenerationResult
 
 SOT, EOT, PREV, TS = 50258, 50257, 50361, 50364

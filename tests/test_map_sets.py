@@ -5,6 +5,8 @@ curve, the window's audio length and a running tally of its verified drafts that
 as long as the thread's controllers, like the drafter of a single map.
 """
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from tokenmap.decode.control import ControllerSet
@@ -15,6 +17,7 @@ from tokenmap.maps.suffixmap import TokenMap
 
 BOS, SEP = 9, 10
 TS0, EOT = 100, 99
+TOY = SimpleNamespace(eot=EOT, timestamp_begin=TS0, inner_marks=frozenset())  # a toy vocabulary's specials
 LONG = list(range(20, 42))  # a 22-token utterance
 OTHER = list(range(50, 60))
 
@@ -26,10 +29,9 @@ def _map(utterance, times=3):
 
 def _pair(cost, utterance=LONG, **kw):
     """The drafter of the single map of ``utterance``, and that of the set (it, OTHER), sharing nothing."""
-    single = default_drafter(_map(utterance), TS0, prompt_lookup=False, eot=EOT, controllers=ControllerSet(cost),
-                             **kw)
-    both = default_drafter([_map(utterance), _map(OTHER)], TS0, prompt_lookup=False, eot=EOT,
-                           controllers=ControllerSet(cost), **kw)
+    single = default_drafter(_map(utterance), TOY, prompt_lookup=False, controllers=ControllerSet(cost), **kw)
+    both = default_drafter([_map(utterance), _map(OTHER)], TOY, prompt_lookup=False, controllers=ControllerSet(cost),
+                           **kw)
     return single, both
 
 
@@ -54,8 +56,7 @@ def test_map_set_members_learn_from_verified_drafts_across_windows():
     truth = LONG[:3] + [60 + i for i in range(19)]  # the model leaves the map's text after 3 tokens
     drafted = []
     for _ in range(12):
-        drafter = default_drafter([_map(LONG), _map(OTHER)], TS0, prompt_lookup=False, eot=EOT,
-                                  controllers=controllers)
+        drafter = default_drafter([_map(LONG), _map(OTHER)], TOY, prompt_lookup=False, controllers=controllers)
         stats = replay_window(drafter, truth, EOT, with_timestamps=False, timestamp_begin=TS0)
         drafted.append(stats.drafted)
     assert drafted[0] > 0 and drafted[-1] < drafted[0]

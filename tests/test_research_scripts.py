@@ -1,11 +1,14 @@
 """Scripts outside the packages (research/, benchmarks/) use public entry points only, and those exist.
 
 A refactor of tokenmap or tokenmap_bench that removes or renames what a script imports fails
-here instead of breaking the script silently.
+here instead of breaking the script silently. research/ keeps only scripts that a figure in the
+README or docs/ cites by name, each listed in research/README.md, under 2,000 lines in all; a removed
+script stays in git (research/README.md, "Removed"), and nothing may still import it.
 """
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,16 @@ import pytest
 import tokenmap_bench
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted((ROOT / "research").glob("*.py")) + sorted((ROOT / "benchmarks").glob("*.py"))
+RESEARCH = sorted((ROOT / "research").glob("*.py"))
+SCRIPTS = RESEARCH + sorted((ROOT / "benchmarks").glob("*.py"))
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+RESEARCH_README = ROOT / "research" / "README.md"
+
+
+def _removed_scripts() -> set:
+    """Module names of the scripts research/README.md lists under "Removed"."""
+    removed = RESEARCH_README.read_text(encoding="utf-8").split("## Removed", 1)[1]
+    return set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)\.py`", removed))
 
 
 def _imports(path: Path):
@@ -65,3 +77,27 @@ def test_script_imports_public_names_that_exist(path):
         elif (path.parent / f"{top}.py").is_file():  # a script of the same folder
             assert name is None or name in _top_level_names(path.parent / f"{top}.py"), \
                 f"{where}: {top}.py has no {name}"
+
+
+@pytest.mark.parametrize("path", RESEARCH, ids=lambda p: p.name)
+def test_research_script_is_cited_and_listed(path):
+    cited = [doc.name for doc in DOCS if f"research/{path.name}" in doc.read_text(encoding="utf-8")]
+    assert cited, f"no figure in README.md or docs/ cites research/{path.name}: remove it (git rm) and " \
+                  "list it with its commit under research/README.md's \"Removed\""
+    listed = RESEARCH_README.read_text(encoding="utf-8").split("## Removed", 1)[0]
+    assert f"`{path.name}`" in listed, f"research/README.md does not list {path.name}"
+
+
+def test_research_stays_under_2000_lines():
+    lines = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in RESEARCH}
+    assert sum(lines.values()) < 2000, f"research/ holds {sum(lines.values())} lines: {lines}"
+
+
+def test_no_script_imports_a_removed_research_script():
+    removed = _removed_scripts()
+    assert "auto_fallback" in removed  # the table is parsed at all
+    for path in SCRIPTS:
+        for module, _, line in _imports(path):
+            top = module.split(".")[0]
+            assert top not in removed or (path.parent / f"{top}.py").is_file(), \
+                f"{path.name}:{line} imports {top}, a removed research script (research/README.md, \"Removed\")"

@@ -4,6 +4,8 @@ At float32 the fork's batched logits equal its step logits to ~1e-5, so any
 draft, however wrong, must leave tokens, score and no_speech_prob unchanged.
 """
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -238,8 +240,8 @@ def test_a_paying_suffix_map_keeps_the_gate_open_when_prompt_lookup_fails():
 
     stream = np.array([9, 1, 2, 3, 4, 5, 10] * 3, dtype=np.uint32)  # BOS=9, SEP=10
     controllers = ControllerSet(DEFAULT, probe_windows=4)
-    drafter = default_drafter(TokenMap.from_stream(stream, bos=9, sep=10, depth=8), None, controllers=controllers,
-                              eot=99)
+    toy = SimpleNamespace(eot=99, timestamp_begin=None, inner_marks=frozenset())  # no timestamps
+    drafter = default_drafter(TokenMap.from_stream(stream, bos=9, sep=10, depth=8), toy, controllers=controllers)
     lookup = controllers.member(1)
     for _ in range(20):
         lookup.update(4, 0)  # prompt lookup: always wrong
@@ -322,7 +324,7 @@ def test_map_set_infers_the_task_and_keeps_the_output(engine, special, windows, 
     from tokenmap.decode.drafters import MapSetDrafter, default_drafter
 
     enc, prompt = windows[which]
-    drafter = default_drafter(telephony_maps, special.timestamp_begin, prompt_lookup=False, eot=special.eot)
+    drafter = default_drafter(telephony_maps, special, prompt_lookup=False)
     result = decode_window(engine, enc, prompt, special, drafter, **KW)
     assert_same(result, references[which])
     member = drafter.drafters[0]
@@ -352,8 +354,7 @@ def test_suffix_map_drafts_keep_the_output(engine, special, windows, references,
     from tokenmap.decode.drafters import default_drafter
 
     enc, prompt = windows[which]
-    drafter = default_drafter(inventory_map, special.timestamp_begin, prompt_lookup=False, eot=special.eot,
-                              seconds=seconds)
+    drafter = default_drafter(inventory_map, special, prompt_lookup=False, seconds=seconds)
     result = decode_window(engine, enc, prompt, special, drafter, **KW)
     assert_same(result, references[which])
     assert result.stats.accepted > 0 and result.stats.passes < len(references[which].tokens)

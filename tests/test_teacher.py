@@ -136,7 +136,7 @@ def test_teacher_texts_cuts_segments_and_drops_shared_sentences():
 
 
 def test_bench_refuses_teacher_of_measured_audio(tmp_path):
-    from tokenmap_bench.data import BenchDataError, check_disjoint
+    from tokenmap_bench import BenchDataError, check_disjoint
 
     class U:
         id = "synthetic/incar/en/x/001"

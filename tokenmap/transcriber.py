@@ -77,8 +77,8 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     token-map speculative decoding; on stock CTranslate2 (no engine fork) the
     model decodes as plain faster-whisper after one warning.
     ``exact`` (a float32 decoder for an int8 model, whose output equals plain
-    greedy decoding), ``decoder_compute_type`` and ``encoder`` (``auto``: stock
-    CTranslate2 in a worker when installed) are :func:`tokenmap.runtime.engine.setup_model`'s
+    greedy decoding), ``decoder_compute_type`` and ``encoder`` (``auto``: the engine
+    :mod:`tokenmap.encoders.choice` picks for this CPU) are :func:`tokenmap.runtime.engine.setup_model`'s
     and apply with or without a map. ``audio_context`` (``auto``: short windows
     are encoded as their audio plus a margin, guarded; :mod:`tokenmap.context`)
     needs the engine fork, with or without a map. ``recall``

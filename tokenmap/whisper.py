@@ -10,10 +10,12 @@ goes to CTranslate2 as before, and the first call of each such kind logs
 which option kept it off the map.
 
 Speculative verification reproduces greedy decoding: the model checks one
-drafted path and keeps the prefix its own argmax agrees with. With an int8
-``compute_type`` the decoder is a float32 copy of the model by default, whose
-batched logits equal its step logits, and the encoder may be stock
-CTranslate2 in a worker process (:mod:`tokenmap.runtime.precision`). Beam search
+drafted path and keeps the prefix its own argmax agrees with. The decoder runs at
+``compute_type`` (int8 by default: batched int8 logits may swap a near-tie, so a
+word may differ from plain decoding); ``exact=True`` decodes an int8 model with a
+float32 copy, whose batched logits equal its step logits
+(:mod:`tokenmap.runtime.precision`). The encoder runs on the engine
+:mod:`tokenmap.encoders` chooses for this CPU: OpenVINO, or CTranslate2. Beam search
 keeps several hypotheses and has no single path to verify, so
 ``transcribe()`` here defaults to ``beam_size=1`` (faster-whisper's default
 is 5); pass ``beam_size`` to choose.
@@ -47,13 +49,13 @@ from tokenmap.audio import samples
 from tokenmap.context import WINDOW_FRAMES, AudioContext, Guard, as_audio_context, content_seconds
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import SessionCache, default_drafter
+from tokenmap.decode.guarding import GuardedGeneration
 from tokenmap.decode.recall import load_recall
 from tokenmap.decode.rules import supports_fast_path
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import DecodeStats, decode_window
 from tokenmap.detection import FirstWindowDetection
 from tokenmap.features import WindowedExtractor
-from tokenmap.guarding import GuardedGeneration
 from tokenmap.models import resolve_model
 from tokenmap.runtime import memory
 from tokenmap.runtime.engine import default_threads, setup_model
@@ -96,9 +98,8 @@ class SpeculativeModel(GuardedGeneration, SplitModel):
 
     def make_drafter(self, controllers=None, seconds: float | None = None, audio=None, mel=None):
         """The drafter of one window: ``seconds`` of audio, ``audio`` its encoder output, ``mel`` its features."""
-        return default_drafter(self.token_map, self.special.timestamp_begin, self.prompt_lookup,
-                               self.session_cache, controllers, eot=self.special.eot, seconds=seconds,
-                               recall=self.recall, audio=audio, mel=mel, inner_marks=self.special.inner_marks)
+        return default_drafter(self.token_map, self.special, self.prompt_lookup, self.session_cache, controllers,
+                               seconds=seconds, recall=self.recall, audio=audio, mel=mel)
 
     def drafts_worth_trying(self) -> bool:
         """Whether a window may be decoded speculatively at all: only with a map or a recall index.
@@ -231,9 +232,9 @@ class WhisperModel(FirstWindowDetection, faster_whisper.WhisperModel):
     float32 copy of the model, so the transcript equals plain greedy decoding of
     that configuration), ``decoder_compute_type`` (``"auto"``: as ``exact``
     says; ``"same"``, ``"float32"``, ``"int8"``: explicitly),
-    ``encoder`` (``"auto"``: stock CTranslate2 in a worker process when
-    ``make stock-encoder`` installed it, else the fork; ``"fork"``, ``"stock"``;
-    see :mod:`tokenmap.runtime.precision`), ``recall`` (path or
+    ``encoder`` (``"auto"``: OpenVINO bf16 on CPUs with AMX or AVX512_BF16, elsewhere the
+    engine measured fastest here at each audio length; ``"openvino"`` (or ``"openvino:f32"``,
+    ...), ``"ctranslate2"``, ``"stock"``, ``"fork"``; see :mod:`tokenmap.encoders.choice`), ``recall`` (path or
     :class:`tokenmap.maps.recallindex.RecallIndex` from ``tokenmap recall``: segments heard
     before, drafted whole where their audio is heard again, at a window's start
     or inside it), ``audio_context`` (``"full"``: every window is encoded as
@@ -310,7 +311,8 @@ class WhisperModel(FirstWindowDetection, faster_whisper.WhisperModel):
 
     @property
     def encoder_engine(self) -> str | None:
-        """The engine that encodes, ``"fork"`` or ``"stock"`` (None when drafting is off)."""
+        """The engine that encodes, ``"openvino"``, ``"stock"`` or ``"fork"`` (``"openvino+stock"`` when it
+        depends on the window's length; None when drafting is off)."""
         return self.model.encoder_engine if self.drafting else None
 
     def encode(self, features):

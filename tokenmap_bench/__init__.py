@@ -24,6 +24,9 @@ Data:
 * :func:`ensure_map` builds (or reuses) a task's map in a cache folder;
 * :func:`features` computes the log-mel window the decoder sees first;
 * :func:`synthetic_corpus` is a generated corpus for tests and micro-benchmarks;
+* :func:`dictation_windows` and :func:`calls_windows` cut the long test sets into windows
+  (:func:`estimate_seconds` guesses a sentence's spoken length; ``CALLS_PAUSE_S`` is the silence
+  between two prompts of a calls window);
 * :class:`GreedyBase` decodes a window greedily for teacher transcripts, :func:`segments` cuts
   its tokens at timestamps, :func:`decode_g722` reads the Asterisk prompts' G.722 files.
 
@@ -59,7 +62,7 @@ _PUBLIC = {
     "bench": "tokenmap_bench.run",
     "report_partial": "tokenmap_bench.run",
     "BenchOptions": "tokenmap_bench.harness",
-    "features": "tokenmap_bench.harness",
+    "features": "tokenmap_bench.data",
     "markdown": "tokenmap_bench.report",
     "update_docs": "tokenmap_bench.report",
     "fmt": "tokenmap_bench.report",
@@ -69,9 +72,13 @@ _PUBLIC = {
     "load_manifest": "tokenmap_bench.data",
     "regime_of": "tokenmap_bench.data",
     "recording_key": "tokenmap_bench.data",
-    "check_disjoint": "tokenmap_bench.data",
+    "check_disjoint": "tokenmap_bench.leaks",
     "ensure_map": "tokenmap_bench.data",
     "synthetic_corpus": "tokenmap_bench.synthetic",
+    "dictation_windows": "tokenmap_bench.windows",
+    "calls_windows": "tokenmap_bench.windows",
+    "estimate_seconds": "tokenmap_bench.windows",
+    "CALLS_PAUSE_S": "tokenmap_bench.windows",
     "GreedyBase": "tokenmap_bench.teacher",
     "segments": "tokenmap_bench.teacher",
     "decode_g722": "tokenmap_bench.teacher",

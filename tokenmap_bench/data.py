@@ -13,13 +13,9 @@ each map records them).
 
 from __future__ import annotations
 
-import datetime
 import json
 import logging
 import os
-import platform
-import subprocess
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -31,6 +27,7 @@ log = logging.getLogger("tokenmap")
 
 #: the map every domain is also decoded with when it is not its own (the "no slower" check)
 MISMATCH_DOMAIN = "maintenance"
+SR = 16000  # Whisper's sample rate
 #: where drafting can pay: ``scripted`` (a closed phrase inventory heard again and again, the map
 #: built from the whole inventory), ``structured`` (templated domain sentences with new slot values,
 #: the map built from other sentences), ``open`` (books, a map of other text)
@@ -126,101 +123,6 @@ ASTERISK_VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_C
 #: sentence by the same voice up to 0.96, so a match also needs the segment's text to be the start of the
 #: measured reference (:func:`_same_take`); an index's header names its recordings for the rest
 SAME_AUDIO_COSINE = 0.97
-
-
-def check_disjoint(utterances, learn: str = "", teacher=(), recall: str = "", text_of=None) -> None:
-    """Raise :class:`BenchDataError` when what a system learns from holds audio this run measures.
-
-    ``learn`` and ``teacher`` (JSON lines) are checked by utterance ``id`` and by the
-    recordings their lines name (``recording``, or ``prompt`` with ``lang``), the same
-    studio take in any codec; ``recall`` (an index) by the recordings its header lists
-    and by audio content: the mel fingerprint of each measured file's start against
-    the index's (:data:`SAME_AUDIO_COSINE`), with the matched segment's text (``text_of``:
-    token ids to text) the start of the measured reference.
-    """
-    for option, path in [("--learn", learn)] + [("--teacher", t) for t in teacher]:
-        if path and str(path).endswith(".jsonl"):
-            _check_lines(option, Path(path), utterances)
-    if recall:
-        _check_index(Path(recall), utterances, text_of)
-
-
-def _line_recordings(line: dict) -> set:
-    keys = {line["recording"]} if line.get("recording") else set()
-    if line.get("prompt") and line.get("lang") in ASTERISK_VOICES:
-        keys.add(f"{ASTERISK_VOICES[line['lang']]}/{line['prompt']}")
-    return keys
-
-
-def _refuse(path: Path, option: str, what: str, count: int, example: str) -> BenchDataError:
-    return BenchDataError(f"{path} ({option}) holds {what} of {count} utterances this run measures (e.g. {example}): "
-                          "learn from other recordings (the train split); an index of the whole inventory goes to "
-                          "--recall-inventory, whose figure is labelled as such")
-
-
-def _measured_keys(utterances) -> dict:
-    """``{recording key: ids of the measured utterances that play it}``."""
-    keys: dict = {}
-    for u in utterances:
-        for k in u.recordings:
-            keys.setdefault(k, set()).add(u.id)
-    return keys
-
-
-def _check_lines(option: str, path: Path, utterances) -> None:
-    ids = {u.id for u in utterances}
-    keys = _measured_keys(utterances)
-    seen_ids, seen_keys = set(), set()
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                obj = json.loads(line)
-                seen_ids.add(obj.get("id"))
-                seen_keys |= _line_recordings(obj)
-    hits = (seen_ids & ids).union(*(keys[k] for k in seen_keys & set(keys)))
-    if hits:
-        raise _refuse(path, option, "transcripts of the recordings", len(hits), sorted(hits)[0])
-
-
-def _check_index(path: Path, utterances, text_of=None) -> None:
-    from tokenmap.maps.recallindex import RecallIndex
-
-    index = RecallIndex.load(path)
-    keys = _measured_keys(utterances)
-    hits = set().union(*(keys[k] for k in set(index.header.get("recordings") or ()) & set(keys)))
-    if hits:
-        raise _refuse(path, "--recall", "the recordings", len(hits), sorted(hits)[0])
-    same = [u.id for u in utterances if _same_take(index, u, text_of)]
-    if same:
-        raise _refuse(path, "--recall", "audio that sounds like the start", len(same), same[0])
-
-
-def _same_take(index, utt: Recording, text_of=None) -> bool:
-    """Whether ``index`` holds a segment that sounds like the start of ``utt`` and, given ``text_of``
-    and a reference, says what the reference starts with (at most half its words wrong)."""
-    from tokenmap_bench.metrics import normalize_text, word_errors
-
-    cosine, tokens = nearest_recorded(index, utt)
-    if cosine < SAME_AUDIO_COSINE:
-        return False
-    if text_of is None or not utt.text:
-        return True
-    said = normalize_text(text_of(tokens)).split()
-    start = " ".join(normalize_text(utt.text).split()[:max(len(said), 1)])
-    errors, words = word_errors(start, " ".join(said))
-    return errors <= 0.5 * max(words, 1)
-
-
-def nearest_recorded(index, utt: Recording) -> tuple[float, list[int]]:
-    """``(cosine, tokens)``: the segment of ``index`` whose mel fingerprint is closest to the start of
-    ``utt``'s audio."""
-    import numpy as np
-
-    from tokenmap.maps.audio_fingerprints import mel_candidates
-    from tokenmap_bench.harness import features
-
-    mel = np.asarray(features(utt)[0])[0]
-    return index.nearest_mel(mel_candidates(mel, 0))
 
 
 def corpus_path(corpora: Path, domain: str, lang: str) -> Path:
@@ -369,53 +271,21 @@ def ensure_maps(utterances, corpora: Path, cache: Path, model: str, mismatch: bo
 
 
 # -- machine -------------------------------------------------------------
-def checkout_root() -> Path:
-    """The source checkout a run reads ``corpora/`` from and records the commit of.
 
-    The current directory when it holds ``corpora/`` (``make bench`` runs from the
-    checkout's root), else the folder above this package (an editable install).
+
+def features(utt: Recording):
+    """(mel StorageView [1, n_mels, 3000] of the first 30 s, audio seconds).
+
+    The window faster-whisper's ``transcribe()`` decodes first: its features
+    without their last frame, zero-padded to 3,000 frames (one frame more or
+    less can change the greedy output of a dense window).
     """
-    cwd = Path.cwd()
-    return cwd if (cwd / "corpora").is_dir() else Path(__file__).resolve().parents[1]
+    import ctranslate2
+    import numpy as np
+    from faster_whisper.audio import decode_audio
+    from faster_whisper.feature_extractor import FeatureExtractor
 
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def git_commit(root: Path) -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10)
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return out.stdout.strip() + ("-dirty" if dirty else "") if out.returncode == 0 else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-@dataclass(frozen=True)
-class Machine:
-    cpu: str
-    cores: int
-    date: str
-    python: str
-    platform: str
-    git_commit: str
-    command: str
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def machine_info(root: Path, argv=None) -> Machine:
-    return Machine(cpu=cpu_model(), cores=os.cpu_count() or 0,
-                   date=datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-                   python=platform.python_version(), platform=platform.platform(),
-                   git_commit=git_commit(root), command=" ".join(argv if argv is not None else sys.argv))
+    audio = decode_audio(utt.audio, sampling_rate=SR)
+    mel = FeatureExtractor(feature_size=80)(audio)[:, :-1][:, :3000]
+    mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None]
+    return ctranslate2.StorageView.from_array(np.ascontiguousarray(mel, dtype=np.float32)), len(audio) / SR

@@ -60,7 +60,7 @@ from tokenmap.maps.mapfile import load_maps
 from tokenmap.maps.suffixmap import TokenMap
 from tokenmap.models import resolve_model
 from tokenmap.textok import TextTokenizer
-from tokenmap_bench.data import checkout_root
+from tokenmap_bench.machine import checkout_root
 from tokenmap_bench.metrics import spearman, unfairness
 
 ROOT = checkout_root()
@@ -96,7 +96,7 @@ def draft_passes(drafter, ids):
 
 def drafter_of(tm: TokenMap, special: SpecialTokens, cost: CostModel):
     """The decoder's drafter of one map, as :func:`replay` asks it."""
-    return map_drafter(tm, special.timestamp_begin, special.eot, cost, inner_marks=special.inner_marks)
+    return map_drafter(tm, special, cost)
 
 
 def replay(drafter, seqs: list[list[int]], cost: CostModel, per_utt: int = SENTENCES,

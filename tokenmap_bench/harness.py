@@ -32,13 +32,10 @@ from __future__ import annotations
 
 import gc
 import logging
-import resource
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
-import numpy as np
 from tokenizers import Tokenizer
 
 from tokenmap.decode.recall import load_recall
@@ -46,14 +43,14 @@ from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap.whisper import WhisperModel
 from tokenmap_bench import systems as sysm
-from tokenmap_bench.data import MAP_MODES, MISMATCH_DOMAIN, BenchMaps, Recording
+from tokenmap_bench.data import MAP_MODES, MISMATCH_DOMAIN, BenchMaps, Recording, features
+from tokenmap_bench.machine import peak_rss_mb
 from tokenmap_bench.stock import start_server
 
 log = logging.getLogger("tokenmap")
 
 ALL_SYSTEMS = ("greedy", "tokenmap", "oracle", "distil-spec", "stock", "e2e")
 MISMATCH_FOR = ("opendomain",)  # domains also decoded with the maintenance map
-SR = 16000
 
 
 @dataclass(frozen=True)
@@ -180,23 +177,6 @@ def stock_runner(state: RunState, system: str):
             return sysm.Output(answer["token_ids"], {"timed_s": answer["seconds"]})
         return sysm.Output([], {"text": answer["text"], "timed_s": answer["seconds"]})
     return run
-
-
-def features(utt: Recording):
-    """(mel StorageView [1, n_mels, 3000] of the first 30 s, audio seconds).
-
-    The window faster-whisper's ``transcribe()`` decodes first: its features
-    without their last frame, zero-padded to 3,000 frames (one frame more or
-    less can change the greedy output of a dense window).
-    """
-    import ctranslate2
-    from faster_whisper.audio import decode_audio
-    from faster_whisper.feature_extractor import FeatureExtractor
-
-    audio = decode_audio(utt.audio, sampling_rate=SR)
-    mel = FeatureExtractor(feature_size=80)(audio)[:, :-1][:, :3000]
-    mel = np.pad(mel, ((0, 0), (0, 3000 - mel.shape[1])))[None]
-    return ctranslate2.StorageView.from_array(np.ascontiguousarray(mel, dtype=np.float32)), len(audio) / SR
 
 
 def e2e_runner(model, utt: Recording, timestamps: bool, state: RunState, token_map=None, recall=None,
@@ -375,17 +355,6 @@ def duration_bucket(seconds: float) -> str:
     ('< 2 s', '5-10 s', '> 30 s')
     """
     return next((name for limit, name in BUCKETS if seconds < limit), "> 30 s")
-
-
-def peak_rss_mb() -> float:
-    """Peak resident set size of this process, MiB (VmHWM; ru_maxrss as a fallback)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024.0, 1)
-    except (OSError, ValueError):
-        pass
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
 
 
 def run_benchmark(utterances: list[Recording], options: BenchOptions, maps: BenchMaps, progress=None,

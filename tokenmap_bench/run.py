@@ -21,17 +21,10 @@ from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap_bench import metrics as M
 from tokenmap_bench.aggregate import aggregate
-from tokenmap_bench.data import (
-    BenchMaps,
-    check_disjoint,
-    checkout_root,
-    ensure_learned_maps,
-    ensure_maps,
-    ensure_shared_map,
-    load_manifest,
-    machine_info,
-)
+from tokenmap_bench.data import BenchMaps, ensure_learned_maps, ensure_maps, ensure_shared_map, load_manifest
 from tokenmap_bench.harness import BenchOptions, run_benchmark
+from tokenmap_bench.leaks import check_disjoint
+from tokenmap_bench.machine import checkout_root, machine_info
 from tokenmap_bench.metrics import spearman
 from tokenmap_bench.report import json_default, write_all
 

@@ -141,9 +141,8 @@ def speculative(eng: BenchModels, enc, prompt, token_map, task: str = "", second
         if not controllers.use_speculation():
             result = eng.main.generate(enc, [prompt], **GREEDY_KW)[0]
             return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
-        drafter = default_drafter(token_map, eng.special.timestamp_begin, controllers=controllers,
-                                   eot=eng.special.eot, cost=eng.cost, seconds=seconds, recall=recall, audio=enc,
-                                   mel=mel, inner_marks=eng.special.inner_marks)
+        drafter = default_drafter(token_map, eng.special, controllers=controllers, cost=eng.cost, seconds=seconds,
+                                  recall=recall, audio=enc, mel=mel)
         own = [d for d in drafter.drafters if hasattr(d, "log")]  # drafters that set their own length
         for d in own:
             d.log = []

@@ -95,16 +95,15 @@ class MapSetDrafter:
         >>> from tokenmap.maps.suffixmap import TokenMap
         >>> maps = [TokenMap.from_stream(np.array([9, *u, 10] * 2, dtype=np.uint32), bos=9, sep=10, depth=8)
         ...         for u in ([1, 2, 3, 4], [5, 6, 7, 8])]
-        >>> d = MapSetDrafter(maps, timestamp_begin=None, eot=99)
+        >>> from types import SimpleNamespace   # a toy vocabulary: no timestamps, EOT 99
+        >>> d = MapSetDrafter(maps, SimpleNamespace(eot=99, timestamp_begin=None, inner_marks=frozenset()))
         >>> d.draft([], 4), d.draft([5], 4)    # no score yet, then the second map leads
         ([], [6, 7, 8])
     """
 
-    def __init__(self, token_maps: Sequence, timestamp_begin: int | None = None, cost=None, decay: float = 0.97,
-                 eot: int | None = None, controllers=None, seconds: float | None = None,
-                 inner_marks: frozenset = frozenset()):
-        self.members = [map_drafter(tm, timestamp_begin, eot, cost, controllers, i, seconds, inner_marks)
-                        for i, tm in enumerate(token_maps)]
+    def __init__(self, token_maps: Sequence, special, cost=None, decay: float = 0.97, controllers=None,
+                 seconds: float | None = None):
+        self.members = [map_drafter(tm, special, cost, controllers, i, seconds) for i, tm in enumerate(token_maps)]
         self.cost, self.decay = cost or DEFAULT, decay
         self.log: list[tuple[int, int]] | None = None  # (drafted, accepted) per verified draft, when a list
         self.reset()
@@ -292,30 +291,31 @@ class FixedDrafter:
         pass
 
 
-def map_drafter(token_map, timestamp_begin: int | None, eot: int | None, cost=None, controllers=None,
-                index: int = 0, seconds: float | None = None, inner_marks: frozenset = frozenset()) -> FollowDrafter:
+def map_drafter(token_map, special, cost=None, controllers=None, index: int = 0,
+                seconds: float | None = None) -> FollowDrafter:
     """The drafter of one map (:class:`tokenmap.decode.follow.FollowDrafter`).
 
-    ``cost``: the calibrated curve; ``controllers``: the
-    :class:`tokenmap.decode.control.ControllerSet` of this thread's windows with
-    these maps, whose ``index``-th tally the drafter learns into; ``seconds``: the
-    audio in the window, when known (the drafter guesses the closing timestamp from it); ``inner_marks``:
-    the model's comma-like tokens (:attr:`tokenmap.decode.special.SpecialTokens.inner_marks`), which the
-    drafter's context steps over where the corpus writes none, or writes one the model left out.
+    ``special``: the model's :class:`tokenmap.decode.special.SpecialTokens` (anything with ``eot``,
+    ``timestamp_begin`` and ``inner_marks``: the comma-like tokens the drafter's context steps over
+    where the corpus writes none, or writes one the model left out). ``cost``: the calibrated curve;
+    ``controllers``: the :class:`tokenmap.decode.control.ControllerSet` of this thread's windows with
+    these maps, whose ``index``-th tally the drafter learns into; ``seconds``: the audio in the window,
+    when known (the drafter guesses the closing timestamp from it).
     """
-    if eot is None:
+    if special is None or special.eot is None:
         raise ValueError("a token map's drafter needs the model's <|endoftext|> id")
     tally = controllers.tally(index) if controllers is not None else None
-    return FollowDrafter(token_map, timestamp_begin, eot, cost, tally=tally, seconds=seconds,
-                         inner_marks=inner_marks)
+    return FollowDrafter(token_map, special.timestamp_begin, special.eot, cost, tally=tally, seconds=seconds,
+                         inner_marks=special.inner_marks)
 
 
-def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_lookup: bool = True,
-                    session_cache: SessionCache | None = None, controllers=None, eot: int | None = None,
-                    cost=None, seconds: float | None = None, recall=None, audio=None, mel=None,
-                    inner_marks: frozenset = frozenset()) -> ChainDrafter:
+def default_drafter(token_map=None, special=None, prompt_lookup: bool = True,
+                    session_cache: SessionCache | None = None, controllers=None, cost=None,
+                    seconds: float | None = None, recall=None, audio=None, mel=None) -> ChainDrafter:
     """The drafter tokenmap uses: audio recall, the token map, then prompt lookup, then the session cache.
 
+    ``special``: the model's :class:`tokenmap.decode.special.SpecialTokens` (see :func:`map_drafter`;
+    None for a vocabulary without Whisper's structure, which prompt lookup alone can draft from).
     ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
     ``controllers``: the :class:`tokenmap.decode.control.ControllerSet` of this thread's
     windows with these maps, which keeps what every source learns across windows: a
@@ -327,9 +327,10 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
     ``recall``: a :class:`tokenmap.maps.recallindex.RecallIndex`, used when ``audio`` (the
     window's encoder output) is given too: a segment it recalls is drafted whole;
     ``mel``: the window's log-mel features, by which recall also finds segments
-    that start inside the window. ``inner_marks``: see :func:`map_drafter`.
+    that start inside the window.
     """
     cost = cost or getattr(controllers, "cost", None)
+    timestamp_begin = special.timestamp_begin if special is not None else None
     drafters: list = []
 
     def controlled(drafter):
@@ -340,10 +341,9 @@ def default_drafter(token_map=None, timestamp_begin: int | None = None, prompt_l
     if recall is not None and audio is not None:
         drafters.append(RecallDrafter(recall, audio, timestamp_begin, seconds, mel=mel))
     if isinstance(token_map, (list, tuple)):  # one map per task: infer which one fits
-        drafters.append(MapSetDrafter(token_map, timestamp_begin, cost, eot=eot, controllers=controllers,
-                                      seconds=seconds, inner_marks=inner_marks))
+        drafters.append(MapSetDrafter(token_map, special, cost, controllers=controllers, seconds=seconds))
     elif token_map is not None:
-        drafters.append(map_drafter(token_map, timestamp_begin, eot, cost, controllers, 0, seconds, inner_marks))
+        drafters.append(map_drafter(token_map, special, cost, controllers, 0, seconds))
     if prompt_lookup:
         drafters.append(controlled(PromptLookupDrafter(timestamp_begin=timestamp_begin)))
     if session_cache is not None:

@@ -86,11 +86,13 @@ def cpu_identity() -> str:
 
 
 def measurement_path(model_dir: Path, compute_type: str, threads: int) -> Path:
-    """Where the encoder timings of this model, compute type and thread count are kept."""
+    """Where the encoder timings of this model, compute type, thread count and CTranslate2 setting
+    (:func:`ct2_setting`) are kept."""
     from tokenmap.decode.cost import calibration_path
 
     path = calibration_path(Path(model_dir), compute_type, threads)
-    return path.with_name(path.stem + "-encoders.json")
+    setting = "".join(c if c.isalnum() else "-" for c in ct2_setting())
+    return path.with_name(f"{path.stem}-encoders-{setting}.json")
 
 
 def ctranslate2_engine() -> str:

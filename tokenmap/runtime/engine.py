@@ -171,7 +171,7 @@ class OpenedModel:
 
     @property
     def encoder_engine(self) -> str | None:
-        """The engine that encodes, ``"fork"`` or ``"stock"`` (None when not drafting)."""
+        """The engine that encodes: ``"openvino"``, ``"stock"`` or ``"fork"`` (None when not drafting)."""
         return self.model.encoder_engine if isinstance(self.model, SplitModel) else None
 
     @cached_property

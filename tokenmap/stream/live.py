@@ -291,8 +291,7 @@ class StreamTranscriber:
         """One update's decoding of the buffer: ``draft`` verified, the rest drafted by the map (or prompt lookup)."""
         e = self.engine
         t = time.perf_counter()
-        fallback = default_drafter(e.token_map, self.ts0, eot=e.special.eot, controllers=self._controllers,
-                                   cost=getattr(e, "cost", None), inner_marks=e.special.inner_marks)
+        fallback = default_drafter(e.token_map, e.special, controllers=self._controllers, cost=getattr(e, "cost", None))
         drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback)
         history = prompt[1: e.special.sot_index(prompt)]
         r = decode_window(e.model, enc, prompt, e.special, drafter, history=history,
