@@ -122,9 +122,10 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
     elif ct2 is None:
         ct2 = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
                                          intra_threads=threads)
-    engines = {c: OpenVINOEncoder(model_dir, c.split(":")[1], threads).encode_array for c in OPENVINO_CANDIDATES}
+    openvino = {c: OpenVINOEncoder(model_dir, c.split(":")[1], threads) for c in OPENVINO_CANDIDATES}
+    engines = {c: enc.encode_array for c, enc in openvino.items()}
     engines["ctranslate2"] = lambda x: ct2.encode(ctranslate2.StorageView.from_array(x))
-    n_mels = OpenVINOEncoder(model_dir, "f32", threads).n_mels
+    n_mels = next(iter(openvino.values())).n_mels
     rng = np.random.default_rng(0)
     ms: dict[str, dict[str, list]] = {name: {} for name in engines}
     for frames in lengths:

@@ -23,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -51,8 +52,10 @@ def openvino_available() -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_capabilities() -> tuple[str, ...]:
-    """OpenVINO's ``OPTIMIZATION_CAPABILITIES`` of the CPU (``BF16`` where it has AMX or AVX512_BF16)."""
+    """OpenVINO's ``OPTIMIZATION_CAPABILITIES`` of the CPU (``BF16`` where it has AMX or AVX512_BF16); asked once
+    per process."""
     import openvino as ov
 
     return tuple(ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
