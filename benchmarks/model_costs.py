@@ -4,7 +4,7 @@ Runs on the random-weight models of ``benchmarks/model_shapes.py`` (``make shape
 their costs are the real models' (same shapes), their outputs are noise. For each
 model, int8 and float32 are loaded side by side and measured in alternating rounds
 (every measurement once a round; medians), on the real path of
-:func:`tokenmap.decode.cost.calibrate`: the engine call, the logits as numpy and
+:func:`tokenmap.decode.calibration.calibrate`: the engine call, the logits as numpy and
 Whisper's rules on every row, ``truncate_to_step`` between calls.
 
 Example::
@@ -41,7 +41,7 @@ class Bench:
         import numpy as np
         from faster_whisper.feature_extractor import FeatureExtractor
 
-        from tokenmap.decode.cost import calibration_prompt
+        from tokenmap.decode.calibration import calibration_prompt
         from tokenmap.decode.rules import RuleSet
         from tokenmap.decode.special import SpecialTokens
 

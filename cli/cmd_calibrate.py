@@ -38,7 +38,7 @@ def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tok
     """
     from tqdm import tqdm
 
-    from tokenmap.decode.cost import calibrate as measure
+    from tokenmap.decode.calibration import calibrate as measure
     from tokenmap.decode.cost import calibration_path, save_cost_model
     from tokenmap.runtime.precision import decoder_compute_type as decoder_type
     from tokenmap.textok import TokenizerError, model_dir_for
@@ -61,6 +61,9 @@ def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tok
     click.echo(f"prefill (once per window): {cost.prefill_ms:.2f} ms  {cost.prefill_ms / cost.step_ms:5.2f} steps")
     click.echo(f"forward_step: {cost.step_ms:.2f} ms, of which {cost.loop_ms:.2f} ms the loop's own "
                "(what plain generate does not pay a token)")
+    if cost.plain_step_ms > 0:
+        click.echo(f"plain generate (windows without drafts): {cost.plain_step_ms:.2f} ms a token, "
+                   f"{cost.plain_prefill_ms:.2f} ms the prompt")
     click.echo("forward_batch (tokens: ms, in steps):")
     for n, ms in enumerate(cost.batch_ms, 1):
         click.echo(f"  {n:2d}: {ms:7.2f} ms  {ms / cost.step_ms:5.2f}")

@@ -30,8 +30,8 @@ import numpy as np
 from tokenmap import load_maps, resolve_model
 from tokenmap.build.builder import BuildOptions, build_map
 from tokenmap.context import AudioContext
+from tokenmap.decode.calibration import calibrate
 from tokenmap.decode.control import ControllerSet
-from tokenmap.decode.cost import calibrate
 from tokenmap.decode.drafters import default_drafter
 from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.special import SpecialTokens

@@ -1,8 +1,10 @@
 """A long reading that makes Whisper copy its prompt: the five LibriVox clips of pocketsphinx-testdata,
 back to back with pauses, read twice, transcribed with VAD on and off, the prompt-copy guard on and off.
 
-Run: ``python research/prompt_copy.py [--audio-context full|auto]``. Prints WER, the windows the guard
-decoded again and the time, per configuration.
+Run: ``python research/prompt_copy.py [--audio-context full|auto]``; ``--menus en,es,fr`` instead
+transcribes speech that really repeats (an IVR menu played again after each of four other prompts), where
+every window the guard decodes again is a false alarm. Prints WER, the windows the guard decoded again and
+the time, per guard (off; runs of 12 tokens; runs or 3-word phrases) and VAD setting.
 """
 
 import argparse
@@ -31,34 +33,60 @@ def reading(pause_s: float = 1.2, times: int = 2):
     return np.concatenate(audio), " ".join(words)
 
 
+def menus(lang: str, pause_s: float = 1.0, rounds: int = 4):
+    """Speech that really repeats: a lang's longest Asterisk test prompt (an IVR menu) played after each
+    of ``rounds`` other prompts, as a caller hears it again and again; its audio and reference text."""
+    import json
+
+    from faster_whisper.audio import decode_audio
+
+    data = Path(__file__).resolve().parent.parent / "bench-data"
+    prompts = [json.loads(line) for line in (data / "e2e-all.jsonl").read_text().splitlines()]
+    prompts = sorted((p for p in prompts if p["set"] == "telephony" and p["lang"] == lang),
+                     key=lambda p: -len(p["text"]))
+    menu, others = prompts[0], prompts[1: 1 + rounds]
+    gap = np.zeros(int(16000 * pause_s), np.float32)
+    audio, words = [], []
+    for other in others:
+        for p in (menu, other):
+            audio += [decode_audio(str(data / p["audio"])), gap]
+            words.append(p["text"])
+    return np.concatenate(audio), " ".join(words)
+
+
+GUARDS = {"off": dict(copy_tokens=10 ** 6, copy_min_words=10 ** 6), "runs": dict(copy_min_words=10 ** 6),
+          "runs+phrases": {}}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--audio-context", default="full")
     ap.add_argument("--times", type=int, default=2)
+    ap.add_argument("--menus", default=None, help="instead of the reading: IVR menus repeated, e.g. en,es,fr")
     args = ap.parse_args()
     import jiwer
 
     from tokenmap.context import Guard
 
-    audio, ref = reading(times=args.times)
+    cases = ([(lang, *menus(lang)) for lang in args.menus.split(",")] if args.menus
+             else [("en", *reading(times=args.times))])
     norm = jiwer.Compose([jiwer.ToLowerCase(), jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(),
                           jiwer.Strip(), jiwer.ReduceToListOfListOfWords()])
-    print(f"{len(audio) / 16000:.1f} s of audio")
-    for copy_tokens in (10 ** 6, Guard().copy_tokens):
-        for vad in (True, False):
-            model = tokenmap.WhisperModel("base", compute_type="int8", cpu_threads=2, session_cache=False,
-                                          audio_context=args.audio_context)
-            model.model.guard = Guard(copy_tokens=copy_tokens)
-            t = time.perf_counter()
-            segments, _ = model.transcribe(audio, language="en", vad_filter=vad, temperature=0.0)
-            text = " ".join(s.text.strip() for s in segments)
-            wall = time.perf_counter() - t
-            wer = jiwer.wer(ref, text, reference_transform=norm, hypothesis_transform=norm)
-            stats = model.last_stats()
-            guard = "off" if copy_tokens > 1000 else f"{copy_tokens} tokens"
-            print(f"copy guard {guard:10s} vad={vad!s:5s} WER {wer:6.1%} copies {stats['prompt_copies']} "
-                  f"windows {stats['windows'] + stats['fallbacks']} {wall:.1f} s")
-            print("   ", text[:400])
+    for lang, audio, ref in cases:
+        print(f"{lang}: {len(audio) / 16000:.1f} s of audio")
+        for guard, fields in GUARDS.items():
+            for vad in (True, False):
+                model = tokenmap.WhisperModel("base", compute_type="int8", cpu_threads=2, session_cache=False,
+                                              audio_context=args.audio_context)
+                model.model.guard = Guard(**fields)
+                t = time.perf_counter()
+                segments, _ = model.transcribe(audio, language=lang, vad_filter=vad, temperature=0.0)
+                text = " ".join(s.text.strip() for s in segments)
+                wall = time.perf_counter() - t
+                wer = jiwer.wer(ref, text, reference_transform=norm, hypothesis_transform=norm)
+                stats = model.last_stats()
+                print(f"copy guard {guard:12s} vad={vad!s:5s} WER {wer:6.1%} copies {stats['prompt_copies']} "
+                      f"windows {stats['windows'] + stats['fallbacks']} {wall:.1f} s")
 
 
 if __name__ == "__main__":

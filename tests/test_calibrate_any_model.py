@@ -24,7 +24,7 @@ def test_large_v3_vocabulary_shifts_ids_after_the_languages(tiny_v3, base_model_
 def test_calibrate_any_model_folder(tiny_v3):
     from click.testing import CliRunner
 
-    from tokenmap.decode.cost import calibrate, calibration_prompt
+    from tokenmap.decode.calibration import calibrate, calibration_prompt
     from tokenmap.decode.special import SpecialTokens
     from tokenmap_cli.cmd_calibrate import calibrate as command
 

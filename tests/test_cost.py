@@ -73,11 +73,26 @@ def test_loop_cost_is_saved_and_defaults_for_old_calibrations(tmp_path):
 
 @pytest.mark.model
 def test_calibration_measures_the_loops_own_cost(base_model_dir):
-    from tokenmap.decode.cost import calibrate
+    from tokenmap.decode.calibration import calibrate
 
     cost = calibrate(base_model_dir, "int8", threads=2, max_tokens=2, reps=2)
     assert len(cost.batch_ms) == 2 and cost.prefill_ms > cost.step_ms
     assert 0.0 <= cost.loop_ms < cost.step_ms
+    # plain generate, on the engine that decodes windows without drafts: a token and the prompt
+    assert cost.plain_step_ms > 0 and cost.plain_prefill_ms > cost.plain_step_ms
+    assert CostModel.from_json(cost.to_json()) == cost
+
+
+def test_window_saving_weighs_the_loop_against_plain_generate_as_measured():
+    loop_only = CostModel(10.0, (10.0, 12.0, 13.0), loop_ms=1.0)  # generate: the step less the loop's part
+    assert loop_only.plain_token_ms == 9.0
+    faster_plain = CostModel(10.0, (10.0, 12.0, 13.0), loop_ms=1.0, plain_step_ms=7.0, prefill_ms=50.0,
+                             plain_prefill_ms=40.0)
+    # 20 tokens in 20 passes: against a 7 ms generate that prefills 10 ms faster, the loop loses 70 ms
+    assert faster_plain.window_saving(20, 20, 0, 0) == pytest.approx(20 * 7.0 - 10.0 - 20 * 10.0)
+    assert faster_plain.window_saving(20, 8, 6, 18) < loop_only.window_saving(20, 8, 6, 18)
+    old = {"step_ms": 5.0, "batch_ms": [4.0, 5.0], "source": "measured", "prefill_ms": 60.0, "loop_ms": 0.5}
+    assert CostModel.from_json(old).plain_step_ms == 0.0 and CostModel.from_json(old).plain_token_ms == 4.5
 
 
 def test_the_window_gate_times_plain_generate_and_closes_when_the_loop_is_slower():

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from tokenmap.context import Guard
+from tokenmap.context import Guard, copied_run
 from tokenmap.decode.guarding import GuardedGeneration
 from tokenmap.decode.speculative import DecodeStats
 from tokenmap.runtime.stock_encoder import GenerationResult
@@ -23,7 +23,7 @@ class Stand(GuardedGeneration):
         self.guard = guard
         self.special = SimpleNamespace(sot=SOT, eot=EOT, timestamp_begin=TS,
                                        sot_index=lambda prompt: list(prompt).index(SOT))
-        self.text = lambda ids: " ".join(str(t) for t in ids)
+        self.text = lambda ids: " ".join(str(t) for t in ids if t < EOT)  # text tokens as words
         self.recorder = None
         self._local = threading.local()
         self.stats = DecodeStats()
@@ -50,6 +50,22 @@ def test_a_short_echo_of_the_previous_text_is_kept():
     echo = [TS] + PREVIOUS[:5] + [42, TS + 50]  # five tokens again: a phrase said twice, not a copy
     model = Stand({tuple([PREV] + PREVIOUS + TASK): echo})
     assert model.generate("features", [[PREV] + PREVIOUS + TASK])[0].sequences_ids == [echo]
+    assert len(model.calls) == 1 and model.stats.prompt_copies == 0
+
+
+def test_a_window_of_phrases_of_the_previous_text_stitched_together_is_decoded_without_it():
+    stitched = [TS] + PREVIOUS[2:6] + [TS + 20, TS + 20] + PREVIOUS[11:17] + [TS + 50]  # 4 and 6 words
+    heard = [TS, 7, 8, 9, TS + 50]
+    model = Stand({tuple([PREV] + PREVIOUS + TASK): stitched, tuple(TASK): heard})
+    assert copied_run(stitched, PREVIOUS, Guard().copy_tokens) == 0  # no run of 12 tokens of the previous text
+    assert model.generate("features", [[PREV] + PREVIOUS + TASK])[0].sequences_ids == [heard]
+    assert model.stats.prompt_copies == 1
+
+
+def test_a_window_that_shares_a_phrase_with_the_previous_text_is_kept():
+    shared = [TS] + PREVIOUS[4:8] + [41, 42, 43, 44, 45, 46] + [TS + 50]  # 4 of 10 words
+    model = Stand({tuple([PREV] + PREVIOUS + TASK): shared})
+    assert model.generate("features", [[PREV] + PREVIOUS + TASK])[0].sequences_ids == [shared]
     assert len(model.calls) == 1 and model.stats.prompt_copies == 0
 
 

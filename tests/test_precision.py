@@ -135,6 +135,7 @@ def test_float32_decoder_has_its_own_built_in_cost_curve(tmp_path):
 def test_calibrate_measures_the_decoders_precision(monkeypatch, tmp_path):
     from click.testing import CliRunner
 
+    import tokenmap.decode.calibration as calibration
     import tokenmap.decode.cost as cost
     from tokenmap_cli.main import cli
 
@@ -144,7 +145,7 @@ def test_calibrate_measures_the_decoders_precision(monkeypatch, tmp_path):
         seen.append(compute_type)
         return cost.CostModel(1.0, (1.0,) * max_tokens)
 
-    monkeypatch.setattr(cost, "calibrate", fake)
+    monkeypatch.setattr(calibration, "calibrate", fake)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv("TOKENMAP_CALIBRATION_DIR")
     runner = CliRunner()

@@ -30,6 +30,7 @@ Example::
 from __future__ import annotations
 
 import math
+import re
 import zlib
 from dataclasses import dataclass
 from typing import Sequence
@@ -112,6 +113,23 @@ class Guard:
     no_speech: float = 0.6
     tokens_per_s: float = 12.0
     copy_tokens: int = 12
+    copy_ngram: int = 3
+    copy_share: float = 0.75
+    copy_min_words: int = 8
+
+    def copied(self, tokens: Sequence[int], history: Sequence[int], text: str, history_text: str) -> str | None:
+        """Why a window's text (``tokens``, ``text``) is a copy of its prompt's previous text (``history``,
+        ``history_text``), or None: a run of ``copy_tokens`` tokens of it, or at least ``copy_min_words``
+        words of which ``copy_share`` lie in word ``copy_ngram``-grams of it (phrases stitched together)."""
+        run = copied_run(tokens, history, self.copy_tokens)
+        if run >= self.copy_tokens:
+            return f"a run of {run} tokens of the previous text"
+        window = words_of(text)
+        if len(window) >= self.copy_min_words:
+            share = copied_share(window, words_of(history_text), self.copy_ngram)
+            if share >= self.copy_share:
+                return f"{share:.0%} of its words in {self.copy_ngram}-word phrases of the previous text"
+        return None
 
     def reason(self, tokens: Sequence[int], *, seconds: float, score: float, no_speech_prob: float,
                finished: bool, timestamp_begin: int, text: str) -> str | None:
@@ -179,6 +197,37 @@ def copied_run(tokens: Sequence[int], history: Sequence[int], at_least: int) -> 
                 n += 1
             best = max(best, n)
     return best
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-case words of ``text``, punctuation dropped.
+
+    >>> words_of("Press 1, for Sales!  ¿Qué?")
+    ['press', '1', 'for', 'sales', 'qué']
+    """
+    return re.findall(r"\w+(?:'\w+)?", text.lower())
+
+
+def copied_share(words: Sequence[str], history: Sequence[str], n: int) -> float:
+    """The share of ``words`` inside some run of ``n`` consecutive words that also occurs in ``history``.
+
+    Two phrases of the previous text stitched together are covered whole; a sentence that shares a
+    phrase or two with it is not:
+
+    >>> prev = "the old house stood on the hill and the river ran below it".split()
+    >>> copied_share("the old house stood and the river ran below".split(), prev, 3)
+    1.0
+    >>> copied_share("a new house stood on the hill by the sea".split(), prev, 3)
+    0.5
+    """
+    if not words or len(history) < n:
+        return 0.0
+    seen = {tuple(history[j: j + n]) for j in range(len(history) - n + 1)}
+    covered = [False] * len(words)
+    for i in range(len(words) - n + 1):
+        if tuple(words[i: i + n]) in seen:
+            covered[i: i + n] = [True] * n
+    return sum(covered) / len(words)
 
 
 def as_audio_context(value) -> AudioContext:

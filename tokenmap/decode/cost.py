@@ -12,14 +12,16 @@ it on the user's machine and :func:`load_cost_model` falls back to
 :data:`DEFAULT` (a curve of Whisper base, int8, 2 threads).
 
 Names: the *calibration* is this measured curve and nothing else (``tokenmap
-calibrate``, :func:`calibrate`, :func:`calibration_path`); what a drafter
+calibrate``, :func:`tokenmap.decode.calibration.calibrate`, :func:`calibration_path`); what a drafter
 learns from the drafts the model verified is its *tally*
 (:class:`tokenmap.decode.control.DraftTally`).
 
-The decoding loop also pays ``loop_ms`` a pass that CTranslate2's own
-``generate`` does not (the logits as numpy, the rules in Python), so a whole
-window decoded speculatively saves, against plain ``generate``,
-:meth:`CostModel.window_saving`; the window gate keeps account of it.
+A window without drafts is decoded by plain ``generate``, on stock CTranslate2 in the worker where it
+is installed (its packed GEMM may make a token cheaper than the fork's step). ``tokenmap calibrate``
+times that engine's ``generate`` too (``plain_step_ms`` a token, ``plain_prefill_ms`` a window), and a
+whole window decoded speculatively saves, against it, :meth:`CostModel.window_saving`; the window gate
+keeps account of it. Without that measurement a token of ``generate`` is taken as the fork's step
+less ``loop_ms``, what the decoding loop pays beyond it (the logits as numpy, the rules in Python).
 
 Example::
 
@@ -35,15 +37,8 @@ import hashlib
 import json
 import logging
 import os
-import statistics
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-import numpy as np
-
-from tokenmap.decode.rules import RuleSet
-from tokenmap.decode.special import SpecialTokens
 
 log = logging.getLogger("tokenmap")
 
@@ -63,6 +58,8 @@ class CostModel:
     window pays once whatever is drafted: a replay needs it to turn passes into a speed-up.
     ``loop_ms`` is what a step of the decoding loop costs beyond a token of plain
     ``generate`` (the Python around the engine call; calibrated, else :data:`LOOP_MS`).
+    ``plain_step_ms`` and ``plain_prefill_ms``: a token, and the prompt, of plain ``generate`` on the
+    engine that decodes the windows without drafts (0 when not measured).
     """
 
     step_ms: float
@@ -70,6 +67,8 @@ class CostModel:
     source: str = "measured"
     prefill_ms: float = 0.0
     loop_ms: float = LOOP_MS
+    plain_step_ms: float = 0.0
+    plain_prefill_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.batch_ms or self.step_ms <= 0 or any(b <= 0 for b in self.batch_ms):
@@ -90,21 +89,34 @@ class CostModel:
         """Expected ms saved by verifying a ``draft_len``-token draft (may be < 0)."""
         return expected_accepted * self.step_ms - (self.batch(draft_len + 1) - self.step_ms)
 
-    def window_saving(self, tokens: int, passes: int, drafts: int, drafted: int) -> float:
-        """ms a window decoded by the loop saved against plain ``generate`` (may be < 0; prefill excluded).
+    @property
+    def plain_token_ms(self) -> float:
+        """ms of a token of plain ``generate``: measured, else the fork's step less the loop's own part."""
+        return self.plain_step_ms if self.plain_step_ms > 0 else self.step_ms - self.loop_ms
 
-        ``generate`` pays ``step_ms - loop_ms`` a token; the loop paid a step for
-        each pass without a draft and, for the passes with one, a pass of one
-        token plus the drafts' mean length. A window of 20 tokens in 20 passes,
-        2 of them with a rejected 1-token draft, loses:
+    def window_saving(self, tokens: int, passes: int, drafts: int, drafted: int) -> float:
+        """ms a window decoded by the loop saved against plain ``generate`` (may be < 0).
+
+        ``generate`` pays :attr:`plain_token_ms` a token (and, when both prefills were measured, its
+        prompt's ``plain_prefill_ms`` against the loop's ``prefill_ms``); the loop paid a step for each
+        pass without a draft and, for the passes with one, a pass of one token plus the drafts' mean
+        length. A window of 20 tokens in 20 passes, 2 of them with a rejected 1-token draft, loses:
 
         >>> m = CostModel(10.0, (10.0, 12.0, 13.0), loop_ms=0.5)
         >>> m.window_saving(tokens=20, passes=20, drafts=2, drafted=2)
         -14.0
         >>> m.window_saving(tokens=20, passes=6, drafts=6, drafted=18)  # drafts of 3, mostly kept
         103.0
+
+        Where stock's ``generate`` was timed at 8 ms a token, the same drafts save less, and a
+        loop whose prefill costs 10 ms more than ``generate``'s pays that too:
+
+        >>> replace(m, plain_step_ms=8.0, prefill_ms=40.0, plain_prefill_ms=30.0).window_saving(20, 6, 6, 18)
+        63.0
         """
-        plain = tokens * (self.step_ms - self.loop_ms)
+        plain = tokens * self.plain_token_ms
+        if self.plain_prefill_ms > 0 and self.prefill_ms > 0:
+            plain += self.plain_prefill_ms - self.prefill_ms
         spent = (passes - drafts) * self.step_ms
         if drafts:
             spent += drafts * self.batch(round(1 + drafted / drafts))
@@ -133,16 +145,19 @@ class CostModel:
     def to_json(self) -> dict:
         """Plain-JSON form (see :func:`save_cost_model`)."""
         return {"step_ms": self.step_ms, "batch_ms": list(self.batch_ms), "source": self.source,
-                "prefill_ms": self.prefill_ms, "loop_ms": self.loop_ms}
+                "prefill_ms": self.prefill_ms, "loop_ms": self.loop_ms, "plain_step_ms": self.plain_step_ms,
+                "plain_prefill_ms": self.plain_prefill_ms}
 
     @classmethod
     def from_json(cls, obj: dict) -> "CostModel":
         """Inverse of :meth:`to_json` (a calibration written before ``loop_ms`` was measured
-        gets :data:`LOOP_MS`); raises ``ValueError`` on bad content."""
+        gets :data:`LOOP_MS`, one without plain ``generate``'s timing 0 there); raises ``ValueError`` on
+        bad content."""
         try:
             return cls(float(obj["step_ms"]), tuple(float(x) for x in obj["batch_ms"]),
                        str(obj.get("source", "measured")), float(obj.get("prefill_ms", 0.0)),
-                       float(obj.get("loop_ms", LOOP_MS)))
+                       float(obj.get("loop_ms", LOOP_MS)), float(obj.get("plain_step_ms", 0.0)),
+                       float(obj.get("plain_prefill_ms", 0.0)))
         except (KeyError, TypeError) as exc:
             raise ValueError(f"bad cost model: {exc}") from exc
 
@@ -238,100 +253,3 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
     log.info("cost model: %s (run `tokenmap calibrate --compute-type %s` to measure this machine)",
              fallback.source, compute_type)
     return fallback
-
-
-def calibration_prompt(model_dir: Path, special: SpecialTokens, multilingual: bool) -> list[int]:
-    """``<|startoftranscript|><|en|><|transcribe|>`` in this model's own ids (large-v3's
-    ``<|yue|>`` moves ``<|transcribe|>`` up by one), or ``<|startoftranscript|>`` alone."""
-    if not multilingual:
-        return [special.sot]
-    txt = model_dir / "vocabulary.txt"
-    vocab = (txt.read_text(encoding="utf-8").split("\n") if txt.is_file()
-             else json.loads((model_dir / "vocabulary.json").read_text(encoding="utf-8")))
-    index = {tok: i for i, tok in enumerate(vocab)}
-    return [special.sot, index.get("<|en|>", special.sot + 1),
-            index.get("<|transcribe|>", special.no_timestamps - 4)]
-
-
-class _PassProbe:
-    """The model on CPU with 30 s of low noise encoded and a 4-token prompt prefilled: :meth:`time` runs
-    the prefill (``n = -1``), a step (``0``) or a pass of ``n`` tokens on the decoding loop's path and
-    restores the state's length."""
-
-    def __init__(self, model_dir: Path, compute_type: str, threads: int):
-        import ctranslate2
-        from faster_whisper.feature_extractor import FeatureExtractor
-
-        model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
-                                           intra_threads=threads)
-        if not hasattr(model, "forward_batch_greedy"):
-            raise RuntimeError("this CTranslate2 has no decoder-step API: "
-                               "pip install --force-reinstall --no-deps ctranslate2-crisperwhisper")
-        special = SpecialTokens.from_model_dir(str(model_dir))
-        audio = np.random.default_rng(0).normal(0, 1e-3, 16000 * 30).astype(np.float32)
-        features = FeatureExtractor(feature_size=model.n_mels)(audio)[:, :3000]
-        self.model = model
-        self.encoded = model.encode(ctranslate2.StorageView.from_array(features[None].astype(np.float32)))
-        self.prompt = calibration_prompt(Path(model_dir), special, model.is_multilingual)
-        self.rules = RuleSet.from_generate_kwargs(special, self.prompt)
-        self.state, _ = model.prefill(self.encoded, self.prompt)
-        self.base = self.state.current_step
-        self.tok = 220  # " " : a plain text token
-        self.context = [special.timestamp_begin, self.tok]
-        self.python: list[float] = []  # ms of each step spent after the engine returned
-
-    def time(self, n: int) -> float:
-        """Milliseconds of the prefill (``n = -1``: what the decoding loop prefills, up to
-        <|startoftranscript|>), a step (``0``) or a pass of ``n`` tokens with the rules on every row."""
-        t0 = time.perf_counter()
-        if n == -1:
-            self.model.prefill(self.encoded, self.prompt[:1])
-        elif n == 0:
-            logits = self.model.forward_step(self.state, self.tok)
-            t1 = time.perf_counter()
-            self.rules.choose_rows(np.asarray(logits).reshape(1, -1), self.context, ())
-            self.python.append((time.perf_counter() - t1) * 1000.0)
-        else:
-            rows = np.asarray(self.model.forward_batch(self.state, [self.tok] * n))[0]
-            self.rules.choose_rows(rows, self.context, [self.tok] * (n - 1), every_row=True)
-        if n >= 0:
-            self.state.truncate_to_step(self.base)
-        return (time.perf_counter() - t0) * 1000.0
-
-
-def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max_tokens: int = MAX_TOKENS,
-              reps: int = 5, progress=None) -> CostModel:
-    """Measure a verify pass as the decoder pays for it, for 1..max_tokens tokens.
-
-    Loads the model on CPU, encodes 30 s of low noise, prefills a 4-token
-    prompt, then times the prefill of a window and each pass on the real path: ``forward_step`` or
-    ``forward_batch``, the logits as numpy and Whisper's logit rules on every
-    row (:meth:`tokenmap.decode.rules.RuleSet.choose_rows`; the decoding loop
-    decides only the rows up to the first rejected draft token, so this is the
-    cost of a pass whose whole draft is accepted), with ``truncate_to_step``
-    restoring the state length between calls (median of ``reps`` after a
-    warm-up; every round times each length once, so load on a shared machine
-    shifts the whole curve rather than bending it).  ``loop_ms`` is the part
-    of that step spent after the engine returned (the logits as numpy and the
-    rules), timed directly: ``generate`` takes the argmax in the engine instead.
-    (Timed directly rather than as the step less a ``forward_step_greedy``:
-    the difference of two timed engine steps is too noisy on a shared machine,
-    and the window gate weighs every step with it.)
-    ``progress(1)`` is called after each round.
-    """
-    probe = _PassProbe(model_dir, compute_type, threads)
-    for _ in range(3):
-        probe.time(0)
-        probe.time(8)
-    probe.python.clear()
-    # 0: the step, -1: prefill
-    samples: dict[int, list[float]] = {n: [] for n in range(-1, max_tokens + 1)}
-    for _ in range(reps):  # every length once per round: a busy spell hits all lengths alike
-        for n in range(-1, max_tokens + 1):
-            samples[n].append(probe.time(n))
-        if progress:
-            progress(1)
-    curve = tuple(round(statistics.median(samples[n]), 3) for n in range(1, max_tokens + 1))
-    step_ms = round(statistics.median(samples[0]), 3)
-    loop_ms = round(statistics.median(probe.python), 3)
-    return CostModel(step_ms, curve, "measured", round(statistics.median(samples[-1]), 3), loop_ms)

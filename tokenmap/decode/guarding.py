@@ -8,11 +8,13 @@ decode the window without the cause:
   ends or has a low log-probability. The window is encoded again as 30 s and decoded on that (kept
   for the window's later calls, e.g. the temperature fallback). In a batch, only the rows the
   guard rejects are encoded and decoded again.
-* **A copied prompt** (:func:`tokenmap.context.copied_run`): faster-whisper conditions a window on
+* **A copied prompt** (:meth:`tokenmap.context.Guard.copied`): faster-whisper conditions a window on
   the previous window's text, and Whisper sometimes writes that text again instead of what it hears,
-  at any audio context. A window whose text repeats a run of :attr:`Guard.copy_tokens` tokens of its
-  prompt's previous text is decoded again without that text, which is faster-whisper's
-  ``condition_on_previous_text=False`` for that window alone (the encoder output is reused).
+  at any audio context: whole, or as phrases of it stitched together. A window whose text repeats a
+  run of :attr:`Guard.copy_tokens` tokens of its prompt's previous text, or whose words lie mostly in
+  word n-grams of it, is decoded again without that text, which is faster-whisper's
+  ``condition_on_previous_text=False`` for that window alone (the encoder output is reused). Speech
+  that really repeats decodes to the same text again: a false alarm costs one decode, not words.
 
 Every decision is counted in the thread's :class:`tokenmap.decode.speculative.DecodeStats`
 (``short_windows``, ``guarded``, ``prompt_copies``), which ``WhisperModel.last_stats()`` returns.
@@ -24,7 +26,7 @@ import logging
 
 import numpy as np
 
-from tokenmap.context import WINDOW_FRAMES, copied_run
+from tokenmap.context import WINDOW_FRAMES
 
 logger = logging.getLogger("tokenmap")
 
@@ -96,9 +98,9 @@ class GuardedGeneration:
         eot = self.special.eot
         history = [t for t in prompt[1:start] if t < eot]
         tokens = [t for t in results[0].sequences_ids[0] if t < eot]
-        run = copied_run(tokens, history, self.guard.copy_tokens)
-        if run < self.guard.copy_tokens:
+        why = self.guard.copied(tokens, history, self.text(tokens), self.text(history))
+        if why is None:
             return results
-        logger.debug("the window copied %d tokens of its prompt: decoding it without the previous text", run)
+        logger.debug("the window copied its prompt (%s): decoding it without the previous text", why)
         self._thread_stats().prompt_copies += 1
         return self._generate(features, [prompt[start:]], **kwargs)

@@ -302,7 +302,7 @@ class RuleSet:
         the full log-softmax, the costly part, runs only for the rows decided.
         The result is bit-identical to calling :meth:`choose` row by row.
         ``rows`` ([T, V] float32) is modified in place; ``every_row`` decides all
-        rows (what :func:`tokenmap.decode.cost.calibrate` times: a pass whose draft is accepted).
+        rows (what :func:`tokenmap.decode.calibration.calibrate` times: a pass whose draft is accepted).
         Returns ``(token ids [J + 1], their log-probs [J + 1])``, ``J`` the last row decided.
         """
         n0 = len(tokens)

@@ -1,0 +1,166 @@
+"""``tokenmap calibrate``: the verify-pass cost curve measured on this machine's engines.
+
+:func:`calibrate` times, on the decoding loop's own path, the prefill of a window, a step and passes
+of 1..N tokens on the fork, and plain ``generate`` on the engine that decodes windows without drafts
+(:func:`time_plain_generate`), and returns them as a :class:`tokenmap.decode.cost.CostModel`, which
+:func:`tokenmap.decode.cost.save_cost_model` keeps where :func:`tokenmap.decode.cost.load_cost_model`
+finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tokenmap.decode.cost import MAX_TOKENS, CostModel
+from tokenmap.decode.rules import RuleSet
+from tokenmap.decode.special import SpecialTokens
+
+log = logging.getLogger("tokenmap")
+
+
+def calibration_prompt(model_dir: Path, special: SpecialTokens, multilingual: bool) -> list[int]:
+    """``<|startoftranscript|><|en|><|transcribe|>`` in this model's own ids (large-v3's
+    ``<|yue|>`` moves ``<|transcribe|>`` up by one), or ``<|startoftranscript|>`` alone."""
+    if not multilingual:
+        return [special.sot]
+    txt = model_dir / "vocabulary.txt"
+    vocab = (txt.read_text(encoding="utf-8").split("\n") if txt.is_file()
+             else json.loads((model_dir / "vocabulary.json").read_text(encoding="utf-8")))
+    index = {tok: i for i, tok in enumerate(vocab)}
+    return [special.sot, index.get("<|en|>", special.sot + 1),
+            index.get("<|transcribe|>", special.no_timestamps - 4)]
+
+
+class _PassProbe:
+    """The model on CPU with 30 s of low noise encoded and a 4-token prompt prefilled: :meth:`time` runs
+    the prefill (``n = -1``), a step (``0``) or a pass of ``n`` tokens on the decoding loop's path and
+    restores the state's length."""
+
+    def __init__(self, model_dir: Path, compute_type: str, threads: int):
+        import ctranslate2
+        from faster_whisper.feature_extractor import FeatureExtractor
+
+        model = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
+                                           intra_threads=threads)
+        if not hasattr(model, "forward_batch_greedy"):
+            raise RuntimeError("this CTranslate2 has no decoder-step API: "
+                               "pip install --force-reinstall --no-deps ctranslate2-crisperwhisper")
+        special = SpecialTokens.from_model_dir(str(model_dir))
+        audio = np.random.default_rng(0).normal(0, 1e-3, 16000 * 30).astype(np.float32)
+        features = FeatureExtractor(feature_size=model.n_mels)(audio)[:, :3000]
+        self.model = model
+        self.encoded = model.encode(ctranslate2.StorageView.from_array(features[None].astype(np.float32)))
+        self.prompt = calibration_prompt(Path(model_dir), special, model.is_multilingual)
+        self.eot = special.eot
+        self.rules = RuleSet.from_generate_kwargs(special, self.prompt)
+        self.state, _ = model.prefill(self.encoded, self.prompt)
+        self.base = self.state.current_step
+        self.tok = 220  # " " : a plain text token
+        self.context = [special.timestamp_begin, self.tok]
+        self.python: list[float] = []  # ms of each step spent after the engine returned
+
+    def time(self, n: int) -> float:
+        """Milliseconds of the prefill (``n = -1``: what the decoding loop prefills, up to
+        <|startoftranscript|>), a step (``0``) or a pass of ``n`` tokens with the rules on every row."""
+        t0 = time.perf_counter()
+        if n == -1:
+            self.model.prefill(self.encoded, self.prompt[:1])
+        elif n == 0:
+            logits = self.model.forward_step(self.state, self.tok)
+            t1 = time.perf_counter()
+            self.rules.choose_rows(np.asarray(logits).reshape(1, -1), self.context, ())
+            self.python.append((time.perf_counter() - t1) * 1000.0)
+        else:
+            rows = np.asarray(self.model.forward_batch(self.state, [self.tok] * n))[0]
+            self.rules.choose_rows(rows, self.context, [self.tok] * (n - 1), every_row=True)
+        if n >= 0:
+            self.state.truncate_to_step(self.base)
+        return (time.perf_counter() - t0) * 1000.0
+
+
+def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max_tokens: int = MAX_TOKENS,
+              reps: int = 5, progress=None) -> CostModel:
+    """Measure a verify pass as the decoder pays for it, for 1..max_tokens tokens.
+
+    Loads the model on CPU, encodes 30 s of low noise, prefills a 4-token
+    prompt, then times the prefill of a window and each pass on the real path: ``forward_step`` or
+    ``forward_batch``, the logits as numpy and Whisper's logit rules on every
+    row (:meth:`tokenmap.decode.rules.RuleSet.choose_rows`; the decoding loop
+    decides only the rows up to the first rejected draft token, so this is the
+    cost of a pass whose whole draft is accepted), with ``truncate_to_step``
+    restoring the state length between calls (median of ``reps`` after a
+    warm-up; every round times each length once, so load on a shared machine
+    shifts the whole curve rather than bending it).  ``loop_ms`` is the part
+    of that step spent after the engine returned (the logits as numpy and the
+    rules), timed directly: ``generate`` takes the argmax in the engine instead.
+    (Timed directly rather than as the step less a ``forward_step_greedy``:
+    the difference of two timed engine steps is too noisy on a shared machine,
+    and the window gate weighs every step with it.)
+    ``progress(1)`` is called after each round.
+    """
+    probe = _PassProbe(model_dir, compute_type, threads)
+    plain = time_plain_generate(model_dir, compute_type, threads, probe, reps)
+    for _ in range(3):
+        probe.time(0)
+        probe.time(8)
+    probe.python.clear()
+    # 0: the step, -1: prefill
+    samples: dict[int, list[float]] = {n: [] for n in range(-1, max_tokens + 1)}
+    for _ in range(reps):  # every length once per round: a busy spell hits all lengths alike
+        for n in range(-1, max_tokens + 1):
+            samples[n].append(probe.time(n))
+        if progress:
+            progress(1)
+    curve = tuple(round(statistics.median(samples[n]), 3) for n in range(1, max_tokens + 1))
+    step_ms = round(statistics.median(samples[0]), 3)
+    loop_ms = round(statistics.median(probe.python), 3)
+    return CostModel(step_ms, curve, "measured", round(statistics.median(samples[-1]), 3), loop_ms, *plain)
+
+
+def time_plain_generate(model_dir: Path, compute_type: str, threads: int, probe: "_PassProbe",
+                        reps: int = 5, lengths: tuple[int, int] = (4, 36)) -> tuple[float, float]:
+    """``(ms a token, ms of the prompt)`` of plain ``generate`` on the engine that decodes the windows
+    without drafts: stock CTranslate2 in its worker where that is installed, else the fork.
+
+    Times ``generate`` on the probe's encoder output at two ``max_length`` with end of text suppressed
+    (so the window runs to the length); a token costs the time difference over the tokens it added, and
+    the prompt what the shorter call took beyond its tokens. ``(0, 0)`` when the worker fails to start.
+    """
+    from tokenmap.runtime.stock_encoder import StockEncoder, StockEncoderError, stock_installed
+
+    worker = None
+    generate = probe.model.generate
+    if stock_installed():
+        try:
+            worker = StockEncoder(model_dir, compute_type, threads)
+            worker.wait_ready()
+            generate = worker.generate
+        except (StockEncoderError, OSError) as exc:
+            log.warning("plain generate timed on the fork: the stock worker did not start (%s)", exc)
+    encoded = np.asarray(probe.encoded) if worker is not None else probe.encoded
+    options = dict(beam_size=1, suppress_blank=False, suppress_tokens=[-1, probe.eot])
+    times: dict[int, list[float]] = {n: [] for n in lengths}
+    counts: dict[int, int] = {}
+    try:
+        for rep in range(reps + 1):  # the first round warms up
+            for n in lengths:
+                started = time.perf_counter()
+                out = generate(encoded, [probe.prompt], max_length=n, **options)
+                if rep:
+                    times[n].append((time.perf_counter() - started) * 1000.0)
+                counts[n] = len(out[0].sequences_ids[0])
+    except (StockEncoderError, RuntimeError, ValueError) as exc:
+        log.warning("plain generate not timed: %s", exc)
+        return 0.0, 0.0
+    finally:
+        if worker is not None:
+            worker.close()
+    short, long = (statistics.median(times[n]) for n in lengths)
+    per_token = (long - short) / max(1, counts[lengths[1]] - counts[lengths[0]])
+    return round(per_token, 3), round(max(0.0, short - counts[lengths[0]] * per_token), 3)
