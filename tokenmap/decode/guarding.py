@@ -14,7 +14,8 @@ decode the window without the cause:
   run of :attr:`Guard.copy_tokens` tokens of its prompt's previous text, or whose words lie mostly in
   word n-grams of it, is decoded again without that text, which is faster-whisper's
   ``condition_on_previous_text=False`` for that window alone (the encoder output is reused). Speech
-  that really repeats decodes to the same text again: a false alarm costs one decode, not words.
+  that really repeats is decoded again too: a false alarm costs a decode, and the window's text is
+  then the one faster-whisper writes without the previous text.
 
 Every decision is counted in the thread's :class:`tokenmap.decode.speculative.DecodeStats`
 (``short_windows``, ``guarded``, ``prompt_copies``), which ``WhisperModel.last_stats()`` returns.
