@@ -24,6 +24,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("encode", "prefill", "passes", "python", "generate", "total")
+#: the systems a file is transcribed by: with its map, without one, and (``--without-replay``) with its
+#: map but a window gate that does not learn from the windows it sends to plain ``generate``
+SYSTEMS = ("map", "nomap", "map0")
 
 
 class Clock:
@@ -132,10 +135,12 @@ class Losses:
         return CLASSES[7]
 
 
-def run_once(model, audio: str, lang: str, token_map, context: str, controllers: dict | None = None) -> dict:
+def run_once(model, audio: str, lang: str, token_map, context: str, controllers: dict | None = None,
+             replay: bool = True) -> dict:
     """One transcription; its clock, decoder statistics and text. ``controllers``: the draft controllers
     to decode with (what the earlier files of a session taught them; kept there), else fresh ones, as a
-    new process has."""
+    new process has. ``replay=False``: the window gate does not learn from the windows it sends to plain
+    ``generate`` (the replay of their tokens is skipped), as before it did."""
     sm = model.model
     model.token_map = token_map
     sm._local.per_map = {} if controllers is None else controllers
@@ -144,6 +149,7 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
     sm.decoder = TimedDecoder(decoder, clock)
     sm.plain_generate = clock.wrap("generate", plain)
     model.encode = clock.wrap("encode", encode)
+    restore = None if replay else without_replay()
     try:
         started = time.perf_counter()
         segments, _ = model.transcribe(audio, language=lang, beam_size=1, temperature=0.0,
@@ -153,11 +159,27 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
     finally:
         sm.decoder = decoder
         del sm.plain_generate, model.encode  # the instance attributes; the methods show through again
+        if restore:
+            restore()
     stats = model.last_stats()
     loop_s = stats["decoder_seconds"] - clock.t["generate"]  # the decoder's time, less plain generate's
     clock.t["python"] = max(0.0, loop_s - clock.t["prefill"] - clock.t["passes"])
     counts = {k: stats[k] for k in ("windows", "plain_windows", "tokens", "drafts", "drafted", "accepted", "guarded")}
     return dict(clock.t, text=text, n_passes=stats["passes"], **counts)
+
+
+def without_replay():
+    """Turn off the replay of plain windows into the window gate; returns what turns it on again."""
+    from tokenmap import whisper
+    from tokenmap.decode.control import ControllerSet
+
+    replay, record = whisper.replay_generated, ControllerSet.record_replay
+    whisper.replay_generated = lambda *args, **kwargs: None
+    ControllerSet.record_replay = lambda self, stats: None
+
+    def restore():
+        whisper.replay_generated, ControllerSet.record_replay = replay, record
+    return restore
 
 
 def median_run(runs: list[dict]) -> dict:
@@ -169,11 +191,14 @@ def median_run(runs: list[dict]) -> dict:
 def summarize(rows: list[dict], context: str) -> str:
     sums = {s: {k: sum(r[s][k] for r in rows) for k in FIELDS + ("tokens", "n_passes", "windows", "plain_windows",
                                                                   "drafts", "drafted", "accepted")}
-            for s in ("map", "nomap")}
+            for s in SYSTEMS if s in rows[0]}
     m, n = sums["map"], sums["nomap"]
     lines = [f"context {context}: {len(rows)} files, map vs no map {n['total'] / m['total']:.3f}x "
              f"(no map {n['total']:.2f} s, map {m['total']:.2f} s), texts equal "
              f"{sum(r['map']['text'] == r['nomap']['text'] for r in rows)}/{len(rows)}"]
+    if "map0" in sums:
+        lines.append(f"  without replays into the gate: map vs no map {n['total'] / sums['map0']['total']:.3f}x "
+                     f"(map {sums['map0']['total']:.2f} s)")
     for name, s in sums.items():
         dec = s["prefill"] + s["passes"] + s["python"] + s["generate"]
         lines.append(f"  {name:5s} encode {s['encode']:6.2f} decoder {dec:6.2f} = prefill {s['prefill']:5.2f} "
@@ -190,14 +215,17 @@ def summarize(rows: list[dict], context: str) -> str:
 
 
 def profile_file(model, u: dict, base: Path, token_map, context: str, index: int, reps: int,
-                 sessions: list | None, losses: Losses) -> dict:
-    """One file with its map and without, alternating (the order flips per file and repetition), after a
-    warm-up round; the medians, and the first timed map run's rejected drafts classified."""
-    runs = {"map": [], "nomap": []}
+                 sessions: list | None, losses: Losses, systems: tuple = SYSTEMS[:2]) -> dict:
+    """One file by each of ``systems``, in turn (the order rotates per file and repetition), after a
+    warm-up round; the medians, and the first timed map run's rejected drafts classified. ``sessions``:
+    per repetition, each system's controllers (what the earlier files taught them)."""
+    runs = {name: [] for name in systems}
     for rep in range(reps + 1):
-        for name in (("map", "nomap") if (rep + index) % 2 == 0 else ("nomap", "map")):
-            r = run_once(model, str(base / u["audio"]), u["lang"], token_map if name == "map" else None, context,
-                         sessions[rep] if sessions is not None and name == "map" else None)
+        shift = (rep + index) % len(systems)
+        for name in systems[shift:] + systems[:shift]:
+            controllers = sessions[rep].setdefault(name, {}) if sessions is not None and name != "nomap" else None
+            r = run_once(model, str(base / u["audio"]), u["lang"], None if name == "nomap" else token_map, context,
+                         controllers, replay=name != "map0")
             if rep:
                 runs[name].append(r)
             if rep == 1 and name == "map":
@@ -230,6 +258,9 @@ def main(argv=None) -> None:
     ap.add_argument("--session", action="store_true",
                     help="one process transcribing the files in turn: the draft controllers and the window gate "
                     "learn across files (one set per repetition, so no run learns from its own file's earlier run)")
+    ap.add_argument("--without-replay", action="store_true",
+                    help="a third system: the map, with a window gate that does not learn from the windows it "
+                    "sends to plain generate (their tokens are not replayed through the drafters)")
     ap.add_argument("--json", default=None, help="write every file's rows here")
     args = ap.parse_args(argv)
     import tokenmap
@@ -246,14 +277,15 @@ def main(argv=None) -> None:
     maps, out = {}, {}
     for context in args.contexts.split(","):
         losses.counts, losses.lost = dict.fromkeys(CLASSES, 0), dict.fromkeys(CLASSES, 0)
-        sessions = [{} for _ in range(args.reps + 1)]  # per repetition: map -> its controllers
+        sessions = [{} for _ in range(args.reps + 1)]  # per repetition and system: its controllers, per map
         rows = []
         for i, u in enumerate(utts):
             key = args.map_of or f"{u['domain']}-{u['lang']}"
             if key not in maps:
                 maps[key] = load_maps(str(Path(args.maps) / f"{key}.tmap"))[0]
             rows.append(profile_file(model, u, base, maps[key], context, i, args.reps,
-                                     sessions if args.session else None, losses))
+                                     sessions if args.session else None, losses,
+                                     SYSTEMS if args.without_replay else SYSTEMS[:2]))
             if args.windows:
                 print(file_line(rows[-1]), flush=True)
         print(summarize(rows, context), flush=True)

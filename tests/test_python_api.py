@@ -235,3 +235,24 @@ def test_draft_controllers_are_kept_per_map_and_thread():
     thread.join()
     assert other[0] is not first
     assert SpeculativeModel(plain, None, cost=None).controllers() is None  # not adaptive
+
+
+@pytest.mark.model
+def test_a_window_sent_to_plain_generate_is_replayed_into_the_gate(base_model_dir, telephony_map, data_dir):
+    """The gate learns from the windows it sends to plain ``generate`` too: their tokens are replayed through
+    the window's drafter, whose map learns from them as from verified drafts, and the account takes them in."""
+    from tokenmap import WhisperModel
+    from tokenmap.decode.speculative import DecodeStats
+
+    model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), compute_type="int8", cpu_threads=2)
+    controllers = model.model.controllers()
+    for _ in range(3):  # three windows that lost against generate close the gate
+        controllers.record_window(DecodeStats(tokens=20, passes=20, drafts=3, drafted=3))
+    assert controllers.window_saving_ms < 0
+    segments, _ = model.transcribe(str(data_dir / "en-conf-getpin.flac"), language="en")
+    text = " ".join(s.text for s in segments)
+    stats = model.last_stats()
+    assert stats["plain_windows"] == 1 and stats["passes"] == 0 and "conference" in text.lower()
+    tally = controllers.tally(0)
+    assert controllers.replayed == 1 and tally.drafts > 0  # the prompt list's map drafted on the replay
+    assert tally.saving_ms > 0 and controllers.window_saving_ms > -50.0  # a telephony prompt: the map pays

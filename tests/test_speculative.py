@@ -358,3 +358,24 @@ def test_suffix_map_drafts_keep_the_output(engine, special, windows, references,
     result = decode_window(engine, enc, prompt, special, drafter, **KW)
     assert_same(result, references[which])
     assert result.stats.accepted > 0 and result.stats.passes < len(references[which].tokens)
+
+
+def test_replayed_windows_keep_the_account_without_probes():
+    """Once plain windows are replayed into the account, a closed gate needs no probe to learn that drafts
+    do not pay; replays that find drafts paying open it again."""
+    from tokenmap.decode.control import ControllerSet
+    from tokenmap.decode.cost import CostModel
+    from tokenmap.decode.speculative import DecodeStats
+
+    controllers = ControllerSet(CostModel(10.0, (10.0, 12.0, 13.0, 14.0), loop_ms=0.7), probe_windows=4)
+    losing = DecodeStats(tokens=20, passes=20, drafts=3, drafted=3)
+    for _ in range(3):
+        controllers.record_window(losing)
+    assert [controllers.use_speculation() for _ in range(12)].count(True) == 3  # probes, without replays
+    controllers.record_replay(losing)
+    assert not any(controllers.use_speculation() for _ in range(12))
+    assert controllers.timed["loop"][2] == 3  # a replay is not timed as a loop window
+    paying = DecodeStats(tokens=40, passes=10, drafts=10, drafted=30)
+    for _ in range(4):
+        controllers.record_replay(paying)
+    assert controllers.window_saving_ms > 0 and controllers.use_speculation()

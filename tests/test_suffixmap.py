@@ -287,3 +287,20 @@ def _continuation_by_windows(seq, min_match, max_match, limit):
 def test_prompt_lookup_finds_the_longest_latest_match(seq, min_match, extra, limit):
     expected = _continuation_by_windows(seq, min_match, min_match + extra, limit)
     assert find_continuation(seq, min_match, min_match + extra, limit) == expected
+
+
+def test_replay_of_a_generated_window_feeds_the_prompt_and_keeps_timestamps():
+    from types import SimpleNamespace
+
+    from tokenmap.decode.cost import DEFAULT
+    from tokenmap.decode.drafters import FixedDrafter
+    from tokenmap.decode.replay import replay_generated
+
+    special = SimpleNamespace(eot=99, no_timestamps=98, timestamp_begin=100, sot_index=lambda prompt: 0)
+    truth = [100, 5, 6, 7, 120]
+    stats = replay_generated(FixedDrafter([100, 5, 6, 7, 120, 99]), [1, 2, 3], truth, special)
+    # pass 1: the prompt's 2 tokens after SOT + the forced <|0.00|> and the rest (all kept)
+    assert (stats.passes, stats.tokens, stats.accepted) == (1, 6, 6)
+    assert stats.ms == pytest.approx(DEFAULT.batch(2 + 6))
+    plain = replay_generated(FixedDrafter([5, 6, 7, 99]), [1, 2, 3, 98], [5, 6, 7], special)
+    assert (plain.passes, plain.tokens) == (1, 4)  # no timestamps: the draft is the text and EOT

@@ -51,6 +51,7 @@ from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import SessionCache, default_drafter
 from tokenmap.decode.guarding import GuardedGeneration
 from tokenmap.decode.recall import load_recall
+from tokenmap.decode.replay import replay_generated
 from tokenmap.decode.rules import supports_fast_path
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import DecodeStats, decode_window
@@ -159,20 +160,26 @@ class SpeculativeModel(GuardedGeneration, SplitModel):
                                  decoder_seconds=time.perf_counter() - started)
             if controllers is not None and worth_trying:  # what the gate weighs the loop against
                 controllers.record_plain(window.decoder_seconds, window.tokens)
+                controllers.record_replay(replay_generated(self._window_drafter(controllers, features), prompts[0],
+                                                           result[0].sequences_ids[0], self.special,
+                                                           self._history(prompts[0])))
             stats.add(window)
             return result
         prompt = list(prompts[0])
-        history = prompt[1: self.special.sot_index(prompt)] if prompt[0] != self.special.sot else []
-        result = decode_window(
-            self.decoder, features, prompt, self.special,
-            self.make_drafter(controllers, getattr(self._local, "seconds", None), audio=features,
-                              mel=getattr(self._local, "mel", None)),
-            history=history, **kwargs,
-        )
+        result = decode_window(self.decoder, features, prompt, self.special,
+                               self._window_drafter(controllers, features), history=self._history(prompt), **kwargs)
         if controllers is not None:
             controllers.record_window(result.stats)
         stats.add(result.stats)
         return [GenerationResult([result.tokens], [result.score], result.no_speech_prob or 0.0)]
+
+    def _window_drafter(self, controllers, features):
+        return self.make_drafter(controllers, getattr(self._local, "seconds", None), audio=features,
+                                 mel=getattr(self._local, "mel", None))
+
+    def _history(self, prompt) -> list[int]:
+        """The previous text a window's prompt carries (before ``<|startoftranscript|>``)."""
+        return list(prompt[1: self.special.sot_index(prompt)]) if prompt[0] != self.special.sot else []
 
     def _log_bypass(self, kind: str, message: str) -> None:
         """Log ``message`` the first time this model bypasses the map for reason ``kind``."""

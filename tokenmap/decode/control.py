@@ -252,6 +252,7 @@ class ControllerSet:
         self._recorded = 0  # windows accounted for
         self.timed = {"loop": [0.0, 0.0, 0], "plain": [0.0, 0.0, 0]}  # decayed ms, tokens; windows
         self._explored = False  # a plain window was asked for, to time it
+        self.replayed = 0  # plain windows replayed into the account (:meth:`record_replay`)
 
     def member(self, index: int) -> AcceptanceController:
         """The controller of the ``index``-th source of the chain (created on first use)."""
@@ -272,11 +273,21 @@ class ControllerSet:
 
     def record_window(self, stats) -> None:
         """Account for a window decoded by the loop (``stats``: its :class:`DecodeStats`)."""
+        self._account(stats)
+        self._time("loop", stats.decoder_seconds, stats.tokens)
+
+    def record_replay(self, stats) -> None:
+        """Account for a window plain ``generate`` decoded, as the loop would have decoded it with the
+        same drafts (``stats``: :func:`tokenmap.decode.replay.replay_generated` on its tokens, whose
+        drafters taught their controllers and tallies as verified drafts do). The clock is left alone."""
+        self._account(stats)
+        self.replayed += 1
+
+    def _account(self, stats) -> None:
         saved = self.cost.window_saving(stats.tokens, stats.passes, stats.drafts, stats.drafted)
         self._saved = self.window_decay * self._saved + saved
         self._windows = self.window_decay * self._windows + 1.0
         self._recorded += 1
-        self._time("loop", stats.decoder_seconds, stats.tokens)
 
     def record_plain(self, seconds: float, tokens: int) -> None:
         """Account for a window decoded by plain ``generate`` in ``seconds``."""
@@ -308,7 +319,11 @@ class ControllerSet:
         with the drafts it had verified (its tally's ``saving_ms``): a failing prompt lookup must
         not close windows a map pays in. Closed, whatever the sources, while the windows decoded
         with drafts lose time against ``generate`` on the whole, unless a controlled source that
-        has drafted pays."""
+        has drafted pays.
+
+        A closed gate lets every ``probe_windows``-th window through to learn again; once plain windows
+        are replayed into the account (:meth:`record_replay`), drafts that do not pay are known without
+        a probe, and only a loop the clock found slower while its drafts pay is probed, to time it again."""
         tried = [m for m in self.members if m.verified]
         pays = any(m.best()[1] > m.margin_ms for m in tried)
         maps_pay = any(t.drafts > 0 and t.saving_ms > self.margin_ms for t in self.tallies)
@@ -318,8 +333,10 @@ class ControllerSet:
         if slower is None and loop_windows >= self.min_windows and loop_ms > 0 and not self._explored:
             self._explored = True
             return False  # one window of plain generate, to time the alternative
-        return self._gate.decide((not tried or pays or maps_pay) and (windows is None or windows > 0 or pays)
-                                 and not slower)
+        drafts_pay = (not tried or pays or maps_pay) and (windows is None or windows > 0 or pays)
+        if not drafts_pay and self.replayed:
+            return False
+        return self._gate.decide(drafts_pay and not slower)
 
 
 class ControlledDrafter:

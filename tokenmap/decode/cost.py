@@ -97,10 +97,9 @@ class CostModel:
     def window_saving(self, tokens: int, passes: int, drafts: int, drafted: int) -> float:
         """ms a window decoded by the loop saved against plain ``generate`` (may be < 0).
 
-        ``generate`` pays :attr:`plain_token_ms` a token (and, when both prefills were measured, its
-        prompt's ``plain_prefill_ms`` against the loop's ``prefill_ms``); the loop paid a step for each
-        pass without a draft and, for the passes with one, a pass of one token plus the drafts' mean
-        length. A window of 20 tokens in 20 passes, 2 of them with a rejected 1-token draft, loses:
+        ``generate`` pays :attr:`plain_token_ms` a token; the loop paid a step for each pass without a
+        draft and, for the passes with one, a pass of one token plus the drafts' mean length. A window
+        of 20 tokens in 20 passes, 2 of them with a rejected 1-token draft, loses:
 
         >>> m = CostModel(10.0, (10.0, 12.0, 13.0), loop_ms=0.5)
         >>> m.window_saving(tokens=20, passes=20, drafts=2, drafted=2)
@@ -108,15 +107,18 @@ class CostModel:
         >>> m.window_saving(tokens=20, passes=6, drafts=6, drafted=18)  # drafts of 3, mostly kept
         103.0
 
-        Where stock's ``generate`` was timed at 8 ms a token, the same drafts save less, and a
-        loop whose prefill costs 10 ms more than ``generate``'s pays that too:
+        Where stock's ``generate`` was timed at 8 ms a token, the same drafts save less:
 
-        >>> replace(m, plain_step_ms=8.0, prefill_ms=40.0, plain_prefill_ms=30.0).window_saving(20, 6, 6, 18)
-        63.0
+        >>> replace(m, plain_step_ms=8.0).window_saving(20, 6, 6, 18)
+        73.0
+
+        Both pay the window's prompt once (the loop's prefill, ``generate``'s first step), taken as equal
+        whatever ``prefill_ms`` and ``plain_prefill_ms`` say: ``tokenmap calibrate`` times the loop's
+        prefill with its threads and caches warm and ``generate``'s prompt with the encoder output sent
+        to the worker, while in a transcription the loop's prefill follows the worker's encode and costs
+        no less than ``generate``'s prompt on the worker's own copy.
         """
         plain = tokens * self.plain_token_ms
-        if self.plain_prefill_ms > 0 and self.prefill_ms > 0:
-            plain += self.plain_prefill_ms - self.prefill_ms
         spent = (passes - drafts) * self.step_ms
         if drafts:
             spent += drafts * self.batch(round(1 + drafted / drafts))

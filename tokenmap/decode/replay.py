@@ -42,15 +42,17 @@ class ReplayStats(DecodeStats):
 
 
 def replay_window(drafter, truth: Sequence[int], eot: int, with_timestamps: bool, timestamp_begin: int,
-                  cost: CostModel = DEFAULT, feed: int = 1, max_len: int = 64) -> ReplayStats:
+                  cost: CostModel = DEFAULT, feed: int = 1, max_len: int = 64,
+                  history: Sequence[int] = ()) -> ReplayStats:
     """Replay one window whose greedy output is ``truth`` (without EOT).
 
-    ``feed``: tokens of the first pass besides the draft (the prompt after SOT).
+    ``feed``: tokens of the first pass besides the draft (the prompt after SOT);
+    ``history``: the window's previous text, as the loop gives it to the drafter.
     """
     target = list(truth) + [eot]
     tokens: list[int] = []
     stats = ReplayStats()
-    drafter.reset(())
+    drafter.reset(history)
     first = True
     while len(tokens) < len(target):
         draft = window_draft(drafter, tokens, with_timestamps, timestamp_begin, max_len)
@@ -72,6 +74,20 @@ def replay_window(drafter, truth: Sequence[int], eot: int, with_timestamps: bool
         first = False
     stats.greedy_ms = (cost.batch(feed) if feed > 1 else cost.step_ms) + cost.step_ms * (len(target) - 1)
     return stats
+
+
+def replay_generated(drafter, prompt: Sequence[int], truth: Sequence[int], special,
+                     history: Sequence[int] = ()) -> ReplayStats:
+    """How the loop would have decoded a window that plain ``generate`` decoded to ``truth`` from
+    ``prompt``, with ``drafter``, which learns from the replay as from verified drafts.
+
+    ``special``: the model's :class:`tokenmap.decode.special.SpecialTokens`. The first pass feeds the
+    prompt after ``<|startoftranscript|>``, as :func:`tokenmap.decode.speculative.decode_window` does.
+    """
+    prompt = list(prompt)
+    feed = max(1, len(prompt) - special.sot_index(prompt) - 1)
+    return replay_window(drafter, truth, special.eot, prompt[-1] != special.no_timestamps,
+                         special.timestamp_begin, feed=feed, history=history)
 
 
 def replay(drafter, windows: Iterable[Sequence[int]], eot: int, with_timestamps: bool, timestamp_begin: int,
