@@ -274,10 +274,7 @@ def test_windows_that_lose_against_generate_close_the_gate():
     controllers.member(1)  # prompt lookup: never drafted
     assert controllers.use_speculation() and controllers.window_saving_ms is None
     losing = DecodeStats(tokens=20, passes=20, drafts=3, drafted=3)  # a mismatched map: nothing kept
-    for _ in range(2):
-        controllers.record_window(losing)
-    assert controllers.window_saving_ms is None and controllers.use_speculation()  # one unlucky window is not enough
-    controllers.record_window(losing)
+    controllers.record_window(losing)  # one window closes it (replays of the plain windows reopen it)
     assert controllers.window_saving_ms < 0
     assert [controllers.use_speculation() for _ in range(12)].count(True) == 3  # only the probes
     paying = DecodeStats(tokens=40, passes=10, drafts=10, drafted=30)

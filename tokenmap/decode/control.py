@@ -227,11 +227,13 @@ class ControllerSet:
     of the chain (:meth:`member`, by its place in the chain) and a
     :class:`DraftTally` per map (:meth:`tally`, by its place in the map set; 0
     for a single map). A window is decoded speculatively when any source pays
-    (or as a periodic probe), and the windows so decoded (once there are
-    ``min_windows`` of them) have not lost time against plain ``generate`` on
+    (or as a periodic probe), and the windows so decoded or replayed (from the first
+    ``account_windows`` on) have not lost time against plain ``generate`` on
     the whole (a decayed mean, ``window_decay`` a window, of
     :meth:`tokenmap.decode.cost.CostModel.window_saving`): the loop's own cost a
-    step is paid on every window it decodes, drafts or not. And, measured by the clock, the loop's
+    step is paid on every window it decodes, drafts or not. One losing window may close the gate:
+    the windows it then sends to plain ``generate`` are replayed into the account, which opens it
+    again where the drafts would have paid. And, measured by the clock, the loop's
     windows have not taken longer a token than plain ``generate``'s (:meth:`loop_slower`; after
     ``min_windows`` timed loop windows, one window goes to plain ``generate`` to time it).
     """
@@ -239,11 +241,12 @@ class ControllerSet:
     controller = AcceptanceController  # what :meth:`member` makes for each source
 
     def __init__(self, cost, probe_windows: int = 8, margin_ms: float = 0.5, window_decay: float = 0.9,
-                 min_windows: int = 3):
+                 min_windows: int = 3, account_windows: int = 1):
         self.cost = cost
         self.margin_ms = margin_ms
         self.window_decay = window_decay
         self.min_windows = min_windows
+        self.account_windows = account_windows
         self.members: list = []  # controllers of the chain's controlled sources
         self.tallies: list[DraftTally] = []  # tallies of the maps' drafters
         self._gate = WindowGate(probe_windows)
@@ -268,8 +271,9 @@ class ControllerSet:
 
     @property
     def window_saving_ms(self) -> float | None:
-        """Decayed mean saving of the windows decoded with drafts (None before ``min_windows`` of them)."""
-        return self._saved / self._windows if self._recorded >= self.min_windows else None
+        """Decayed mean saving of the windows decoded with drafts or replayed (None before
+        ``account_windows`` of them)."""
+        return self._saved / self._windows if self._recorded >= self.account_windows else None
 
     def record_window(self, stats) -> None:
         """Account for a window decoded by the loop (``stats``: its :class:`DecodeStats`)."""
