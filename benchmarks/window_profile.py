@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FIELDS = ("encode", "prefill", "passes", "python", "generate", "total")
+FIELDS = ("encode", "prefill", "passes", "python", "generate", "total", "rules", "drafter", "replay")
 #: the systems a file is transcribed by: with its map, without one, and (``--without-replay``) with its
 #: map but a window gate that does not learn from the windows it sends to plain ``generate``
 SYSTEMS = ("map", "nomap", "map0")
@@ -35,14 +35,19 @@ class Clock:
     def __init__(self):
         self.t = dict.fromkeys(FIELDS, 0.0)
         self.calls = {"generate": 0, "passes": 0}
+        self.replaying = False
 
     def wrap(self, name: str, fn):
         def timed(*args, **kwargs):
+            if self.replaying and name == "drafter":  # a replay's drafts are the replay's time
+                return fn(*args, **kwargs)
+            self.replaying = name == "replay"
             started = time.perf_counter()
             try:
                 return fn(*args, **kwargs)
             finally:
                 self.t[name] += time.perf_counter() - started
+                self.replaying = False
                 if name in self.calls:
                     self.calls[name] += 1
         return timed
@@ -150,6 +155,7 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
     sm.plain_generate = clock.wrap("generate", plain)
     model.encode = clock.wrap("encode", encode)
     restore = None if replay else without_replay()
+    untime = time_parts(clock)
     try:
         started = time.perf_counter()
         segments, _ = model.transcribe(audio, language=lang, beam_size=1, temperature=0.0,
@@ -159,6 +165,7 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
     finally:
         sm.decoder = decoder
         del sm.plain_generate, model.encode  # the instance attributes; the methods show through again
+        untime()
         if restore:
             restore()
     stats = model.last_stats()
@@ -166,6 +173,23 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
     clock.t["python"] = max(0.0, loop_s - clock.t["prefill"] - clock.t["passes"])
     counts = {k: stats[k] for k in ("windows", "plain_windows", "tokens", "drafts", "drafted", "accepted", "guarded")}
     return dict(clock.t, text=text, n_passes=stats["passes"], **counts)
+
+
+def time_parts(clock: Clock):
+    """Time the loop's rules (``RuleSet.choose_rows``), its drafter and the replays of plain windows on
+    ``clock``; returns what undoes it."""
+    from tokenmap import whisper
+    from tokenmap.decode.drafters import ChainDrafter
+    from tokenmap.decode.rules import RuleSet
+
+    saved = RuleSet.choose_rows, ChainDrafter.draft, whisper.replay_generated
+    RuleSet.choose_rows = clock.wrap("rules", saved[0])
+    ChainDrafter.draft = clock.wrap("drafter", saved[1])
+    whisper.replay_generated = clock.wrap("replay", saved[2])
+
+    def undo():
+        RuleSet.choose_rows, ChainDrafter.draft, whisper.replay_generated = saved
+    return undo
 
 
 def without_replay():
@@ -211,6 +235,15 @@ def summarize(rows: list[dict], context: str) -> str:
         lines.append(f"  loop windows: {sum(r['windows'] - r['plain_windows'] for r in loop)}, tokens {tokens}, "
                      f"passes {sum(r['n_passes'] for r in loop)}, drafts {sum(r['drafts'] for r in loop)}, drafted "
                      f"{sum(r['drafted'] for r in loop)}, kept {sum(r['accepted'] for r in loop)}")
+    passes = sum(r["map"]["n_passes"] - r["map"]["windows"] + r["map"]["plain_windows"] for r in rows)
+    plain = sum(r["map"]["plain_windows"] for r in rows)
+    if passes:
+        lines.append(f"  the loop's Python a pass {m['python'] * 1e3 / passes:.2f} ms: "
+                     f"rules {m['rules'] * 1e3 / passes:.2f}, "
+                     f"drafter {m['drafter'] * 1e3 / passes:.2f}; passes {m['passes'] * 1e3 / passes:.2f} ms, "
+                     f"prefill {m['prefill'] * 1e3 / max(1, m['windows'] - m['plain_windows']):.1f} ms a loop window")
+    if plain:
+        lines.append(f"  replays: {m['replay'] * 1e3 / plain:.1f} ms a plain window")
     return "\n".join(lines)
 
 
@@ -261,6 +294,7 @@ def main(argv=None) -> None:
     ap.add_argument("--without-replay", action="store_true",
                     help="a third system: the map, with a window gate that does not learn from the windows it "
                     "sends to plain generate (their tokens are not replayed through the drafters)")
+    ap.add_argument("--encoder", default="auto", help="the encoder engine (tokenmap.WhisperModel's encoder=)")
     ap.add_argument("--json", default=None, help="write every file's rows here")
     args = ap.parse_args(argv)
     import tokenmap
@@ -270,6 +304,7 @@ def main(argv=None) -> None:
     utts = [u for u in utts if args.set in ("all", u["set"])][:: args.stride][: args.limit]
     base = Path(args.manifest).parent
     model = tokenmap.WhisperModel(str(resolve_model("base", download=False)), compute_type="int8", cpu_threads=2,
+                                  encoder=args.encoder,
                                   session_cache=False)
     special = model.model.special
     losses = Losses(special, lambda ids: model.hf_tokenizer.decode([t for t in ids if t < special.eot]))
