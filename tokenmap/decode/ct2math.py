@@ -1,10 +1,15 @@
-"""CTranslate2's float32 reductions on the CPU, reproduced in numpy bit for bit.
+"""CTranslate2's float32 reductions on the CPU, reproduced for the decoding loop.
 
 Whisper's greedy decisions and scores in :mod:`tokenmap.decode.rules` go through a
-log-softmax; to decide exactly as CTranslate2 does (near-ties included), the
-sums run in its order: ``LANES`` running lane sums, a tree over the lanes,
-then the tail one by one.  The ``*_rows`` forms do the same for every row of
-a verify pass at once.
+log-softmax; to decide as CTranslate2 does (near-ties included), the sums run in
+its order: ``LANES`` running lane sums, a tree over the lanes, then the tail one
+by one.  The ``*_rows`` forms do the same for every row of a verify pass at once.
+
+Where tokenmap's native library is built (:mod:`tokenmap.runtime.native`), the sums
+run there, bit for bit as numpy computes them, and a log-softmax's shift is computed
+in one pass with the Cephes polynomial of CTranslate2's AVX2 exponential (numpy's
+exponential and the library's differ by a few ulp, far below any decision or score
+tolerance).
 
 Example::
 
@@ -18,6 +23,8 @@ from __future__ import annotations
 import os
 
 import numpy as np
+
+from tokenmap.runtime.native import lane_sums, log_softmax_shifts
 
 
 def _lane_width() -> int:
@@ -36,7 +43,16 @@ def _sum_like_ct2(v: np.ndarray, head=None) -> np.float32:
     """float32 sum in CT2's order: LANES running lane sums, a tree over lanes,
     then the tail added one by one. The order matters: adding ~50k tiny
     probabilities to a lane that holds ~1 drops them, so CT2's softmax sum is
-    biased low by up to ~1e-4 relative compared with an exact sum."""
+    biased low by up to ~1e-4 relative compared with an exact sum.
+    The sum runs in tokenmap's native library when it is built (same order, same bits)."""
+    native = lane_sums(v.reshape(1, -1), LANES) if v.ndim == 1 else None
+    if native is not None:
+        return native[0]
+    return _sum_like_ct2_numpy(v)
+
+
+def _sum_like_ct2_numpy(v: np.ndarray) -> np.float32:
+    """:func:`_sum_like_ct2` in numpy."""
     n = v.shape[0]
     if LANES == 1 or n <= LANES:
         acc = np.float32(0.0)
@@ -60,8 +76,12 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
     """log_softmax of a [V] float32 vector as CT2's CPU kernel computes it:
     ``y = x + (-max - log(sum(exp(x - max))))`` in float32, CT2's summation order."""
     x = np.asarray(x, dtype=np.float32)
+    native = log_softmax_shifts(x.reshape(1, -1), LANES) if x.ndim == 1 else None
+    if native is not None:
+        return x + native[0]
     x_max = x.max()
-    exp_sum = _sum_like_ct2(np.exp(x - x_max))
+    e = x - x_max
+    exp_sum = _sum_like_ct2(np.exp(e, out=e))
     shift = np.float32(-x_max) - np.float32(np.log(exp_sum))
     return x + shift
 
@@ -85,11 +105,20 @@ def _sum_rows_like_ct2(e: np.ndarray) -> np.ndarray:
     The lane sums run over the outer axis of a [n / LANES, T, LANES] copy, so
     numpy adds one whole [T, LANES] block at a time, in order, as
     :func:`_sum_like_ct2` does for one row (and about twice as fast as
-    reducing the middle axis of [T, n / LANES, LANES]).
+    reducing the middle axis of [T, n / LANES, LANES]); tokenmap's native library,
+    when built, does the same additions about ten times faster.
     """
+    native = lane_sums(e, LANES)
+    if native is not None:
+        return native
+    return _sum_rows_numpy(e)
+
+
+def _sum_rows_numpy(e: np.ndarray) -> np.ndarray:
+    """:func:`_sum_rows_like_ct2` in numpy."""
     t, n = e.shape
     if LANES == 1 or n <= LANES:
-        return np.array([_sum_like_ct2(row) for row in e], dtype=np.float32)
+        return np.array([_sum_like_ct2_numpy(row) for row in e], dtype=np.float32)
     main = n - n % LANES
     blocks = np.ascontiguousarray(e[:, :main].reshape(t, -1, LANES).transpose(1, 0, 2))
     lanes = blocks.sum(axis=0, dtype=np.float32)
@@ -106,8 +135,12 @@ def _sum_rows_like_ct2(e: np.ndarray) -> np.ndarray:
 
 def log_softmax_shift_rows(x: np.ndarray) -> np.ndarray:
     """The float32 shift of every row's log-softmax: ``log_softmax_rows(x) == x + shift[:, None]``."""
+    native = log_softmax_shifts(x, LANES)
+    if native is not None:
+        return native
     x_max = x.max(axis=1, keepdims=True)
-    exp_sum = _sum_rows_like_ct2(np.exp(x - x_max))
+    e = x - x_max
+    exp_sum = _sum_rows_like_ct2(np.exp(e, out=e))
     return (-x_max[:, 0]).astype(np.float32) - np.log(exp_sum).astype(np.float32)
 
 

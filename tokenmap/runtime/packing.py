@@ -39,6 +39,8 @@ import sys
 from pathlib import Path
 from typing import MutableMapping
 
+from tokenmap.runtime import native
+
 logger = logging.getLogger("tokenmap")
 
 SWITCH = "CT2_USE_EXPERIMENTAL_PACKED_GEMM"
@@ -52,9 +54,8 @@ status: str | None = None
 
 
 def library_path() -> Path:
-    """``$XDG_CACHE_HOME/tokenmap/native/libtokenmap_packing.so`` (``make engine`` builds it)."""
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(root) / "tokenmap" / "native" / "libtokenmap_packing.so"
+    """``$XDG_CACHE_HOME/tokenmap/native/libtokenmap_packing.so`` (``make setup`` builds it)."""
+    return native.library_path("libtokenmap_packing.so")
 
 
 def _engine_version() -> str | None:

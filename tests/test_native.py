@@ -1,0 +1,97 @@
+"""tokenmap's native row reductions (``libtokenmap_rowmath.so``) against numpy's."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from tokenmap.decode import ct2math
+from tokenmap.decode.rules import DISABLED
+from tokenmap.runtime import native
+
+LIB = native.row_math()
+needs_lib = pytest.mark.skipif(LIB is None, reason="libtokenmap_rowmath.so not built")
+
+
+def test_built_where_a_compiler_is():
+    """`make setup` builds the library wherever a C compiler is on the path."""
+    if shutil.which("cc") or shutil.which("gcc"):
+        assert native.row_math_status() == "on", native.describe()
+
+
+def _rows(rng, t, n, scale):
+    x = (rng.standard_normal((t, n)) * scale).astype(np.float32)
+    if n > 100:
+        x[:, rng.integers(0, n, 60)] = DISABLED  # what the rules write
+    return x
+
+
+@needs_lib
+@pytest.mark.parametrize("lanes", [1, 4, 8, 16])
+def test_lane_sums_equal_numpy_bit_for_bit(lanes, monkeypatch):
+    monkeypatch.setattr(ct2math, "LANES", lanes)
+    rng = np.random.default_rng(lanes)
+    for n in (1, 7, 8, 9, 16, 17, 1501, 51865):
+        e = np.exp(_rows(rng, 3, n, 5.0))
+        assert np.array_equal(native.lane_sums(e, lanes), ct2math._sum_rows_numpy(e)), n
+        assert native.lane_sums(e, lanes)[1] == ct2math._sum_like_ct2_numpy(e[1])
+    wide = np.exp(_rows(rng, 2, 64, 1.0))[:, :50]  # rows further apart than their length
+    assert np.array_equal(native.lane_sums(wide, lanes), ct2math._sum_rows_numpy(np.ascontiguousarray(wide)))
+
+
+@needs_lib
+def test_log_softmax_shifts_match_numpy_within_a_few_ulp():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 9, 1501, 51864, 51865):
+        for scale in (0.1, 3.0, 30.0):
+            x = _rows(rng, 4, n, scale)
+            shifts = native.log_softmax_shifts(x, 8)
+            exp = x - x.max(axis=1, keepdims=True)
+            ref = (-x.max(axis=1)).astype(np.float32) - np.log(ct2math._sum_rows_numpy(np.exp(exp))).astype(np.float32)
+            ulp = np.spacing(np.abs(ref)).astype(np.float64)
+            assert np.all(np.abs(shifts.astype(np.float64) - ref) <= 8 * ulp + 1e-30), (n, scale)
+
+
+@needs_lib
+def test_portable_code_gives_the_avx2_bits():
+    rng = np.random.default_rng(1)
+    x = _rows(rng, 5, 51865, 8.0)
+    fast = native.log_softmax_shifts(x, 8)
+    try:
+        LIB.tokenmap_row_math_portable(1)
+        portable = native.log_softmax_shifts(x, 8)
+    finally:
+        LIB.tokenmap_row_math_portable(0)
+    assert np.array_equal(fast, portable)
+
+
+def test_rows_and_single_log_softmax_agree():
+    """Whichever computes it (C or numpy), a verify pass's rows get the single row's log-probs."""
+    rng = np.random.default_rng(2)
+    x = _rows(rng, 3, 51865, 4.0)
+    rows = ct2math.log_softmax_rows(x)
+    for j in range(3):
+        assert np.array_equal(rows[j], ct2math.log_softmax(x[j]))
+    assert float(ct2math.logsumexp(rows[0])) == pytest.approx(0.0, abs=1e-5)
+
+
+def test_unsuitable_arrays_fall_back_to_numpy():
+    x = np.ones((2, 10), dtype=np.float64)
+    assert native.lane_sums(x, 8) is None
+    assert native.log_softmax_shifts(np.ones((2, 0), np.float32), 8) is None
+    assert native.lane_sums(np.ones((3, 10), np.float32)[:, ::2], 8) is None
+
+
+def test_opt_out(monkeypatch):
+    monkeypatch.setenv(native.OPT_OUT, "0")
+    native.row_math.cache_clear()
+    try:
+        assert native.row_math() is None
+        assert native.row_math_status() == "off"
+        assert native.describe().startswith("off")
+        x = np.arange(20, dtype=np.float32).reshape(2, 10)
+        assert np.array_equal(ct2math._sum_rows_like_ct2(x), ct2math._sum_rows_numpy(x))
+    finally:
+        monkeypatch.delenv(native.OPT_OUT)
+        native.row_math.cache_clear()
+    assert (native.row_math() is None) == (LIB is None)  # back as it was
