@@ -95,3 +95,69 @@ def test_opt_out(monkeypatch):
         monkeypatch.delenv(native.OPT_OUT)
         native.row_math.cache_clear()
     assert (native.row_math() is None) == (LIB is None)  # back as it was
+
+
+def _exact_decision(row, timestamps, check):
+    """The numpy path of :meth:`RuleSet.choose_rows` for one masked row: the token and the row after it."""
+    if check and timestamps.likely(row):
+        row[: timestamps.timestamp_begin] = DISABLED
+    return ct2math.argmax_of_log_softmax(row), row
+
+
+@needs_lib
+def test_decide_row_takes_the_numpy_decisions():
+    """Greedy decisions in C equal numpy's on rows built to sit near every boundary: timestamps that
+    barely win or lose against the best text token, maxima tied within rounding, disabled ranges."""
+    from tokenmap.decode.rules import TimestampRules
+
+    rng = np.random.default_rng(3)
+    n, ts0, ts_end = 51865, 50364, 51864
+    stamps = TimestampRules(eot=50257, no_timestamps=50363, timestamp_begin=ts0, timestamp_end=ts_end,
+                            max_initial_timestamp_id=ts0 + 50)
+    decided = fell_back = 0
+    for trial in range(400):
+        row = (rng.standard_normal(n) * rng.uniform(0.5, 6)).astype(np.float32)
+        kind = trial % 4
+        if kind == 1:  # the timestamps' mass near the best text token's
+            row[ts0:] += np.float32(row[:ts0].max() - np.log(np.exp(row[ts0:].astype(np.float64)).sum())
+                                    + rng.normal(0, 1e-3))
+        elif kind == 2:  # two maxima a rounding step apart
+            i, j = sorted(rng.choice(ts0, 2, replace=False))
+            row[j] = np.float32(20.0)
+            row[i] = np.nextafter(np.float32(20.0), np.float32(0)) if trial % 8 == 2 else np.float32(20.0)
+        elif kind == 3:
+            row[: rng.integers(0, ts0)] = DISABLED
+        check = kind != 0 or trial % 3 == 0
+        shift = np.zeros(1, np.float32)
+        mine = row.copy()
+        token = native.decide_row(mine, ts0, ts_end, check, ct2math.TIE_TOLERANCE, 8, DISABLED, shift)
+        want, after = _exact_decision(row.copy(), stamps, check)
+        if token is None:
+            fell_back += 1
+            continue
+        decided += 1
+        assert token == want, trial
+        assert np.array_equal(mine, after), trial
+        assert shift[0] == ct2math.log_softmax_shift_rows(after[None])[0]
+    assert decided > 250 and fell_back > 10  # both paths were taken
+
+
+@needs_lib
+def test_choose_rows_is_the_same_with_and_without_the_library(monkeypatch):
+    from tokenmap.decode import rules as rules_module
+    from tokenmap.decode.rules import RuleSet
+    from tokenmap.decode.special import SpecialTokens
+
+    special = SpecialTokens(sot=50258, eot=50257, no_timestamps=50363, no_speech=50362, vocab_size=51865,
+                            suppress_ids=(1, 2, 7, 50359), suppress_ids_begin=(220, 50257))
+    rules = RuleSet.from_generate_kwargs(special, [50258, 50259, 50359])
+    rng = np.random.default_rng(4)
+    for history in ([], [50364], [50364, 1012, 2014], [50364, 1012, 50400], [50364, 1012, 50400, 50400]):
+        rows = (rng.standard_normal((4, 51865)) * 3).astype(np.float32)
+        rows[:, 50364:50380] += 4  # timestamps in play
+        fast = rules.choose_rows(rows.copy(), history, [], every_row=True)
+        monkeypatch.setattr(rules_module, "_decide_native", lambda *a: None)
+        slow = rules.choose_rows(rows.copy(), history, [], every_row=True)
+        monkeypatch.undo()
+        assert np.array_equal(fast[0], slow[0]), history
+        np.testing.assert_allclose(fast[1], slow[1], rtol=0, atol=2e-6)

@@ -28,6 +28,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from tokenmap.decode import ct2math
 from tokenmap.decode.ct2math import (
     TIE_TOLERANCE,
     argmax_of_log_softmax,
@@ -37,6 +38,7 @@ from tokenmap.decode.ct2math import (
     softmax,
 )
 from tokenmap.decode.special import SpecialTokens
+from tokenmap.runtime import native
 
 logger = logging.getLogger("tokenmap")
 
@@ -317,18 +319,24 @@ class RuleSet:
                     rule.apply(rows[0], ())
             else:
                 timestamps = rule
-        chosen = []
+        chosen, exact = [], True
+        shifts = np.empty(rows.shape[0], dtype=np.float32)
         for j in range(rows.shape[0]):
             row = rows[j]
-            if timestamps is not None and timestamps.mask(row, context[: n0 + j]):
-                if timestamps.likely(row):
+            check = timestamps is not None and timestamps.mask(row, context[: n0 + j])
+            token = _decide_native(row, timestamps, check, shifts[j:])
+            if token is None:  # no library, or a near-tie: the exact path
+                exact = False
+                if check and timestamps.likely(row):
                     row[: timestamps.timestamp_begin] = DISABLED
-            chosen.append(argmax_of_log_softmax(row))
+                token = argmax_of_log_softmax(row)
+            chosen.append(token)
             if not every_row and (j >= len(draft) or chosen[-1] != draft[j]):
                 break
         decided = rows[: len(chosen)]
         ids = np.asarray(chosen, dtype=np.int64)
-        return ids, decided[np.arange(len(ids)), ids] + log_softmax_shift_rows(decided)
+        shift = shifts[: len(chosen)] if exact else log_softmax_shift_rows(decided)
+        return ids, decided[np.arange(len(ids)), ids] + shift
 
     def is_last_step(self, step: int) -> bool:
         """True if 0-based ``step`` is the last one CT2 runs (max_length reached)."""
@@ -346,3 +354,12 @@ class RuleSet:
         """softmax(raw logits)[no_speech], raw = before any rule. Which position's
         logits to pass: see ``no_speech_at_sot``."""
         return float(softmax(raw_logits)[self.special.no_speech])
+
+
+def _decide_native(row: np.ndarray, timestamps: Optional[TimestampRules], check: bool, shift: np.ndarray):
+    """:func:`tokenmap.runtime.native.decide_row` for one masked row: the token (the text disabled first
+    when the timestamp rule says so) and its log-softmax shift in ``shift[0]``; None for the exact path."""
+    if timestamps is None:
+        return native.decide_row(row, 0, 0, False, TIE_TOLERANCE, ct2math.LANES, DISABLED, shift)
+    return native.decide_row(row, timestamps.timestamp_begin, timestamps.timestamp_end, check, TIE_TOLERANCE,
+                             ct2math.LANES, DISABLED, shift)

@@ -55,6 +55,10 @@ def row_math():
         for name in ("tokenmap_lane_sums", "tokenmap_log_softmax_shifts"):
             getattr(lib, name).argtypes = _ROWS
             getattr(lib, name).restype = ctypes.c_int
+        lib.tokenmap_decide_row.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                                            ctypes.c_int64, ctypes.c_double, ctypes.c_int64, ctypes.c_float,
+                                            ctypes.c_void_p]
+        lib.tokenmap_decide_row.restype = ctypes.c_int64
         lib.tokenmap_row_math_portable.argtypes = [ctypes.c_int]
         lib.tokenmap_row_math_portable.restype = ctypes.c_int
     except (OSError, AttributeError) as exc:
@@ -102,3 +106,19 @@ def log_softmax_shifts(x: np.ndarray, lanes: int) -> np.ndarray | None:
     in CTranslate2's order, the exponential its AVX2 polynomial (within about 1 ulp of numpy's). None
     without the library."""
     return _rows_call("tokenmap_log_softmax_shifts", x, lanes)
+
+
+def decide_row(row: np.ndarray, timestamp_begin: int, timestamp_end: int, check: bool, tolerance: float,
+               lanes: int, disabled: float, shift: np.ndarray) -> int | None:
+    """One greedy decision on a rule-masked [V] float32 row (contiguous), as
+    :meth:`tokenmap.decode.rules.RuleSet.choose_rows` makes it: with ``check``, the text tokens are
+    disabled (set to ``disabled``) when the timestamps' total probability beats the best text token's;
+    returns the first index of the row's maximum and writes the row's log-softmax shift into
+    ``shift[0]``. None without the library, or when a comparison is within ``tolerance`` of a tie
+    (then decide on exact log-probs; the row holds only what the rules would have written)."""
+    lib = row_math()
+    if lib is None or row.dtype != np.float32 or row.ndim != 1 or row.strides[0] != 4:
+        return None
+    token = lib.tokenmap_decide_row(row.ctypes.data, row.shape[0], timestamp_begin, timestamp_end, int(check),
+                                    tolerance, lanes, disabled, shift.ctypes.data)
+    return None if token < 0 else token

@@ -87,6 +87,12 @@ static float row_max_generic(const float *v, int64_t n) {
   return m;
 }
 
+static int64_t first_at_least_generic(const float *v, int64_t n, float floor_) {
+  for (int64_t i = 0; i < n; ++i)
+    if (v[i] >= floor_) return i;
+  return n;
+}
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
@@ -132,6 +138,16 @@ __attribute__((target("avx2"))) static float row_max_avx2(const float *v, int64_
   return m;
 }
 
+__attribute__((target("avx2"))) static int64_t first_at_least_avx2(const float *v, int64_t n, float floor_) {
+  const __m256 f = _mm256_set1_ps(floor_);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(v + i), f, _CMP_GE_OQ));
+    if (mask) return i + __builtin_ctz(mask);
+  }
+  return i + first_at_least_generic(v + i, n - i, floor_);
+}
+
 static int known = -1;
 
 static int has_avx2(void) {
@@ -149,11 +165,32 @@ int tokenmap_row_math_portable(int portable) {
 }
 #define EXP_SUM8(v, main, m) (has_avx2() ? exp_sum8_avx2(v, main, m) : exp_sum8_generic(v, main, m))
 #define ROW_MAX(v, n) (has_avx2() ? row_max_avx2(v, n) : row_max_generic(v, n))
+#define FIRST_AT_LEAST(v, n, f) (has_avx2() ? first_at_least_avx2(v, n, f) : first_at_least_generic(v, n, f))
 #else
 int tokenmap_row_math_portable(int portable) { (void)portable; return 0; }
 #define EXP_SUM8(v, main, m) exp_sum8_generic(v, main, m)
 #define ROW_MAX(v, n) row_max_generic(v, n)
+#define FIRST_AT_LEAST(v, n, f) first_at_least_generic(v, n, f)
 #endif
+
+static float exp_sum(const float *v, int64_t n, int64_t lanes, float m) {
+  float total = 0.0f;
+  int64_t main = 0;
+  if (lanes > 1 && n > lanes) {
+    main = n - n % lanes;
+    if (lanes == 8) {
+      total = EXP_SUM8(v, main, m);
+    } else {
+      float acc[MAX_LANES];
+      for (int64_t l = 0; l < lanes; ++l) acc[l] = 0.0f;
+      for (int64_t i = 0; i < main; i += lanes)
+        for (int64_t l = 0; l < lanes; ++l) acc[l] = acc[l] + poly_exp(v[i + l] - m);
+      total = tree(acc, lanes);
+    }
+  }
+  for (int64_t i = main; i < n; ++i) total = total + expf(v[i] - m);
+  return total;
+}
 
 /* out[r] = -max - log(sum(exp(x - max))) of row r, the sum in CTranslate2's order (its scalar tail
  * with libm's expf); returns 0, or -1 for bad lanes or an empty row. */
@@ -163,22 +200,42 @@ int tokenmap_log_softmax_shifts(const float *x, int64_t rows, int64_t n, int64_t
   for (int64_t r = 0; r < rows; ++r) {
     const float *v = x + r * stride;
     const float m = ROW_MAX(v, n);
-    float total = 0.0f;
-    int64_t main = 0;
-    if (lanes > 1 && n > lanes) {
-      main = n - n % lanes;
-      if (lanes == 8) {
-        total = EXP_SUM8(v, main, m);
-      } else {
-        float acc[MAX_LANES];
-        for (int64_t l = 0; l < lanes; ++l) acc[l] = 0.0f;
-        for (int64_t i = 0; i < main; i += lanes)
-          for (int64_t l = 0; l < lanes; ++l) acc[l] = acc[l] + poly_exp(v[i + l] - m);
-        total = tree(acc, lanes);
-      }
-    }
-    for (int64_t i = main; i < n; ++i) total = total + expf(v[i] - m);
-    out[r] = -m - logf(total);
+    out[r] = -m - logf(exp_sum(v, n, lanes, m));
   }
   return 0;
+}
+
+/* One row of greedy decoding after the logit rules have masked it (tokenmap/decode/rules.py,
+ * RuleSet.choose_rows, does the same in numpy):
+ *   - when `check`: if the timestamps' total probability (a float64 log-sum-exp of row[ts0..ts_end])
+ *     beats the best text token's (row[0..ts0)), the text tokens are disabled (set to `disabled`);
+ *   - the greedy token: the first index of the row's maximum; *shift: the row's log-softmax shift.
+ * Returns the token, or -1 when a comparison is within `tol` (relative) of a tie: then the caller
+ * decides on exact float32 log-probs. The row is modified only as the rules would modify it.
+ * The timestamps' mass is summed in float32 (about 1e-6 relative), well inside `tol`. */
+int64_t tokenmap_decide_row(float *row, int64_t n, int64_t ts0, int64_t ts_end, int64_t check, double tol,
+                            int64_t lanes, float disabled, float *shift) {
+  if (lanes < 1 || lanes > MAX_LANES || n < 1) return -1;
+  float top;
+  if (check) {
+    if (ts0 < 1 || ts_end >= n || ts_end < ts0) return -1;
+    float text = ROW_MAX(row, ts0);
+    const float stamps_top = ROW_MAX(row + ts0, ts_end - ts0 + 1);
+    const double mass = (double)stamps_top + log((double)exp_sum(row + ts0, ts_end - ts0 + 1, 8, stamps_top));
+    if (fabs(mass - text) <= tol * (1.0 + fabs(mass) + fabs((double)text))) return -1;
+    if (mass > text) {
+      for (int64_t i = 0; i < ts0; ++i) row[i] = disabled;
+      text = disabled;
+    }
+    const float rest = ROW_MAX(row + ts0, n - ts0);
+    top = text > rest ? text : rest;
+  } else {
+    top = ROW_MAX(row, n);
+  }
+  /* the first index of the maximum, unless an earlier value is within the tolerance of it */
+  const float floor_ = (float)((double)top - tol * (1.0 + fabs((double)top)));
+  const int64_t best = FIRST_AT_LEAST(row, n, floor_);
+  if (best == n || row[best] != top) return -1; /* a near tie (or NaN) */
+  *shift = -top - logf(exp_sum(row, n, lanes, top));
+  return best;
 }
