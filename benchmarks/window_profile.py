@@ -24,9 +24,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("encode", "prefill", "passes", "python", "generate", "total", "rules", "drafter", "replay")
-#: the systems a file is transcribed by: with its map, without one, and (``--without-replay``) with its
-#: map but a window gate that does not learn from the windows it sends to plain ``generate``
-SYSTEMS = ("map", "nomap", "map0")
+#: the systems a file is transcribed by: with its map, without one, (``--without-replay``) with its map
+#: but a window gate that does not learn from the windows it sends to plain ``generate``, and
+#: (``--numpy-rules``) with its map but the loop's row math in numpy instead of tokenmap's C library
+SYSTEMS = ("map", "nomap", "map0", "mapnp")
 
 
 class Clock:
@@ -141,11 +142,12 @@ class Losses:
 
 
 def run_once(model, audio: str, lang: str, token_map, context: str, controllers: dict | None = None,
-             replay: bool = True) -> dict:
+             replay: bool = True, native: bool = True) -> dict:
     """One transcription; its clock, decoder statistics and text. ``controllers``: the draft controllers
     to decode with (what the earlier files of a session taught them; kept there), else fresh ones, as a
     new process has. ``replay=False``: the window gate does not learn from the windows it sends to plain
-    ``generate`` (the replay of their tokens is skipped), as before it did."""
+    ``generate`` (the replay of their tokens is skipped), as before it did. ``native=False``: the loop's
+    row math runs in numpy (``tokenmap.runtime.native.row_math`` answers None)."""
     sm = model.model
     model.token_map = token_map
     sm._local.per_map = {} if controllers is None else controllers
@@ -155,6 +157,7 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
     sm.plain_generate = clock.wrap("generate", plain)
     model.encode = clock.wrap("encode", encode)
     restore = None if replay else without_replay()
+    unnative = None if native else without_native()
     untime = time_parts(clock)
     try:
         started = time.perf_counter()
@@ -168,6 +171,8 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
         untime()
         if restore:
             restore()
+        if unnative:
+            unnative()
     stats = model.last_stats()
     loop_s = stats["decoder_seconds"] - clock.t["generate"]  # the decoder's time, less plain generate's
     clock.t["python"] = max(0.0, loop_s - clock.t["prefill"] - clock.t["passes"])
@@ -206,6 +211,18 @@ def without_replay():
     return restore
 
 
+def without_native():
+    """Run the loop's row math in numpy; returns what restores tokenmap's C library."""
+    from tokenmap.runtime import native
+
+    saved = native.row_math
+    native.row_math = lambda: None
+
+    def restore():
+        native.row_math = saved
+    return restore
+
+
 def median_run(runs: list[dict]) -> dict:
     out = {k: statistics.median(r[k] for r in runs) for k in FIELDS}
     out.update({k: v for k, v in runs[0].items() if k not in FIELDS})
@@ -220,9 +237,10 @@ def summarize(rows: list[dict], context: str) -> str:
     lines = [f"context {context}: {len(rows)} files, map vs no map {n['total'] / m['total']:.3f}x "
              f"(no map {n['total']:.2f} s, map {m['total']:.2f} s), texts equal "
              f"{sum(r['map']['text'] == r['nomap']['text'] for r in rows)}/{len(rows)}"]
-    if "map0" in sums:
-        lines.append(f"  without replays into the gate: map vs no map {n['total'] / sums['map0']['total']:.3f}x "
-                     f"(map {sums['map0']['total']:.2f} s)")
+    for other, what in (("map0", "without replays into the gate"), ("mapnp", "the row math in numpy")):
+        if other in sums:
+            lines.append(f"  {what}: map vs no map {n['total'] / sums[other]['total']:.3f}x "
+                         f"(map {sums[other]['total']:.2f} s)")
     for name, s in sums.items():
         dec = s["prefill"] + s["passes"] + s["python"] + s["generate"]
         lines.append(f"  {name:5s} encode {s['encode']:6.2f} decoder {dec:6.2f} = prefill {s['prefill']:5.2f} "
@@ -235,16 +253,23 @@ def summarize(rows: list[dict], context: str) -> str:
         lines.append(f"  loop windows: {sum(r['windows'] - r['plain_windows'] for r in loop)}, tokens {tokens}, "
                      f"passes {sum(r['n_passes'] for r in loop)}, drafts {sum(r['drafts'] for r in loop)}, drafted "
                      f"{sum(r['drafted'] for r in loop)}, kept {sum(r['accepted'] for r in loop)}")
-    passes = sum(r["map"]["n_passes"] - r["map"]["windows"] + r["map"]["plain_windows"] for r in rows)
+    for name in ("map", "mapnp"):
+        if name in sums:
+            lines.extend(_python_line(rows, name, sums[name]))
     plain = sum(r["map"]["plain_windows"] for r in rows)
-    if passes:
-        lines.append(f"  the loop's Python a pass {m['python'] * 1e3 / passes:.2f} ms: "
-                     f"rules {m['rules'] * 1e3 / passes:.2f}, "
-                     f"drafter {m['drafter'] * 1e3 / passes:.2f}; passes {m['passes'] * 1e3 / passes:.2f} ms, "
-                     f"prefill {m['prefill'] * 1e3 / max(1, m['windows'] - m['plain_windows']):.1f} ms a loop window")
     if plain:
         lines.append(f"  replays: {m['replay'] * 1e3 / plain:.1f} ms a plain window")
     return "\n".join(lines)
+
+
+def _python_line(rows: list[dict], name: str, m: dict) -> list[str]:
+    passes = sum(r[name]["n_passes"] - r[name]["windows"] + r[name]["plain_windows"] for r in rows)
+    if not passes:
+        return []
+    return [f"  {name}: the loop's Python a pass {m['python'] * 1e3 / passes:.2f} ms: "
+            f"rules {m['rules'] * 1e3 / passes:.2f}, "
+            f"drafter {m['drafter'] * 1e3 / passes:.2f}; passes {m['passes'] * 1e3 / passes:.2f} ms, "
+            f"prefill {m['prefill'] * 1e3 / max(1, m['windows'] - m['plain_windows']):.1f} ms a loop window"]
 
 
 def profile_file(model, u: dict, base: Path, token_map, context: str, index: int, reps: int,
@@ -258,7 +283,7 @@ def profile_file(model, u: dict, base: Path, token_map, context: str, index: int
         for name in systems[shift:] + systems[:shift]:
             controllers = sessions[rep].setdefault(name, {}) if sessions is not None and name != "nomap" else None
             r = run_once(model, str(base / u["audio"]), u["lang"], None if name == "nomap" else token_map, context,
-                         controllers, replay=name != "map0")
+                         controllers, replay=name != "map0", native=name != "mapnp")
             if rep:
                 runs[name].append(r)
             if rep == 1 and name == "map":
@@ -275,6 +300,10 @@ def file_line(row: dict) -> str:
             f"{m['passes']*1e3:4.0f} py {m['python']*1e3:3.0f} gen {m['generate']*1e3:4.0f} tok {m['tokens']} "
             f"passes {m['n_passes']} drafts {m['drafts']} kept {m['accepted']}/{m['drafted']} | nomap gen "
             f"{n['generate']*1e3:4.0f} tok {n['tokens']}")
+
+
+def _systems(args) -> tuple:
+    return SYSTEMS[:2] + (("map0",) if args.without_replay else ()) + (("mapnp",) if args.numpy_rules else ())
 
 
 def main(argv=None) -> None:
@@ -294,6 +323,8 @@ def main(argv=None) -> None:
     ap.add_argument("--without-replay", action="store_true",
                     help="a third system: the map, with a window gate that does not learn from the windows it "
                     "sends to plain generate (their tokens are not replayed through the drafters)")
+    ap.add_argument("--numpy-rules", action="store_true",
+                    help="a system more: the map, with the loop's row math in numpy instead of tokenmap's C library")
     ap.add_argument("--encoder", default="auto", help="the encoder engine (tokenmap.WhisperModel's encoder=)")
     ap.add_argument("--json", default=None, help="write every file's rows here")
     args = ap.parse_args(argv)
@@ -320,7 +351,7 @@ def main(argv=None) -> None:
                 maps[key] = load_maps(str(Path(args.maps) / f"{key}.tmap"))[0]
             rows.append(profile_file(model, u, base, maps[key], context, i, args.reps,
                                      sessions if args.session else None, losses,
-                                     SYSTEMS if args.without_replay else SYSTEMS[:2]))
+                                     _systems(args)))
             if args.windows:
                 print(file_line(rows[-1]), flush=True)
         print(summarize(rows, context), flush=True)

@@ -40,6 +40,7 @@ def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tok
 
     from tokenmap.decode.calibration import calibrate as measure
     from tokenmap.decode.cost import calibration_path, save_cost_model
+    from tokenmap.runtime.native import row_math_status
     from tokenmap.runtime.precision import decoder_compute_type as decoder_type
     from tokenmap.textok import TokenizerError, model_dir_for
 
@@ -68,7 +69,8 @@ def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tok
     for n, ms in enumerate(cost.batch_ms, 1):
         click.echo(f"  {n:2d}: {ms:7.2f} ms  {ms / cost.step_ms:5.2f}")
     path = save_cost_model(cost, calibration_path(model_dir, compute_type, threads),
-                           {"model": str(model_dir), "compute_type": compute_type, "threads": threads})
+                           {"model": str(model_dir), "compute_type": compute_type, "threads": threads,
+                            "row_math": row_math_status()})
     click.echo(f"saved {path} (drafting uses it made non-decreasing: a longer pass never cheaper)")
 
 

@@ -111,3 +111,21 @@ def test_the_window_gate_times_plain_generate_and_closes_when_the_loop_is_slower
     assert [gate.use_speculation() for _ in range(4)] == [False, False, False, True]  # probes, as ever
     gate.record_plain(1.0, 20)  # plain turned slow: the loop wins again
     assert gate.loop_slower() is False and gate.use_speculation()
+
+
+def test_a_calibration_of_the_other_row_math_asks_for_a_new_one(tmp_path, monkeypatch, caplog):
+    from tokenmap.runtime import native
+
+    monkeypatch.setenv("TOKENMAP_CALIBRATION_DIR", str(tmp_path))
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    path = calibration_path(model, "int8", 2)
+    now = native.row_math_status()
+    other = "not built" if now == "on" else "on"
+    for stored, warned in ((now, False), (other, True)):
+        save_cost_model(CostModel(5.0, (4.0, 5.0, 6.0)), path, {"row_math": stored})
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="tokenmap"):
+            assert load_cost_model(model, "int8", 2).step_ms == 5.0
+        assert ("run `tokenmap calibrate` again" in caplog.text) is warned, stored

@@ -246,8 +246,10 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
         path = calibration_path(Path(model_dir), compute_type, threads)
         if path.is_file():
             try:
-                cost = CostModel.from_json(json.loads(path.read_text(encoding="utf-8")))
+                data = json.loads(path.read_text(encoding="utf-8"))
+                cost = CostModel.from_json(data)
                 log.info("cost model: calibration %s", path)
+                _check_row_math(data, path)
                 return replace(cost, source=f"calibrated ({path.name})").smoothed()
             except (ValueError, OSError) as exc:
                 log.warning("ignoring bad calibration %s: %s", path, exc)
@@ -255,3 +257,15 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
     log.info("cost model: %s (run `tokenmap calibrate --compute-type %s` to measure this machine)",
              fallback.source, compute_type)
     return fallback
+
+
+def _check_row_math(data: dict, path: Path) -> None:
+    """Warn when the calibration timed the loop's rules on another implementation than this process
+    runs (a calibration without the field predates the native row math: numpy)."""
+    from tokenmap.runtime.native import row_math_status
+
+    measured, now = ("on" if data.get("row_math") == "on" else "off"), ("on" if row_math_status() == "on" else "off")
+    if measured != now:
+        log.warning("calibration %s timed the loop's row math %s, this process runs it %s: "
+                    "run `tokenmap calibrate` again", path.name,
+                    "in C" if measured == "on" else "in numpy", "in C" if now == "on" else "in numpy")
