@@ -237,6 +237,11 @@ def summarize(rows: list[dict], context: str) -> str:
     lines = [f"context {context}: {len(rows)} files, map vs no map {n['total'] / m['total']:.3f}x "
              f"(no map {n['total']:.2f} s, map {m['total']:.2f} s), texts equal "
              f"{sum(r['map']['text'] == r['nomap']['text'] for r in rows)}/{len(rows)}"]
+    same = [r for r in rows if r["map"]["tokens"] == r["nomap"]["tokens"]]
+    if same and len(same) < len(rows):
+        lines.append("  like for like (" + f"{len(same)} files both decoded to the same tokens): " + ", ".join(
+            f"{name} {_sum(same, 'nomap', 'total') / _sum(same, name, 'total'):.3f}x end to end, decoder "
+            f"{_decoder(same, 'nomap') / _decoder(same, name):.3f}x" for name in sums if name != "nomap"))
     for other, what in (("map0", "without replays into the gate"), ("mapnp", "the row math in numpy")):
         if other in sums:
             lines.append(f"  {what}: map vs no map {n['total'] / sums[other]['total']:.3f}x "
@@ -260,6 +265,14 @@ def summarize(rows: list[dict], context: str) -> str:
     if plain:
         lines.append(f"  replays: {m['replay'] * 1e3 / plain:.1f} ms a plain window")
     return "\n".join(lines)
+
+
+def _sum(rows: list[dict], name: str, field: str) -> float:
+    return sum(r[name][field] for r in rows)
+
+
+def _decoder(rows: list[dict], name: str) -> float:
+    return sum(_sum(rows, name, k) for k in ("prefill", "passes", "python", "generate"))
 
 
 def _python_line(rows: list[dict], name: str, m: dict) -> list[str]:
