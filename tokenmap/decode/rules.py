@@ -302,7 +302,10 @@ class RuleSet:
         and float32 rounding is monotonic, so the argmax is the same; a near-tie
         within :data:`TIE_TOLERANCE` is decided from the log-probs themselves);
         the full log-softmax, the costly part, runs only for the rows decided.
-        The result is bit-identical to calling :meth:`choose` row by row.
+        Where tokenmap's native library is built, one C call decides a row and
+        gives its shift (:func:`tokenmap.runtime.native.decide_row`); near-ties
+        still go through numpy. The result is bit-identical to calling
+        :meth:`choose` row by row.
         ``rows`` ([T, V] float32) is modified in place; ``every_row`` decides all
         rows (what :func:`tokenmap.decode.calibration.calibrate` times: a pass whose draft is accepted).
         Returns ``(token ids [J + 1], their log-probs [J + 1])``, ``J`` the last row decided.

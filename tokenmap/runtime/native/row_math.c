@@ -5,8 +5,11 @@
  * [rows, n] float32 array in exactly that order (numpy computes the same bits, more slowly).
  *
  * tokenmap_log_softmax_shifts gives every row's log-softmax shift, -max - log(sum(exp(x - max))),
- * with the exponentials summed in the same order. Its exp is the Cephes polynomial that
- * CTranslate2's AVX2 kernels use; it is within about 1 ulp of numpy's and CTranslate2's.
+ * with the exponentials summed in the same order. Its exp is the Cephes polynomial of
+ * CTranslate2's AVX2 exponential; the shifts are within a few ulp of numpy's.
+ *
+ * tokenmap_decide_row makes one row's greedy decision as tokenmap/decode/rules.py does, and gives
+ * way to numpy's exact path where a comparison is close to a tie.
  *
  * Build without -ffast-math or FMA contraction: the order and rounding of the operations are the
  * point (make: -O3 -ffp-contract=off). Every version of a function computes the same bits.
