@@ -63,7 +63,7 @@ $(PACKING): tokenmap/runtime/native/decoder_packing.cc
 	@if command -v $(CXX) >/dev/null 2>&1; then $(CXX) -O2 -shared -fPIC -o $@ $<; \
 	else echo "no C++ compiler ($(CXX)): the fork's decoder runs without packed GEMM"; fi
 
-# The decoding loop's row reductions (tokenmap/runtime/native.py): log-softmax shifts and CTranslate2-order
+# The decoding loop's row reductions (tokenmap/runtime/nativelib.py): log-softmax shifts and CTranslate2-order
 # sums in C, about five times numpy's speed on a vocabulary row; without a C compiler numpy computes them.
 ROWMATH := $(CACHE)/tokenmap/native/libtokenmap_rowmath.so
 rowmath: $(ROWMATH)

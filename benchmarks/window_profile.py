@@ -147,7 +147,7 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
     to decode with (what the earlier files of a session taught them; kept there), else fresh ones, as a
     new process has. ``replay=False``: the window gate does not learn from the windows it sends to plain
     ``generate`` (the replay of their tokens is skipped), as before it did. ``native=False``: the loop's
-    row math runs in numpy (``tokenmap.runtime.native.row_math`` answers None)."""
+    row math runs in numpy (``tokenmap.runtime.nativelib.row_math`` answers None)."""
     sm = model.model
     model.token_map = token_map
     sm._local.per_map = {} if controllers is None else controllers
@@ -213,7 +213,7 @@ def without_replay():
 
 def without_native():
     """Run the loop's row math in numpy; returns what restores tokenmap's C library."""
-    from tokenmap.runtime import native
+    from tokenmap.runtime import nativelib as native
 
     saved = native.row_math
     native.row_math = lambda: None

@@ -40,7 +40,7 @@ def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tok
 
     from tokenmap.decode.calibration import calibrate as measure
     from tokenmap.decode.cost import calibration_path, save_cost_model
-    from tokenmap.runtime.native import row_math_status
+    from tokenmap.runtime.nativelib import row_math_status
     from tokenmap.runtime.precision import decoder_compute_type as decoder_type
     from tokenmap.textok import TokenizerError, model_dir_for
 

@@ -114,7 +114,7 @@ def test_the_window_gate_times_plain_generate_and_closes_when_the_loop_is_slower
 
 
 def test_a_calibration_of_the_other_row_math_asks_for_a_new_one(tmp_path, monkeypatch, caplog):
-    from tokenmap.runtime import native
+    from tokenmap.runtime import nativelib as native
 
     monkeypatch.setenv("TOKENMAP_CALIBRATION_DIR", str(tmp_path))
     model = tmp_path / "model"

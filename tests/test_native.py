@@ -7,7 +7,7 @@ import pytest
 
 from tokenmap.decode import ct2math
 from tokenmap.decode.rules import DISABLED
-from tokenmap.runtime import native
+from tokenmap.runtime import nativelib as native
 
 LIB = native.row_math()
 needs_lib = pytest.mark.skipif(LIB is None, reason="libtokenmap_rowmath.so not built")

@@ -262,7 +262,7 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
 def _check_row_math(data: dict, path: Path) -> None:
     """Warn when the calibration timed the loop's rules on another implementation than this process
     runs (a calibration without the field predates the native row math: numpy)."""
-    from tokenmap.runtime.native import row_math_status
+    from tokenmap.runtime.nativelib import row_math_status
 
     measured, now = ("on" if data.get("row_math") == "on" else "off"), ("on" if row_math_status() == "on" else "off")
     if measured != now:

@@ -5,7 +5,7 @@ log-softmax; to decide as CTranslate2 does (near-ties included), the sums run in
 its order: ``LANES`` running lane sums, a tree over the lanes, then the tail one
 by one.  The ``*_rows`` forms do the same for every row of a verify pass at once.
 
-Where tokenmap's native library is built (:mod:`tokenmap.runtime.native`), the sums
+Where tokenmap's native library is built (:mod:`tokenmap.runtime.nativelib`), the sums
 run there, bit for bit as numpy computes them, and a log-softmax's shift is computed
 in one pass with the Cephes polynomial of CTranslate2's AVX2 exponential (numpy's
 exponential and the library's differ by a few ulp, far below any decision or score
@@ -24,7 +24,7 @@ import os
 
 import numpy as np
 
-from tokenmap.runtime.native import lane_sums, log_softmax_shifts
+from tokenmap.runtime.nativelib import lane_sums, log_softmax_shifts
 
 
 def _lane_width() -> int:

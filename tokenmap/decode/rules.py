@@ -38,7 +38,7 @@ from tokenmap.decode.ct2math import (
     softmax,
 )
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.runtime import native
+from tokenmap.runtime import nativelib as native
 
 logger = logging.getLogger("tokenmap")
 
@@ -303,7 +303,7 @@ class RuleSet:
         within :data:`TIE_TOLERANCE` is decided from the log-probs themselves);
         the full log-softmax, the costly part, runs only for the rows decided.
         Where tokenmap's native library is built, one C call decides a row and
-        gives its shift (:func:`tokenmap.runtime.native.decide_row`); near-ties
+        gives its shift (:func:`tokenmap.runtime.nativelib.decide_row`); near-ties
         still go through numpy. The result is bit-identical to calling
         :meth:`choose` row by row.
         ``rows`` ([T, V] float32) is modified in place; ``every_row`` decides all
@@ -360,7 +360,7 @@ class RuleSet:
 
 
 def _decide_native(row: np.ndarray, timestamps: Optional[TimestampRules], check: bool, shift: np.ndarray):
-    """:func:`tokenmap.runtime.native.decide_row` for one masked row: the token (the text disabled first
+    """:func:`tokenmap.runtime.nativelib.decide_row` for one masked row: the token (the text disabled first
     when the timestamp rule says so) and its log-softmax shift in ``shift[0]``; None for the exact path."""
     if timestamps is None:
         return native.decide_row(row, 0, 0, False, TIE_TOLERANCE, ct2math.LANES, DISABLED, shift)

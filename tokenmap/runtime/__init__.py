@@ -8,6 +8,8 @@
   CTranslate2's encoder in a worker process;
 * :mod:`~tokenmap.runtime.threads` and :mod:`~tokenmap.runtime.memory`: the process-wide thread wait
   and malloc policies;
+* :mod:`~tokenmap.runtime.nativelib` (sources in ``native/``): tokenmap's small C library for the
+  decoding loop's row math, and where ``make`` builds native code;
 * :mod:`~tokenmap.runtime.report`: what ``tokenmap doctor`` prints.
 
 Importing this package imports none of its modules (``import tokenmap`` stays cheap).

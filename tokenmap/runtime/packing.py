@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 from typing import MutableMapping
 
-from tokenmap.runtime import native
+from tokenmap.runtime import nativelib as native
 
 logger = logging.getLogger("tokenmap")
 

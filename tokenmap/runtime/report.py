@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-from tokenmap.runtime import engine, memory, native, packing, threads
+from tokenmap.runtime import engine, memory, nativelib, packing, threads
 from tokenmap.runtime.precision import describe
 
 
@@ -99,7 +99,7 @@ def doctor_info(model_dir=None) -> dict:
     info["thread wait"] = threads.describe()
     info["memory"] = memory.describe()
     info["packed GEMM (fork decoder)"] = packing.describe()
-    info["row math (decoding loop)"] = native.describe()
+    info["row math (decoding loop)"] = nativelib.describe()
     if reason is None:
         info.update(_precision_report())
     else:
