@@ -39,7 +39,7 @@ LANES = _lane_width()
 TIE_TOLERANCE = 1e-4
 
 
-def _sum_like_ct2(v: np.ndarray, head=None) -> np.float32:
+def _sum_like_ct2(v: np.ndarray) -> np.float32:
     """float32 sum in CT2's order: LANES running lane sums, a tree over lanes,
     then the tail added one by one. The order matters: adding ~50k tiny
     probabilities to a lane that holds ~1 drops them, so CT2's softmax sum is

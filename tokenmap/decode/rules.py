@@ -362,7 +362,5 @@ class RuleSet:
 def _decide_native(row: np.ndarray, timestamps: Optional[TimestampRules], check: bool, shift: np.ndarray):
     """:func:`tokenmap.runtime.nativelib.decide_row` for one masked row: the token (the text disabled first
     when the timestamp rule says so) and its log-softmax shift in ``shift[0]``; None for the exact path."""
-    if timestamps is None:
-        return native.decide_row(row, 0, 0, False, TIE_TOLERANCE, ct2math.LANES, DISABLED, shift)
-    return native.decide_row(row, timestamps.timestamp_begin, timestamps.timestamp_end, check, TIE_TOLERANCE,
-                             ct2math.LANES, DISABLED, shift)
+    begin, end = (timestamps.timestamp_begin, timestamps.timestamp_end) if timestamps is not None else (0, 0)
+    return native.decide_row(row, begin, end, check, TIE_TOLERANCE, ct2math.LANES, DISABLED, shift)

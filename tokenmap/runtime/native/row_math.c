@@ -162,7 +162,7 @@ static int has_avx2(void) {
 }
 /* 1: use the portable code even where AVX2 is there (the tests compare the two); returns whether AVX2 is used. */
 int tokenmap_row_math_portable(int portable) {
-  known = -1;
+  known = -1; /* has_avx2() asks the CPU again */
   known = portable ? 0 : has_avx2();
   return known;
 }
