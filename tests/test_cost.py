@@ -102,15 +102,59 @@ def test_the_window_gate_times_plain_generate_and_closes_when_the_loop_is_slower
 
     gate = ControllerSet(DEFAULT, probe_windows=4)
     window = SimpleNamespace(tokens=20, passes=10, drafts=5, drafted=15, decoder_seconds=0.2)  # drafts pay
-    for _ in range(3):
+    for _ in range(4):  # the first is not timed, then three are
         assert gate.use_speculation()
         gate.record_window(window)
     assert gate.loop_slower() is None and not gate.use_speculation()  # one plain window, to time it
     gate.record_plain(0.1, 20)  # plain generate: 5 ms a token, the loop 10 (another engine, faster here)
-    assert gate.loop_slower() is True
+    assert gate.saving_ms < 0 < gate.window_saving_ms and gate.loop_slower() is True
     assert [gate.use_speculation() for _ in range(4)] == [False, False, False, True]  # probes, as ever
     gate.record_plain(1.0, 20)  # plain turned slow: the loop wins again
     assert gate.loop_slower() is False and gate.use_speculation()
+
+
+def test_the_window_gates_clock_weighs_short_and_long_windows_alike():
+    """Prompts of 5 tokens in the loop against a plain window of 32: a time a token would find the loop
+    1.8 times as slow (its prompt weighs on 5 tokens); over what the calibration expects of each window, the
+    loop kept its drafts' saving and the gate stays open, without a window spent timing plain generate."""
+    from types import SimpleNamespace
+
+    from tokenmap.decode.control import ControllerSet
+
+    cost = CostModel(11.9, (11.9, 14.8, 15.8, 16.0), prefill_ms=64.0, plain_step_ms=11.45, plain_prefill_ms=73.8)
+    gate = ControllerSet(cost, probe_windows=4)
+    short = SimpleNamespace(tokens=5, passes=3, drafts=2, drafted=4)
+    modelled = cost.plain_window_ms(5) - cost.window_saving(5, 3, 2, 4)
+    for _ in range(6):
+        assert gate.use_speculation()  # the calibration timed plain generate: no window goes to time it
+        gate.record_window(SimpleNamespace(**vars(short), decoder_seconds=(modelled + 5.0) / 1000))
+    gate.record_plain(cost.plain_window_ms(32) / 1000, 32)
+    loop_per_token = (modelled + 5.0) / 5
+    assert loop_per_token > 1.7 * cost.plain_window_ms(32) / 32  # a clock a token: the loop "slower"
+    assert 0 < gate.saving_ms < gate.window_saving_ms and gate.loop_slower() is False and gate.use_speculation()
+    gate.record_plain(0.5 * cost.plain_window_ms(32) / 1000, 32)  # plain generate turned twice as fast
+    assert gate.loop_slower() is True and not gate.use_speculation()
+
+
+def test_a_busy_machine_slows_both_sides_and_keeps_a_losing_map_out():
+    """Everything 20 % slower than calibrated, short loop windows and long plain ones: the loop's drafts
+    lose a little on the curve (a wrong map), and they still lose at the clock's ratios (a difference
+    in ms a window would credit the loop with the long plain windows' larger overrun)."""
+    from types import SimpleNamespace
+
+    from tokenmap.decode.control import ControllerSet
+
+    cost = CostModel(11.9, (11.9, 14.8, 15.8, 16.0), prefill_ms=64.0, plain_step_ms=11.45, plain_prefill_ms=73.8)
+    gate = ControllerSet(cost, probe_windows=4)
+    losing = SimpleNamespace(tokens=6, passes=6, drafts=1, drafted=1)
+    modelled = cost.plain_window_ms(6) - cost.window_saving(6, 6, 1, 1)
+    for _ in range(4):
+        gate.record_window(SimpleNamespace(**vars(losing), decoder_seconds=1.2 * modelled / 1000))
+    for _ in range(3):
+        gate.record_plain(1.2 * cost.plain_window_ms(64) / 1000, 64)
+    assert gate.time_ratio("loop") == pytest.approx(1.2) and gate.time_ratio("plain") == pytest.approx(1.2)
+    assert gate.window_saving_ms < 0 and gate.saving_ms == pytest.approx(1.2 * gate.window_saving_ms)
+    assert gate.loop_slower() is True and not gate.use_speculation()
 
 
 def test_a_calibration_of_the_other_row_math_asks_for_a_new_one(tmp_path, monkeypatch, caplog):

@@ -221,21 +221,18 @@ class AcceptanceController:
 class ControllerSet:
     """What the drafters learned over the windows one thread decodes with the same maps, and the window gate.
 
-    Sources differ: prompt lookup inside a repetitive window is nearly always
-    right while a token map may be from the wrong domain, so each source
-    learns on its own: an :class:`AcceptanceController` per controlled source
-    of the chain (:meth:`member`, by its place in the chain) and a
-    :class:`DraftTally` per map (:meth:`tally`, by its place in the map set; 0
-    for a single map). A window is decoded speculatively when any source pays
-    (or as a periodic probe), and the windows so decoded or replayed (from the first
-    ``account_windows`` on) have not lost time against plain ``generate`` on
-    the whole (a decayed mean, ``window_decay`` a window, of
-    :meth:`tokenmap.decode.cost.CostModel.window_saving`): the loop's own cost a
-    step is paid on every window it decodes, drafts or not. One losing window may close the gate:
-    the windows it then sends to plain ``generate`` are replayed into the account, which opens it
-    again where the drafts would have paid. And, measured by the clock, the loop's
-    windows have not taken longer a token than plain ``generate``'s (:meth:`loop_slower`; after
-    ``min_windows`` timed loop windows, one window goes to plain ``generate`` to time it).
+    Sources differ: prompt lookup inside a repetitive window is nearly always right while a token map
+    may be from the wrong domain, so each source learns on its own: an :class:`AcceptanceController`
+    per controlled source of the chain (:meth:`member`) and a :class:`DraftTally` per map (:meth:`tally`,
+    by its place in the map set). A window is decoded speculatively when any source pays (or as a
+    periodic probe), and the windows so decoded or replayed have not lost time against plain
+    ``generate`` on the whole (a decayed mean, ``window_decay`` a window, of
+    :meth:`tokenmap.decode.cost.CostModel.window_saving`: the loop's own cost a step is paid on every
+    window it decodes). One losing window may close the gate: the windows it then sends to plain
+    ``generate`` are replayed into the account, which opens it again where the drafts would have paid.
+    The account is the cost curve's view; the clock re-weighs it (:attr:`saving_ms`) at the ratios of
+    what the loop's windows and plain ``generate``'s took to what the curve expects of them (the loop's
+    Python on cold caches, a prefill after the encoder's worker, a machine busier than when calibrated).
     """
 
     controller = AcceptanceController  # what :meth:`member` makes for each source
@@ -251,9 +248,11 @@ class ControllerSet:
         self.tallies: list[DraftTally] = []  # tallies of the maps' drafters
         self._gate = WindowGate(probe_windows)
         self._saved = 0.0  # decayed sum of window savings (ms) ...
+        self._plain_ms = 0.0  # ... of plain generate's expected time for the same windows ...
         self._windows = 0.0  # ... and of windows
         self._recorded = 0  # windows accounted for
-        self.timed = {"loop": [0.0, 0.0, 0], "plain": [0.0, 0.0, 0]}  # decayed ms, tokens; windows
+        self.loop_windows = 0  # windows the loop decoded
+        self.timed = {"loop": [0.0, 0.0, 0], "plain": [0.0, 0.0, 0]}  # decayed ms, expected ms; windows
         self._explored = False  # a plain window was asked for, to time it
         self.replayed = 0  # plain windows replayed into the account (:meth:`record_replay`)
 
@@ -276,9 +275,12 @@ class ControllerSet:
         return self._saved / self._windows if self._recorded >= self.account_windows else None
 
     def record_window(self, stats) -> None:
-        """Account for a window decoded by the loop (``stats``: its :class:`DecodeStats`)."""
-        self._account(stats)
-        self._time("loop", stats.decoder_seconds, stats.tokens)
+        """Account for a window decoded by the loop (``stats``: its :class:`DecodeStats`) and, when its
+        ``decoder_seconds`` were timed, time it."""
+        saved = self._account(stats)
+        self.loop_windows += 1
+        if stats.decoder_seconds > 0 and self.loop_windows > 1:  # timed, and not the first: see time_ratio
+            self._time("loop", stats.decoder_seconds, self.cost.plain_window_ms(stats.tokens) - saved)
 
     def record_replay(self, stats) -> None:
         """Account for a window plain ``generate`` decoded, as the loop would have decoded it with the
@@ -287,56 +289,87 @@ class ControllerSet:
         self._account(stats)
         self.replayed += 1
 
-    def _account(self, stats) -> None:
+    def _account(self, stats) -> float:
         saved = self.cost.window_saving(stats.tokens, stats.passes, stats.drafts, stats.drafted)
         self._saved = self.window_decay * self._saved + saved
+        self._plain_ms = self.window_decay * self._plain_ms + self.cost.plain_window_ms(stats.tokens)
         self._windows = self.window_decay * self._windows + 1.0
         self._recorded += 1
+        return saved
 
     def record_plain(self, seconds: float, tokens: int) -> None:
-        """Account for a window decoded by plain ``generate`` in ``seconds``."""
-        self._time("plain", seconds, tokens)
+        """Time a window of ``tokens`` (EOT included) that plain ``generate`` decoded in ``seconds``."""
+        self._time("plain", seconds, self.cost.plain_window_ms(tokens))
 
-    def _time(self, kind: str, seconds: float, tokens: int) -> None:
+    def _time(self, kind: str, seconds: float, expected_ms: float) -> None:
         entry = self.timed[kind]
         entry[0] = self.window_decay * entry[0] + seconds * 1000.0
-        entry[1] = self.window_decay * entry[1] + tokens
+        entry[1] = self.window_decay * entry[1] + expected_ms
         entry[2] += 1
 
-    def ms_per_token(self, kind: str) -> float | None:
-        """Measured wall ms a token of the windows decoded by the ``"loop"`` or by ``"plain"`` generate
-        (decayed; None before ``min_windows`` loop windows or one plain window)."""
-        ms, tokens, windows = self.timed[kind]
-        return ms / tokens if tokens and windows >= (self.min_windows if kind == "loop" else 1) else None
+    def time_ratio(self, kind: str) -> float | None:
+        """The ``"loop"``'s or ``"plain"`` ``generate``'s windows' wall time over what the cost curve expects
+        of them (decayed). None before ``min_windows`` timed loop windows, or before one plain window where
+        the calibration did not time plain ``generate`` (1.0 where it did).
+
+        The curve expects a loop window to take plain ``generate``'s time
+        (:meth:`tokenmap.decode.cost.CostModel.plain_window_ms`) less the window's saving
+        (:meth:`tokenmap.decode.cost.CostModel.window_saving`). The first window with these maps is not
+        timed: it pays once for what the next ones find warm (the map's pages read from disk, the loop's
+        first allocations), 20-60 ms on a prompt of 8 tokens.
+        """
+        ms, expected, windows = self.timed[kind]
+        if kind == "plain" and not windows:
+            return 1.0 if self.cost.plain_timed else None
+        return ms / expected if expected and windows >= (self.min_windows if kind == "loop" else 1) else None
+
+    @property
+    def saving_ms(self) -> float | None:
+        """The account (:attr:`window_saving_ms`) at the clock's ratios: a window the curve expects plain
+        ``generate`` to take ``P`` ms and the loop ``P - W`` takes ``plain * P`` and ``loop * (P - W)``, so the
+        loop saves ``loop * W - (loop - plain) * P`` (decayed means over the accounted windows; the bare
+        account while a ratio is unknown). Ratios, not ms a window or a token: a machine busier than
+        when it was calibrated slows long and short windows alike, and a window's prompt weighs as much
+        as many of its tokens. Example: drafts that save 10 ms of a window of 150 on the curve save 4.5 ms
+        where the loop runs 5 % over the curve and plain ``generate`` 1 % over it (0.3 ms at 8 %)::
+
+            >>> from tokenmap.decode.cost import CostModel
+            >>> gate = ControllerSet(CostModel(10.0, (10.0, 12.0), prefill_ms=50.0, plain_step_ms=10.0))
+            >>> gate._saved, gate._plain_ms, gate._windows, gate._recorded = 10.0, 150.0, 1.0, 1
+            >>> gate.timed = {"loop": [147.0, 140.0, 3], "plain": [151.5, 150.0, 1]}
+            >>> round(gate.saving_ms, 6)
+            4.5
+        """
+        saving = self.window_saving_ms
+        loop, plain = self.time_ratio("loop"), self.time_ratio("plain")
+        if saving is None or loop is None or plain is None:
+            return saving
+        return loop * saving - (loop - plain) * self._plain_ms / self._windows
 
     def loop_slower(self) -> bool | None:
-        """Whether the loop's windows took longer a token than plain ``generate``'s, as measured (None: not
-        known yet). Plain ``generate`` may run on another engine than the loop (stock CTranslate2, whose
-        GEMM is faster on some CPUs), which the cost curve does not see: this clock does."""
-        loop, plain = self.ms_per_token("loop"), self.ms_per_token("plain")
-        return None if loop is None or plain is None else loop > plain
+        """Whether the loop's windows lose time against plain ``generate`` at the clock's ratios
+        (:attr:`saving_ms`; None: not known yet). Plain ``generate`` may run on another engine than the
+        loop (stock CTranslate2, whose GEMM is faster on some CPUs), which an uncalibrated cost curve does
+        not see, and the loop's Python or prefill may cost more than calibrated: the clock sees both."""
+        if self.time_ratio("loop") is None or self.time_ratio("plain") is None or self.window_saving_ms is None:
+            return None
+        return self.saving_ms <= 0
 
     def use_speculation(self) -> bool:
-        """Open when a controlled source that has drafted pays, or when none has drafted yet
-        (untried sources cannot close the gate: prompt lookup drafts seldom, and only where a
-        window repeats itself, which pays when it happens); or when a map's drafter saved time
-        with the drafts it had verified (its tally's ``saving_ms``): a failing prompt lookup must
-        not close windows a map pays in. Closed, whatever the sources, while the windows decoded
-        with drafts lose time against ``generate`` on the whole, unless a controlled source that
-        has drafted pays.
-
-        A closed gate lets every ``probe_windows``-th window through to learn again; once plain windows
-        are replayed into the account (:meth:`record_replay`), drafts that do not pay are known without
-        a probe, and only a loop the clock found slower while its drafts pay is probed, to time it again."""
+        """Open when a controlled source that has drafted pays, or none has drafted yet (prompt lookup
+        drafts seldom, and pays where it does); or when a map's drafter saved time with its verified drafts
+        (its tally's ``saving_ms``: a failing prompt lookup must not close windows a map pays in). Closed,
+        whatever the sources, while the windows lose time against ``generate`` at the clock's ratios
+        (:attr:`saving_ms`), unless a controlled source that has drafted pays (then only while the clock
+        finds the loop slower, :meth:`loop_slower`). A closed gate lets every ``probe_windows``-th window
+        through to learn again, but sends none while the replayed plain windows say drafts do not pay."""
         tried = [m for m in self.members if m.verified]
         pays = any(m.best()[1] > m.margin_ms for m in tried)
         maps_pay = any(t.drafts > 0 and t.saving_ms > self.margin_ms for t in self.tallies)
-        windows = self.window_saving_ms
-        slower = self.loop_slower()
-        loop_ms, _, loop_windows = self.timed["loop"]
-        if slower is None and loop_windows >= self.min_windows and loop_ms > 0 and not self._explored:
-            self._explored = True
-            return False  # one window of plain generate, to time the alternative
+        windows, slower = self.saving_ms, self.loop_slower()
+        if self.time_ratio("plain") is None and self.timed["loop"][2] >= self.min_windows and not self._explored:
+            self._explored = True  # plain generate untimed by the calibration and not yet here
+            return False  # one window of plain generate, to time it
         drafts_pay = (not tried or pays or maps_pay) and (windows is None or windows > 0 or pays)
         if not drafts_pay and self.replayed:
             return False

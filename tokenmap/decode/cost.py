@@ -94,6 +94,23 @@ class CostModel:
         """ms of a token of plain ``generate``: measured, else the fork's step less the loop's own part."""
         return self.plain_step_ms if self.plain_step_ms > 0 else self.step_ms - self.loop_ms
 
+    @property
+    def plain_timed(self) -> bool:
+        """Whether the calibration timed plain ``generate`` on the engine that runs it (else its costs are
+        taken from the fork's)."""
+        return self.plain_step_ms > 0
+
+    def plain_window_ms(self, tokens: int) -> float:
+        """ms plain ``generate`` is expected to take for a window of ``tokens`` (EOT included): its prompt
+        (measured, else the loop's prefill) and a token each, the yardstick the window gate's clock divides
+        every window's time by, so that short and long windows weigh alike.
+
+        >>> CostModel(10.0, (10.0,), prefill_ms=50.0, plain_step_ms=8.0).plain_window_ms(10)
+        130.0
+        """
+        prompt = self.plain_prefill_ms if self.plain_prefill_ms > 0 else self.prefill_ms
+        return prompt + tokens * self.plain_token_ms
+
     def window_saving(self, tokens: int, passes: int, drafts: int, drafted: int) -> float:
         """ms a window decoded by the loop saved against plain ``generate`` (may be < 0).
 
