@@ -247,9 +247,7 @@ class ControllerSet:
         self.members: list = []  # controllers of the chain's controlled sources
         self.tallies: list[DraftTally] = []  # tallies of the maps' drafters
         self._gate = WindowGate(probe_windows)
-        self._saved = 0.0  # decayed sum of window savings (ms) ...
-        self._plain_ms = 0.0  # ... of plain generate's expected time for the same windows ...
-        self._windows = 0.0  # ... and of windows
+        self._saved = self._plain_ms = self._windows = 0.0  # decayed sums: savings, plain's expected ms, windows
         self._recorded = 0  # windows accounted for
         self.loop_windows = 0  # windows the loop decoded
         self.timed = {"loop": [0.0, 0.0, 0], "plain": [0.0, 0.0, 0]}  # decayed ms, expected ms; windows
@@ -275,8 +273,7 @@ class ControllerSet:
         return self._saved / self._windows if self._recorded >= self.account_windows else None
 
     def record_window(self, stats) -> None:
-        """Account for a window decoded by the loop (``stats``: its :class:`DecodeStats`) and, when its
-        ``decoder_seconds`` were timed, time it."""
+        """Account for a window the loop decoded (``stats``: its :class:`DecodeStats`); time it if timed."""
         saved = self._account(stats)
         self.loop_windows += 1
         if stats.decoder_seconds > 0 and self.loop_windows > 1:  # timed, and not the first: see time_ratio
@@ -312,11 +309,10 @@ class ControllerSet:
         of them (decayed). None before ``min_windows`` timed loop windows, or before one plain window where
         the calibration did not time plain ``generate`` (1.0 where it did).
 
-        The curve expects a loop window to take plain ``generate``'s time
-        (:meth:`tokenmap.decode.cost.CostModel.plain_window_ms`) less the window's saving
-        (:meth:`tokenmap.decode.cost.CostModel.window_saving`). The first window with these maps is not
-        timed: it pays once for what the next ones find warm (the map's pages read from disk, the loop's
-        first allocations), 20-60 ms on a prompt of 8 tokens.
+        The curve expects a loop window to take plain ``generate``'s time (``CostModel.plain_window_ms``)
+        less the window's saving (``CostModel.window_saving``). The first loop window with these maps is
+        not timed: it pays once for what the next ones find warm (the map's pages, the loop's first
+        allocations), 20-60 ms on a prompt of 8 tokens.
         """
         ms, expected, windows = self.timed[kind]
         if kind == "plain" and not windows:
@@ -340,20 +336,22 @@ class ControllerSet:
             >>> round(gate.saving_ms, 6)
             4.5
         """
+        return self._weighed()[0]
+
+    def _weighed(self) -> tuple[float | None, bool]:
+        """(:attr:`saving_ms`, whether the clock's ratios weighed it)."""
         saving = self.window_saving_ms
         loop, plain = self.time_ratio("loop"), self.time_ratio("plain")
         if saving is None or loop is None or plain is None:
-            return saving
-        return loop * saving - (loop - plain) * self._plain_ms / self._windows
+            return saving, False
+        return loop * saving - (loop - plain) * self._plain_ms / self._windows, True
 
     def loop_slower(self) -> bool | None:
-        """Whether the loop's windows lose time against plain ``generate`` at the clock's ratios
-        (:attr:`saving_ms`; None: not known yet). Plain ``generate`` may run on another engine than the
-        loop (stock CTranslate2, whose GEMM is faster on some CPUs), which an uncalibrated cost curve does
-        not see, and the loop's Python or prefill may cost more than calibrated: the clock sees both."""
-        if self.time_ratio("loop") is None or self.time_ratio("plain") is None or self.window_saving_ms is None:
-            return None
-        return self.saving_ms <= 0
+        """Whether the loop's windows lose time against plain ``generate`` at the clock's ratios (None: not
+        known yet): plain ``generate`` on a faster engine than an uncalibrated curve says, or a loop whose
+        Python or prefill costs more than calibrated."""
+        saving, weighed = self._weighed()
+        return saving <= 0 if weighed else None
 
     def use_speculation(self) -> bool:
         """Open when a controlled source that has drafted pays, or none has drafted yet (prompt lookup
@@ -366,7 +364,8 @@ class ControllerSet:
         tried = [m for m in self.members if m.verified]
         pays = any(m.best()[1] > m.margin_ms for m in tried)
         maps_pay = any(t.drafts > 0 and t.saving_ms > self.margin_ms for t in self.tallies)
-        windows, slower = self.saving_ms, self.loop_slower()
+        windows, weighed = self._weighed()
+        slower = weighed and windows <= 0
         if self.time_ratio("plain") is None and self.timed["loop"][2] >= self.min_windows and not self._explored:
             self._explored = True  # plain generate untimed by the calibration and not yet here
             return False  # one window of plain generate, to time it
