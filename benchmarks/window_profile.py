@@ -213,13 +213,13 @@ def without_replay():
 
 def without_native():
     """Run the loop's row math in numpy; returns what restores tokenmap's C library."""
-    from tokenmap.runtime import nativelib as native
+    from tokenmap.runtime import nativelib
 
-    saved = native.row_math
-    native.row_math = lambda: None
+    saved = nativelib.row_math
+    nativelib.row_math = lambda: None
 
     def restore():
-        native.row_math = saved
+        nativelib.row_math = saved
     return restore
 
 

@@ -158,14 +158,14 @@ def test_a_busy_machine_slows_both_sides_and_keeps_a_losing_map_out():
 
 
 def test_a_calibration_of_the_other_row_math_asks_for_a_new_one(tmp_path, monkeypatch, caplog):
-    from tokenmap.runtime import nativelib as native
+    from tokenmap.runtime import nativelib
 
     monkeypatch.setenv("TOKENMAP_CALIBRATION_DIR", str(tmp_path))
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
     path = calibration_path(model, "int8", 2)
-    now = native.row_math_status()
+    now = nativelib.row_math_status()
     other = "not built" if now == "on" else "on"
     for stored, warned in ((now, False), (other, True)):
         save_cost_model(CostModel(5.0, (4.0, 5.0, 6.0)), path, {"row_math": stored})

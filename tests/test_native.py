@@ -8,16 +8,16 @@ import pytest
 
 from tokenmap.decode import ct2math
 from tokenmap.decode.rules import DISABLED
-from tokenmap.runtime import nativelib as native
+from tokenmap.runtime import nativelib
 
-LIB = native.row_math()
+LIB = nativelib.row_math()
 needs_lib = pytest.mark.skipif(LIB is None, reason="libtokenmap_rowmath.so not built")
 
 
 def test_built_where_a_compiler_is():
     """`make setup` builds the library wherever a C compiler (make's default ``cc``) is on the path."""
     if shutil.which(os.environ.get("CC", "cc")):
-        assert native.row_math_status() == "on", native.describe()
+        assert nativelib.row_math_status() == "on", nativelib.describe()
 
 
 def _rows(rng, t, n, scale):
@@ -34,10 +34,10 @@ def test_lane_sums_equal_numpy_bit_for_bit(lanes, monkeypatch):
     rng = np.random.default_rng(lanes)
     for n in (1, 7, 8, 9, 16, 17, 1501, 51865):
         e = np.exp(_rows(rng, 3, n, 5.0))
-        assert np.array_equal(native.lane_sums(e, lanes), ct2math._sum_rows_numpy(e)), n
-        assert native.lane_sums(e, lanes)[1] == ct2math._sum_like_ct2_numpy(e[1])
+        assert np.array_equal(nativelib.lane_sums(e, lanes), ct2math._sum_rows_numpy(e)), n
+        assert nativelib.lane_sums(e, lanes)[1] == ct2math._sum_like_ct2_numpy(e[1])
     wide = np.exp(_rows(rng, 2, 64, 1.0))[:, :50]  # rows further apart than their length
-    assert np.array_equal(native.lane_sums(wide, lanes), ct2math._sum_rows_numpy(np.ascontiguousarray(wide)))
+    assert np.array_equal(nativelib.lane_sums(wide, lanes), ct2math._sum_rows_numpy(np.ascontiguousarray(wide)))
 
 
 @needs_lib
@@ -46,7 +46,7 @@ def test_log_softmax_shifts_match_numpy_within_a_few_ulp():
     for n in (1, 2, 9, 1501, 51864, 51865):
         for scale in (0.1, 3.0, 30.0):
             x = _rows(rng, 4, n, scale)
-            shifts = native.log_softmax_shifts(x, 8)
+            shifts = nativelib.log_softmax_shifts(x, 8)
             exp = x - x.max(axis=1, keepdims=True)
             ref = (-x.max(axis=1)).astype(np.float32) - np.log(ct2math._sum_rows_numpy(np.exp(exp))).astype(np.float32)
             ulp = np.spacing(np.abs(ref)).astype(np.float64)
@@ -57,10 +57,10 @@ def test_log_softmax_shifts_match_numpy_within_a_few_ulp():
 def test_portable_code_gives_the_avx2_bits():
     rng = np.random.default_rng(1)
     x = _rows(rng, 5, 51865, 8.0)
-    fast = native.log_softmax_shifts(x, 8)
+    fast = nativelib.log_softmax_shifts(x, 8)
     try:
         LIB.tokenmap_row_math_portable(1)
-        portable = native.log_softmax_shifts(x, 8)
+        portable = nativelib.log_softmax_shifts(x, 8)
     finally:
         LIB.tokenmap_row_math_portable(0)
     assert np.array_equal(fast, portable)
@@ -78,24 +78,24 @@ def test_rows_and_single_log_softmax_agree():
 
 def test_unsuitable_arrays_fall_back_to_numpy():
     x = np.ones((2, 10), dtype=np.float64)
-    assert native.lane_sums(x, 8) is None
-    assert native.log_softmax_shifts(np.ones((2, 0), np.float32), 8) is None
-    assert native.lane_sums(np.ones((3, 10), np.float32)[:, ::2], 8) is None
+    assert nativelib.lane_sums(x, 8) is None
+    assert nativelib.log_softmax_shifts(np.ones((2, 0), np.float32), 8) is None
+    assert nativelib.lane_sums(np.ones((3, 10), np.float32)[:, ::2], 8) is None
 
 
 def test_opt_out(monkeypatch):
-    monkeypatch.setenv(native.OPT_OUT, "0")
-    native.row_math.cache_clear()
+    monkeypatch.setenv(nativelib.OPT_OUT, "0")
+    nativelib.row_math.cache_clear()
     try:
-        assert native.row_math() is None
-        assert native.row_math_status() == "off"
-        assert native.describe().startswith("off")
+        assert nativelib.row_math() is None
+        assert nativelib.row_math_status() == "off"
+        assert nativelib.describe().startswith("off")
         x = np.arange(20, dtype=np.float32).reshape(2, 10)
         assert np.array_equal(ct2math._sum_rows_like_ct2(x), ct2math._sum_rows_numpy(x))
     finally:
-        monkeypatch.delenv(native.OPT_OUT)
-        native.row_math.cache_clear()
-    assert (native.row_math() is None) == (LIB is None)  # back as it was
+        monkeypatch.delenv(nativelib.OPT_OUT)
+        nativelib.row_math.cache_clear()
+    assert (nativelib.row_math() is None) == (LIB is None)  # back as it was
 
 
 def _exact_decision(row, timestamps, check):
@@ -131,7 +131,7 @@ def test_decide_row_takes_the_numpy_decisions():
         check = kind != 0 or trial % 3 == 0
         shift = np.zeros(1, np.float32)
         mine = row.copy()
-        token = native.decide_row(mine, ts0, ts_end, check, ct2math.TIE_TOLERANCE, 8, DISABLED, shift)
+        token = nativelib.decide_row(mine, ts0, ts_end, check, ct2math.TIE_TOLERANCE, 8, DISABLED, shift)
         want, after = _exact_decision(row.copy(), stamps, check)
         if token is None:
             fell_back += 1

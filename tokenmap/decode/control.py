@@ -274,10 +274,10 @@ class ControllerSet:
 
     def record_window(self, stats) -> None:
         """Account for a window the loop decoded (``stats``: its :class:`DecodeStats`); time it if timed."""
-        saved = self._account(stats)
+        saved, plain_ms = self._account(stats)
         self.loop_windows += 1
         if stats.decoder_seconds > 0 and self.loop_windows > 1:  # timed, and not the first: see time_ratio
-            self._time("loop", stats.decoder_seconds, self.cost.plain_window_ms(stats.tokens) - saved)
+            self._time("loop", stats.decoder_seconds, plain_ms - saved)
 
     def record_replay(self, stats) -> None:
         """Account for a window plain ``generate`` decoded, as the loop would have decoded it with the
@@ -286,13 +286,15 @@ class ControllerSet:
         self._account(stats)
         self.replayed += 1
 
-    def _account(self, stats) -> float:
+    def _account(self, stats) -> tuple[float, float]:
+        """Add a window's modelled saving to the account; returns it and plain ``generate``'s expected ms."""
         saved = self.cost.window_saving(stats.tokens, stats.passes, stats.drafts, stats.drafted)
+        plain_ms = self.cost.plain_window_ms(stats.tokens)
         self._saved = self.window_decay * self._saved + saved
-        self._plain_ms = self.window_decay * self._plain_ms + self.cost.plain_window_ms(stats.tokens)
+        self._plain_ms = self.window_decay * self._plain_ms + plain_ms
         self._windows = self.window_decay * self._windows + 1.0
         self._recorded += 1
-        return saved
+        return saved, plain_ms
 
     def record_plain(self, seconds: float, tokens: int) -> None:
         """Time a window of ``tokens`` (EOT included) that plain ``generate`` decoded in ``seconds``."""

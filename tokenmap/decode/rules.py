@@ -38,7 +38,7 @@ from tokenmap.decode.ct2math import (
     softmax,
 )
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.runtime import nativelib as native
+from tokenmap.runtime import nativelib
 
 logger = logging.getLogger("tokenmap")
 
@@ -363,4 +363,4 @@ def _decide_native(row: np.ndarray, timestamps: Optional[TimestampRules], check:
     """:func:`tokenmap.runtime.nativelib.decide_row` for one masked row: the token (the text disabled first
     when the timestamp rule says so) and its log-softmax shift in ``shift[0]``; None for the exact path."""
     begin, end = (timestamps.timestamp_begin, timestamps.timestamp_end) if timestamps is not None else (0, 0)
-    return native.decide_row(row, begin, end, check, TIE_TOLERANCE, ct2math.LANES, DISABLED, shift)
+    return nativelib.decide_row(row, begin, end, check, TIE_TOLERANCE, ct2math.LANES, DISABLED, shift)

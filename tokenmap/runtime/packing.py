@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 from typing import MutableMapping
 
-from tokenmap.runtime import nativelib as native
+from tokenmap.runtime import nativelib
 
 logger = logging.getLogger("tokenmap")
 
@@ -55,7 +55,7 @@ status: str | None = None
 
 def library_path() -> Path:
     """``$XDG_CACHE_HOME/tokenmap/native/libtokenmap_packing.so`` (``make setup`` builds it)."""
-    return native.library_path("libtokenmap_packing.so")
+    return nativelib.library_path("libtokenmap_packing.so")
 
 
 def _engine_version() -> str | None:
