@@ -256,3 +256,24 @@ def test_a_window_sent_to_plain_generate_is_replayed_into_the_gate(base_model_di
     tally = controllers.tally(0)
     assert controllers.replayed == 1 and tally.drafts > 0  # the prompt list's map drafted on the replay
     assert tally.saving_ms > 0 and controllers.window_saving_ms > -50.0  # a telephony prompt: the map pays
+
+
+@pytest.mark.model
+def test_a_map_drafts_only_windows_in_the_languages_of_its_text(base_model_dir, telephony_map, data_dir, caplog):
+    """The telephony map was built from English text: a French window goes to plain ``generate`` (one warning
+    naming both languages), an English one through the drafting loop."""
+    from tokenmap import WhisperModel
+
+    model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), compute_type="int8", cpu_threads=2)
+    assert model.model.token_map.languages == {"en"}
+    with caplog.at_level("WARNING", logger="tokenmap"):
+        for _ in range(2):
+            segments, _ = model.transcribe(str(data_dir / "fr-conf-getpin.flac"), language="fr")
+            list(segments)
+            stats = model.last_stats()
+            assert stats["plain_windows"] == 1 and stats["passes"] == 0
+    assert [r.getMessage() for r in caplog.records if "not fr" in r.getMessage()] == [
+        "decoding without the token map: it was built from en text, not fr"]
+    segments, _ = model.transcribe(str(data_dir / "en-conf-getpin.flac"), language="en")
+    list(segments)
+    assert model.last_stats()["passes"] > 0

@@ -48,7 +48,7 @@ from tokenmap import vad
 from tokenmap.audio import samples
 from tokenmap.context import WINDOW_FRAMES, AudioContext, Guard, as_audio_context, content_seconds
 from tokenmap.decode.control import ControllerSet
-from tokenmap.decode.drafters import SessionCache, default_drafter
+from tokenmap.decode.drafters import SessionCache, default_drafter, map_languages
 from tokenmap.decode.guarding import GuardedGeneration
 from tokenmap.decode.recall import load_recall
 from tokenmap.decode.replay import replay_generated
@@ -102,13 +102,25 @@ class SpeculativeModel(GuardedGeneration, SplitModel):
         return default_drafter(self.token_map, self.special, self.prompt_lookup, self.session_cache, controllers,
                                seconds=seconds, recall=self.recall, audio=audio, mel=mel)
 
-    def drafts_worth_trying(self) -> bool:
-        """Whether a window may be decoded speculatively at all: only with a map or a recall index.
+    def drafts_worth_trying(self, prompt=()) -> bool:
+        """Whether a window may be decoded speculatively at all: only with a recall index, or a map
+        built from text in the window's language (the language its ``prompt`` names; a map whose
+        text's languages are not recorded drafts every window).
 
         Prompt lookup and the session cache draft beside them; alone they seldom save a pass, and a
         window without drafts decodes faster in plain ``generate`` (on stock CTranslate2 where its
         worker runs) than in the loop, which pays Python a token."""
-        return self.token_map is not None or self.recall is not None
+        if self.recall is not None:
+            return True
+        if self.token_map is None:
+            return False
+        language = self.special.language_of(prompt) if prompt else None
+        languages = map_languages(self.token_map) if language else None
+        if languages is None or language in languages:
+            return True
+        self._log_bypass(f"language {language}", f"it was built from {', '.join(sorted(languages))} text, "
+                                                 f"not {language}")
+        return False
 
     def note_window(self, seconds: float, mel=None, short=None) -> None:
         """The audio length and log-mel features (all 30 s) of the window this thread encoded last, for the
@@ -152,7 +164,7 @@ class SpeculativeModel(GuardedGeneration, SplitModel):
             return self.plain_generate(features, prompts, **kwargs)
         stats = self._thread_stats()
         controllers = self.controllers()
-        worth_trying = self.drafts_worth_trying()
+        worth_trying = self.drafts_worth_trying(prompts[0])
         if not worth_trying or (controllers is not None and not controllers.use_speculation()):
             started = time.perf_counter()
             result = self.plain_generate(features, prompts, **kwargs)

@@ -309,6 +309,14 @@ def map_drafter(token_map, special, cost=None, controllers=None, index: int = 0,
                          inner_marks=special.inner_marks)
 
 
+def map_languages(token_map) -> frozenset[str] | None:
+    """The languages one map, or a list of maps, was built from; None when any map's are not known
+    (:attr:`tokenmap.maps.suffixmap.TokenMap.languages`)."""
+    maps = token_map if isinstance(token_map, (list, tuple)) else [token_map]
+    found = [m.languages for m in maps]
+    return None if any(langs is None for langs in found) else frozenset().union(*found)
+
+
 def default_drafter(token_map=None, special=None, prompt_lookup: bool = True,
                     session_cache: SessionCache | None = None, controllers=None, cost=None,
                     seconds: float | None = None, recall=None, audio=None, mel=None) -> ChainDrafter:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
 INNER_MARK_CHARS = frozenset(",;:")
+#: a language token of Whisper's vocabulary: ``<|en|>``, ``<|haw|>``, ``<|yue|>``
+LANGUAGE_TOKEN = re.compile(r"<\|([a-z]{2,3})\|>")
 
 
 def is_inner_mark(token: str) -> bool:
@@ -41,6 +44,7 @@ class SpecialTokens:
     suppress_ids: tuple = ()  # config.json "suppress_ids" (what -1 expands to)
     suppress_ids_begin: tuple = ()  # config.json "suppress_ids_begin" (suppress_blank)
     inner_marks: frozenset = frozenset()  # tokens of inner punctuation alone: ",", " ,", ";", ":", ",,", ...
+    languages: tuple = ()  # (id, code) of every language token: ((50259, "en"), (50260, "zh"), ...)
 
     @property
     def timestamp_begin(self) -> int:
@@ -63,6 +67,8 @@ class SpecialTokens:
             suppress_ids=tuple(config.get("suppress_ids", ())),
             suppress_ids_begin=tuple(config.get("suppress_ids_begin", ())),
             inner_marks=frozenset(i for i, tok in enumerate(vocab) if is_inner_mark(tok)),
+            languages=tuple((i, m.group(1)) for i, tok in enumerate(vocab)
+                            if (m := LANGUAGE_TOKEN.fullmatch(tok)) and i > index["<|startoftranscript|>"]),
         )
 
     @classmethod
@@ -87,6 +93,18 @@ class SpecialTokens:
             return list(prompt).index(self.sot)
         except ValueError:
             raise ValueError("<|startoftranscript|> token was not found in the prompt")
+
+    def language_of(self, prompt: Sequence[int]) -> str | None:
+        """The language code of the token after ``<|startoftranscript|>``, or None (an English-only
+        model's prompt names none).
+
+        >>> vocab = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|fr|>", "<|transcribe|>", "<|notimestamps|>"]
+        >>> special = SpecialTokens.from_vocabulary(vocab, {})
+        >>> special.language_of([1, 3, 4]), special.language_of([1, 4, 5])
+        ('fr', None)
+        """
+        i = self.sot_index(prompt) + 1
+        return dict(self.languages).get(prompt[i]) if i < len(prompt) else None
 
     def prompt_length(self, prompt: Sequence[int]) -> int:
         """Length up to the end of the task tokens (ids in [sot, no_timestamps])

@@ -217,6 +217,24 @@ class TokenMap:
         return self.header.get("task")
 
     @property
+    def languages(self) -> frozenset[str] | None:
+        """The languages of the text the map was built from (its header's ``languages``), or None
+        when that is not known for all of it (a line of no known language, or no record).
+
+        >>> m = TokenMap.from_stream(np.array([0, 5, 6, 1]), bos=0, sep=1)
+        >>> m.languages is None                     # built without a record of its text's languages
+        True
+        >>> m.header["languages"] = {"en": 9, "fr": 2}; sorted(m.languages)
+        ['en', 'fr']
+        >>> m.header["languages"] = {"": 3, "en": 9}; m.languages is None   # 3 lines of no known language
+        True
+        """
+        counts = self.header.get("languages")
+        if not isinstance(counts, dict) or not counts or not all(isinstance(k, str) and k for k in counts):
+            return None
+        return frozenset(counts)
+
+    @property
     def num_nodes(self) -> int:
         return int(self._count.shape[0])
 
