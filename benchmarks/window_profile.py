@@ -5,11 +5,12 @@
 
 Each file is transcribed by tokenmap's default configuration twice per repetition, alternating: with
 the file's map (``--maps``/``DOMAIN-LANG.tmap``, or ``--map-of`` for every file: a wrong-domain map)
-and without a map, at each audio context of ``--contexts``. Every run starts with fresh draft
-controllers and no session cache, as a new process would. The engine calls are timed where they
-happen: the encoder, the loop's ``prefill`` and its passes (``forward_step``/``forward_batch`` on the
-fork), and plain ``generate`` (stock CTranslate2 in the worker, where windows without drafts go);
-the loop's Python is its wall time less its engine calls.
+and without a map, at each audio context of ``--contexts``, in a process with tokenmap's allocator
+policy as the ``tokenmap`` command applies it (``--no-malloc-policy``: glibc's defaults here). Every
+run starts with fresh draft controllers and no session cache, as a new process would. The engine
+calls are timed where they happen: the encoder, the loop's ``prefill`` and its passes
+(``forward_step``/``forward_batch`` on the fork), and plain ``generate`` (stock CTranslate2 in the
+worker, where windows without drafts go); the loop's Python is its wall time less its engine calls.
 
 Prints, per context, the time with a map over the time without (> 1: the map is faster), the split
 of the decoder's time, and the window gate's decisions (windows the loop decoded or sent to
@@ -340,9 +341,17 @@ def main(argv=None) -> None:
                     help="a system more: the map, with the loop's row math in numpy instead of tokenmap's C library")
     ap.add_argument("--encoder", default="auto", help="the encoder engine (tokenmap.WhisperModel's encoder=)")
     ap.add_argument("--json", default=None, help="write every file's rows here")
+    ap.add_argument("--no-malloc-policy", action="store_true",
+                    help="leave this process's allocator at glibc's defaults, as a library process that did not "
+                    "ask for tokenmap's policy (the stock worker keeps it); default: applied, as the tokenmap "
+                    "command does")
     args = ap.parse_args(argv)
     import tokenmap
     from tokenmap import load_maps, resolve_model
+    from tokenmap.runtime import memory
+
+    if not args.no_malloc_policy:
+        memory.install()  # as the tokenmap command does, before any model loads (TOKENMAP_MALLOC=default: off)
 
     utts = [json.loads(line) for line in open(args.manifest)]
     utts = [u for u in utts if args.set in ("all", u["set"])][:: args.stride][: args.limit]

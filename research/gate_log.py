@@ -28,7 +28,7 @@ def main() -> None:
     utts = [json.loads(line) for line in open(ROOT / "bench-data/e2e-all.jsonl")]
     utts = [u for u in utts if u["set"] == args.set][:: args.stride]
     model = tokenmap.WhisperModel(str(resolve_model("base", download=False)), compute_type="int8", cpu_threads=2,
-                                  session_cache=False)
+                                  session_cache=False, malloc_policy=True)  # as the CLI
     seen: list = []
     decide = control.ControllerSet.use_speculation
 
