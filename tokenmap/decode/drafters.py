@@ -313,7 +313,7 @@ def map_languages(token_map) -> frozenset[str] | None:
     """The languages one map, or a list of maps, was built from; None when any map's are not known
     (:attr:`tokenmap.maps.suffixmap.TokenMap.languages`)."""
     maps = token_map if isinstance(token_map, (list, tuple)) else [token_map]
-    found = [m.languages for m in maps]
+    found = [getattr(m, "languages", None) for m in maps]  # a stand-in without the record: unknown
     return None if any(langs is None for langs in found) else frozenset().union(*found)
 
 
