@@ -340,20 +340,20 @@ class ControllerSet:
         """
         return self._weighed()[0]
 
-    def _weighed(self) -> tuple[float | None, bool]:
-        """(:attr:`saving_ms`, whether the clock's ratios weighed it)."""
+    def _weighed(self) -> tuple[float | None, bool | None]:
+        """(:attr:`saving_ms`, :meth:`loop_slower`): one weighing for both."""
         saving = self.window_saving_ms
         loop, plain = self.time_ratio("loop"), self.time_ratio("plain")
         if saving is None or loop is None or plain is None:
-            return saving, False
-        return loop * saving - (loop - plain) * self._plain_ms / self._windows, True
+            return saving, None
+        weighed = loop * saving - (loop - plain) * self._plain_ms / self._windows
+        return weighed, weighed <= 0
 
     def loop_slower(self) -> bool | None:
         """Whether the loop's windows lose time against plain ``generate`` at the clock's ratios (None: not
         known yet): plain ``generate`` on a faster engine than an uncalibrated curve says, or a loop whose
         Python or prefill costs more than calibrated."""
-        saving, weighed = self._weighed()
-        return saving <= 0 if weighed else None
+        return self._weighed()[1]
 
     def use_speculation(self) -> bool:
         """Open when a controlled source that has drafted pays, or none has drafted yet (prompt lookup
@@ -366,8 +366,7 @@ class ControllerSet:
         tried = [m for m in self.members if m.verified]
         pays = any(m.best()[1] > m.margin_ms for m in tried)
         maps_pay = any(t.drafts > 0 and t.saving_ms > self.margin_ms for t in self.tallies)
-        windows, weighed = self._weighed()
-        slower = weighed and windows <= 0
+        windows, slower = self._weighed()
         if self.time_ratio("plain") is None and self.timed["loop"][2] >= self.min_windows and not self._explored:
             self._explored = True  # plain generate untimed by the calibration and not yet here
             return False  # one window of plain generate, to time it
