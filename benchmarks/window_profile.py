@@ -17,6 +17,7 @@ of the decoder's time, and the window gate's decisions (windows the loop decoded
 ``generate``); ``--windows`` prints every file.
 """
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -27,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ("encode", "prefill", "passes", "python", "generate", "total", "rules", "drafter", "replay")
 #: the systems a file is transcribed by: with its map, without one, (``--without-replay``) with its map
 #: but a window gate that does not learn from the windows it sends to plain ``generate``, and
-#: (``--numpy-rules``) with its map but the loop's row math in numpy instead of tokenmap's C library
-SYSTEMS = ("map", "nomap", "map0", "mapnp")
+#: (``--numpy-rules``) with its map but the loop's row math in numpy instead of tokenmap's C library, and
+#: (``--without-spelling``) with its map but drafts that match token ids only (no spelling resync)
+SYSTEMS = ("map", "nomap", "map0", "mapnp", "mapid")
 
 
 class Clock:
@@ -143,12 +145,14 @@ class Losses:
 
 
 def run_once(model, audio: str, lang: str, token_map, context: str, controllers: dict | None = None,
-             replay: bool = True, native: bool = True) -> dict:
+             replay: bool = True, native: bool = True, spelling: bool = True) -> dict:
     """One transcription; its clock, decoder statistics and text. ``controllers``: the draft controllers
     to decode with (what the earlier files of a session taught them; kept there), else fresh ones, as a
     new process has. ``replay=False``: the window gate does not learn from the windows it sends to plain
     ``generate`` (the replay of their tokens is skipped), as before it did. ``native=False``: the loop's
-    row math runs in numpy (``tokenmap.runtime.nativelib.row_math`` answers None)."""
+    row math runs in numpy (``tokenmap.runtime.nativelib.row_math`` answers None). ``spelling=False``: the
+    map's drafter matches token ids only (the model's :class:`tokenmap.decode.special.SpecialTokens` without
+    its spelling)."""
     sm = model.model
     model.token_map = token_map
     sm._local.per_map = {} if controllers is None else controllers
@@ -159,6 +163,9 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
     model.encode = clock.wrap("encode", encode)
     restore = None if replay else without_replay()
     unnative = None if native else without_native()
+    special = sm.special
+    if not spelling:
+        sm.special = dataclasses.replace(special, spelling=None)
     untime = time_parts(clock)
     try:
         started = time.perf_counter()
@@ -167,7 +174,7 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
         text = " ".join(s.text.strip() for s in segments)
         clock.t["total"] = time.perf_counter() - started
     finally:
-        sm.decoder = decoder
+        sm.decoder, sm.special = decoder, special
         del sm.plain_generate, model.encode  # the instance attributes; the methods show through again
         untime()
         if restore:
@@ -243,7 +250,8 @@ def summarize(rows: list[dict], context: str) -> str:
         lines.append("  like for like (" + f"{len(same)} files both decoded to the same tokens): " + ", ".join(
             f"{name} {_sum(same, 'nomap', 'total') / _sum(same, name, 'total'):.3f}x end to end, decoder "
             f"{_decoder(same, 'nomap') / _decoder(same, name):.3f}x" for name in sums if name != "nomap"))
-    for other, what in (("map0", "without replays into the gate"), ("mapnp", "the row math in numpy")):
+    for other, what in (("map0", "without replays into the gate"), ("mapnp", "the row math in numpy"),
+                        ("mapid", "drafts by token ids only")):
         if other in sums:
             lines.append(f"  {what}: map vs no map {n['total'] / sums[other]['total']:.3f}x "
                          f"(map {sums[other]['total']:.2f} s)")
@@ -297,7 +305,7 @@ def profile_file(model, u: dict, base: Path, token_map, context: str, index: int
         for name in systems[shift:] + systems[:shift]:
             controllers = sessions[rep].setdefault(name, {}) if sessions is not None and name != "nomap" else None
             r = run_once(model, str(base / u["audio"]), u["lang"], None if name == "nomap" else token_map, context,
-                         controllers, replay=name != "map0", native=name != "mapnp")
+                         controllers, replay=name != "map0", native=name != "mapnp", spelling=name != "mapid")
             if rep:
                 runs[name].append(r)
             if rep == 1 and name == "map":
@@ -317,7 +325,8 @@ def file_line(row: dict) -> str:
 
 
 def _systems(args) -> tuple:
-    return SYSTEMS[:2] + (("map0",) if args.without_replay else ()) + (("mapnp",) if args.numpy_rules else ())
+    return SYSTEMS[:2] + (("map0",) if args.without_replay else ()) + (("mapnp",) if args.numpy_rules else ()) \
+        + (("mapid",) if args.without_spelling else ())
 
 
 def main(argv=None) -> None:
@@ -339,6 +348,9 @@ def main(argv=None) -> None:
                     "sends to plain generate (their tokens are not replayed through the drafters)")
     ap.add_argument("--numpy-rules", action="store_true",
                     help="a system more: the map, with the loop's row math in numpy instead of tokenmap's C library")
+    ap.add_argument("--without-spelling", action="store_true",
+                    help="a system more: the map, with a drafter that matches token ids only instead of following "
+                    "words the model spells in other pieces than the map's")
     ap.add_argument("--encoder", default="auto", help="the encoder engine (tokenmap.WhisperModel's encoder=)")
     ap.add_argument("--json", default=None, help="write every file's rows here")
     ap.add_argument("--no-malloc-policy", action="store_true",

@@ -297,7 +297,9 @@ def map_drafter(token_map, special, cost=None, controllers=None, index: int = 0,
 
     ``special``: the model's :class:`tokenmap.decode.special.SpecialTokens` (anything with ``eot``,
     ``timestamp_begin`` and ``inner_marks``: the comma-like tokens the drafter's context steps over
-    where the corpus writes none, or writes one the model left out). ``cost``: the calibrated curve;
+    where the corpus writes none, or writes one the model left out; and, when it has one, ``spelling``:
+    the token texts by which the context follows words the model spells in other pieces than the map's,
+    :mod:`tokenmap.decode.spelling`). ``cost``: the calibrated curve;
     ``controllers``: the :class:`tokenmap.decode.control.ControllerSet` of this thread's windows with
     these maps, whose ``index``-th tally the drafter learns into; ``seconds``: the audio in the window,
     when known (the drafter guesses the closing timestamp from it).
@@ -306,7 +308,7 @@ def map_drafter(token_map, special, cost=None, controllers=None, index: int = 0,
         raise ValueError("a token map's drafter needs the model's <|endoftext|> id")
     tally = controllers.tally(index) if controllers is not None else None
     return FollowDrafter(token_map, special.timestamp_begin, special.eot, cost, tally=tally, seconds=seconds,
-                         inner_marks=special.inner_marks)
+                         inner_marks=special.inner_marks, spelling=getattr(special, "spelling", None))
 
 
 def map_languages(token_map) -> frozenset[str] | None:

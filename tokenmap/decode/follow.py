@@ -13,6 +13,12 @@ follows, :func:`tokenmap.decode.control.best_cut`: at the length ``L`` that
 maximises the expected saving ``step_ms * sum_{k<=L} P_k - (batch(L + 1) - step_ms)``
 on the calibrated cost curve, and not drafted at all when no ``L`` saves anything.
 
+Whisper sometimes spells a word in other tokens than the map's canonical ones
+(``" can" "ce" "ll" "etto"`` for the map's ``" cancell" "etto"``). Given the
+vocabulary's texts (``spelling``), the context follows the word's text instead
+and the next draft finishes a word begun in other pieces
+(:class:`tokenmap.decode.spelling.WordSync`).
+
 The model writes commas where the corpus has none and leaves out some it has
 ("Please enter your password, followed by ..." against the corpus's "password
 followed by"). Given the model's comma-like tokens (``inner_marks``), the context
@@ -65,6 +71,7 @@ import numpy as np
 
 from tokenmap.decode.control import DraftTally, best_cut, verify_costs
 from tokenmap.decode.cost import DEFAULT, CostModel
+from tokenmap.decode.spelling import WordSync
 
 LAST_TIMESTAMP = 1500  # <|30.00|>, Whisper's last timestamp, as an offset from <|0.00|>
 GOES_ON_S = 1.0  # a closing timestamp this long before the audio's end is followed by another segment
@@ -115,8 +122,9 @@ class FollowDrafter:
 
     def __init__(self, suffix_map, timestamp_begin: int | None, eot: int, cost: CostModel | None = None,
                  options: FollowOptions = FollowOptions(), tally: DraftTally | None = None,
-                 seconds: float | None = None, inner_marks: frozenset = frozenset()):
+                 seconds: float | None = None, inner_marks: frozenset = frozenset(), spelling=None):
         self.map = suffix_map
+        self._words = WordSync(suffix_map, spelling) if spelling is not None else None
         # commas and the like (SpecialTokens.inner_marks): the context steps over those the corpus lacks
         self._marks = frozenset(inner_marks)
         self._bridges = suffix_map.held(self._marks) if inner_marks else ()  # the ones the corpus writes
@@ -146,6 +154,8 @@ class FollowDrafter:
         self._tokens: list[int] = []
         self._last_stamp = -1  # the last timestamp fed (-1: none yet)
         self._gap = 0  # opening minus closing timestamp at the window's last segment break
+        if self._words is not None:
+            self._words.reset(self._node)
 
     def _is_ts(self, t: int) -> bool:
         return t >= self.timestamp_begin
@@ -170,8 +180,15 @@ class FollowDrafter:
             if prev is not None and len(self._tokens) > 2:
                 self._gap = token - prev  # an opening timestamp after a closing one
             self._node = self._segment_start(self._node)
+            if self._words is not None:
+                self._words.reset(self._node)
             return
         node = self._node
+        if self._words is not None and token < self.eot:
+            synced = self._words.feed(node, token)
+            if synced is not None:
+                self._node = synced
+                return
         if self.map.child(node, token) < 0:
             if token in self._marks and node > 0:
                 return  # a mark the corpus does not write here: the context goes on without it
@@ -213,6 +230,9 @@ class FollowDrafter:
         prefix, p0, node = self._structure(tokens)
         if prefix is None:
             return []
+        if not prefix and self._words is not None and self._words.lead:  # finish the word begun in other pieces
+            prefix, node = self._words.lead, self._words.straddle
+            p0 = self.map.count(node) / max(1, self.map.count(self._node)) * self.options.confidence
         draft, probs = list(prefix), [p0] * len(prefix)
         self._walk(node, p0, limit - len(draft), draft, probs)
         return self._cut(draft[:limit], probs[:limit])

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
+
+from tokenmap.decode.spelling import Spelling
 
 INNER_MARK_CHARS = frozenset(",;:")
 #: a language token of Whisper's vocabulary: ``<|en|>``, ``<|haw|>``, ``<|yue|>``
@@ -45,6 +47,9 @@ class SpecialTokens:
     suppress_ids_begin: tuple = ()  # config.json "suppress_ids_begin" (suppress_blank)
     inner_marks: frozenset = frozenset()  # tokens of inner punctuation alone: ",", " ,", ";", ":", ",,", ...
     languages: tuple = ()  # (id, code) of every language token: ((50259, "en"), (50260, "zh"), ...)
+    #: the text of every token (:class:`tokenmap.decode.spelling.Spelling`), by which a drafter follows words
+    #: the model spells in other pieces than its map's; None: drafters match token ids only
+    spelling: Spelling | None = field(default=None, compare=False, repr=False)
 
     @property
     def timestamp_begin(self) -> int:
@@ -69,6 +74,7 @@ class SpecialTokens:
             inner_marks=frozenset(i for i, tok in enumerate(vocab) if is_inner_mark(tok)),
             languages=tuple((i, m.group(1)) for i, tok in enumerate(vocab)
                             if (m := LANGUAGE_TOKEN.fullmatch(tok)) and i > index["<|startoftranscript|>"]),
+            spelling=Spelling(vocab, index["<|endoftext|>"]),
         )
 
     @classmethod

@@ -257,6 +257,17 @@ class TokenMap:
         i = int(self._edges.searchsorted(key))
         return i + 1 if i < len(self._edges) and self._edges[i] == key else -1
 
+    def children(self, node: int) -> tuple[int, np.ndarray]:
+        """The nodes that continue ``node`` by one token: ``(first, tokens)``, the children being the nodes
+        ``first, first + 1, ...`` in the order of their ``tokens`` (int64)."""
+        lo = int(self._edges.searchsorted(np.uint64(node << 32)))
+        hi = int(self._edges.searchsorted(np.uint64((node + 1) << 32)))
+        return lo + 1, (self._edges[lo:hi] & np.uint64(_LOW)).astype(np.int64)
+
+    def suffix(self, node: int) -> int:
+        """The node of ``node``'s sequence without its first token (0 for the root)."""
+        return int(self._link[node]) if node > 0 else 0
+
     def advance(self, node: int, token: int) -> int:
         """The longest suffix of ``node``'s sequence + ``token`` that the trie holds (root if none)."""
         while True:
