@@ -40,6 +40,7 @@ def main() -> None:
     model_dir = resolve_model("base", download=False)
     model = tokenmap.WhisperModel(str(model_dir), compute_type="int8", cpu_threads=2, session_cache=False)
     sm, cost = model.model, load_cost_model(model_dir)
+    variants = (("spelling", sm.special), ("ids", dataclasses.replace(sm.special, spelling=None)))
     windows: list = []
     plain = sm.plain_generate
     sm.plain_generate = lambda features, prompts, **kw: _record(plain(features, prompts, **kw), prompts, windows)
@@ -52,10 +53,11 @@ def main() -> None:
         if key not in maps:
             maps[key] = load_maps(str(_map_path(key, r["lang"], lists, Path(args.maps))))[0]
         windows.clear()
-        model.transcribe(str(Path(args.manifest).parent / r["audio"]), language=r["lang"], beam_size=1,
-                         temperature=0.0, vad_filter=False, audio_context=args.context)
+        segments, _ = model.transcribe(str(Path(args.manifest).parent / r["audio"]), language=r["lang"], beam_size=1,
+                                       temperature=0.0, vad_filter=False, audio_context=args.context)
+        list(segments)  # decoding happens as the segments are read
         seconds = min(30.0, r["duration"]) if len(windows) == 1 else None
-        for name, special in (("spelling", sm.special), ("ids", dataclasses.replace(sm.special, spelling=None))):
+        for name, special in variants:
             sm.token_map, sm.special = maps[key], special
             drafter = sm.make_drafter(seconds=seconds)  # one a file: what it learns stays in the file
             for prompt, truth in windows:
@@ -63,7 +65,7 @@ def main() -> None:
                 for split in {"all", r.get("split", "all")}:
                     totals[(split, name)].add(stats)
                     counts[(split, name)] += 1
-        sm.token_map, sm.special = None, special
+        sm.token_map, sm.special = None, variants[0][1]
     for (split, name), t in totals.items():
         if t.passes:
             d = t.as_dict(cost.prefill_ms, counts[(split, name)])
