@@ -119,6 +119,7 @@ class WordSync:
     def reset(self, node: int) -> None:
         """A new word starts after ``node``."""
         self._anchor, self._word = node, ""
+        self._lost = False  # no map path spells the word so far: none spells it with more pieces either
         self.lead: list[int] = []
         self.straddle = -1
 
@@ -128,10 +129,10 @@ class WordSync:
         inside = bool(self.lead)
         self.lead, self.straddle = [], -1
         if self.spelling.starts_word(token):
-            self._anchor, self._word = node, ""
+            self._anchor, self._word, self._lost = node, "", False
         self._word += text
-        if not _has_letters(text) or (not inside and self.map.child(node, token) > 0):
-            return None  # punctuation, or the map's own piece
+        if self._lost or not _has_letters(text) or (not inside and self.map.child(node, token) > 0):
+            return None  # a word the map does not hold, punctuation, or the map's own piece
         return self._resync()
 
     def _resync(self) -> int | None:
@@ -149,6 +150,7 @@ class WordSync:
                 self.lead, self.straddle = lead, straddle
                 return node
             anchor = self.map.suffix(anchor)  # a shorter context of the same words
+        self._lost = True
         return None
 
     def _search(self, node: int, word: str, depth: int):
