@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see docs/ENGINE.md).
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test lint setup engine stock-encoder packing rowmath models tools bench-data bench-wer bench-teacher bench-learn bench bench-quick bench-stock bench-hour shapes bench-sizes clean
+.PHONY: help demo test lint setup engine stock-encoder packing rowmath models tools bench-data bench-wer bench-teacher bench-learn bench bench-quick bench-stock bench-map bench-hour shapes bench-sizes clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
@@ -26,6 +26,7 @@ help:
 	@echo "make bench-learn the model's transcripts of the train split's 8 kHz prompts, and recall indexes"
 	@echo "make bench-quick the quick benchmark (about 10 minutes on 2 cores)"
 	@echo "make bench       the full benchmark; regenerates docs/FULL_RUN.md"
+	@echo "make bench-map   map against no map file by file, every set, both audio contexts (~40 min on 2 cores)"
 	@echo "make bench-hour  an hour of real speech through transcribe: memory over time, RTF (3-9 minutes on 2 cores)"
 	@echo "make shapes      random-weight models of the shapes of small, medium, large-v3, turbo (~/.cache/tokenmap/shapes)"
 	@echo "make bench-sizes calibrate the shapes, time their encoders on each engine, project S and end to end per size (~40 min)"
@@ -168,6 +169,19 @@ bench: bench-data bench-stock bench-learn
 	$(BIN)/tokenmap bench --map-mode per-task,inferred --learn $(LEARN) --recall $(RECALL) \
 		--recall-inventory $(RECALL_INVENTORY) \
 		--heavy-per-group 2 --reps-open 15 --update-docs docs/FULL_RUN.md
+
+# Map against no map, file by file, on every set and at both audio contexts (docs/BENCHMARKS.md, "Map
+# against no map, file by file"): the right domain's map, then a wrong one; each file's rows in results/map/.
+PROFILE := $(PY) benchmarks/window_profile.py --contexts full,auto --reps 1
+bench-map: bench-data
+	$(BIN)/tokenmap calibrate --reps 15
+	@mkdir -p results/map
+	$(PROFILE) --set telephony --stride 3 --json results/map/prompts.json
+	$(PROFILE) --set synthetic --json results/map/commands.json
+	$(PROFILE) --set calls --json results/map/calls.json
+	$(PROFILE) --set opendomain --json results/map/librivox.json
+	$(PROFILE) --set telephony --stride 3 --map-of maintenance-en --json results/map/prompts-wrong-map.json
+	$(PROFILE) --set dictation --map-of telephony-en --contexts full --json results/map/dictation-wrong-map.json
 
 # An hour of Asterisk prompts and LibriVox clips (built into the user's cache, never committed), transcribed
 # as `tokenmap transcribe --map` does, with resident memory sampled while it runs (benchmarks/hour_bench.py).

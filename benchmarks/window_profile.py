@@ -231,6 +231,21 @@ def without_native():
     return restore
 
 
+def map_file(folder: Path, key: str) -> Path:
+    """``folder/KEY.tmap``; when missing, built from the domain's corpus in corpora/ (``KEY`` is
+    ``DOMAIN-LANG``) as ``tokenmap bench`` builds its maps."""
+    path = folder / f"{key}.tmap"
+    if path.exists():
+        return path
+    from tokenmap_bench import ensure_map
+
+    domain, lang = key.rsplit("-", 1)
+    built = ensure_map(ROOT / "corpora", domain, lang, folder, "base")
+    if built is None:
+        raise SystemExit(f"no map {path}, and no corpus in corpora/ to build it from")
+    return built
+
+
 def median_run(runs: list[dict]) -> dict:
     out = {k: statistics.median(r[k] for r in runs) for k in FIELDS}
     out.update({k: v for k, v in runs[0].items() if k not in FIELDS})
@@ -336,7 +351,8 @@ def main(argv=None) -> None:
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--stride", type=int, default=1, help="every N-th file of the set")
     ap.add_argument("--reps", type=int, default=2, help="timed repetitions per file and system (after a warm-up)")
-    ap.add_argument("--maps", default=str(ROOT / "results/e2e/maps"), help="folder of DOMAIN-LANG.tmap")
+    ap.add_argument("--maps", default=str(ROOT / "results/e2e/maps"),
+                    help="folder of DOMAIN-LANG.tmap (a missing one is built from corpora/DOMAIN)")
     ap.add_argument("--map-of", default=None, help="one DOMAIN-LANG map for every file (a wrong domain)")
     ap.add_argument("--contexts", default="full,auto")
     ap.add_argument("--windows", action="store_true", help="print every file")
@@ -382,7 +398,7 @@ def main(argv=None) -> None:
         for i, u in enumerate(utts):
             key = args.map_of or f"{u['domain']}-{u['lang']}"
             if key not in maps:
-                maps[key] = load_maps(str(Path(args.maps) / f"{key}.tmap"))[0]
+                maps[key] = load_maps(str(map_file(Path(args.maps), key)))[0]
             rows.append(profile_file(model, u, base, maps[key], context, i, args.reps,
                                      sessions if args.session else None, losses,
                                      _systems(args)))
