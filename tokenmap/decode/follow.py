@@ -184,12 +184,13 @@ class FollowDrafter:
                 self._words.reset(self._node)
             return
         node = self._node
+        held = self.map.child(node, token) > 0
         if self._words is not None and token < self.eot:
-            synced = self._words.feed(node, token)
+            synced = self._words.feed(node, token, held)
             if synced is not None:
                 self._node = synced
                 return
-        if self.map.child(node, token) < 0:
+        if not held:
             if token in self._marks and node > 0:
                 return  # a mark the corpus does not write here: the context goes on without it
             bridged = self._bridge(node, token)

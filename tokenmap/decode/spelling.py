@@ -123,15 +123,18 @@ class WordSync:
         self.lead: list[int] = []
         self.straddle = -1
 
-    def feed(self, node: int, token: int) -> int | None:
-        """Take the model's next text ``token``; ``node`` is the drafter's context before it."""
+    def feed(self, node: int, token: int, held: bool | None = None) -> int | None:
+        """Take the model's next text ``token``; ``node`` is the drafter's context before it, and ``held``
+        whether the map continues ``node`` with ``token`` (looked up when None)."""
         text = self.spelling.text(token)
         inside = bool(self.lead)
         self.lead, self.straddle = [], -1
         if self.spelling.starts_word(token):
             self._anchor, self._word, self._lost = node, "", False
         self._word += text
-        if self._lost or not _has_letters(text) or (not inside and self.map.child(node, token) > 0):
+        if held is None:
+            held = self.map.child(node, token) > 0
+        if self._lost or not _has_letters(text) or (not inside and held):
             return None  # a word the map does not hold, punctuation, or the map's own piece
         return self._resync()
 
