@@ -37,7 +37,7 @@ setup: $(STAMP) models stock-encoder packing rowmath
 $(STAMP): setup.cfg pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --disable-pip-version-check --upgrade pip
-	$(PIP) install -q --disable-pip-version-check -e '.[engine,models,bench,test]'
+	$(PIP) install -q --disable-pip-version-check -e '.[engine,models,quantize,bench,test]'
 	$(MAKE) --no-print-directory engine
 	touch $@
 

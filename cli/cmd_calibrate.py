@@ -28,9 +28,9 @@ from .errors import fail
               help="Measure batches of 1..N tokens.")
 @click.option("--reps", default=5, show_default=True, type=click.IntRange(1, 100), help="Repetitions (median).")
 @click.option("--encoder", "encoders", is_flag=True,
-              help="Instead: time the encoder engines (OpenVINO f32 and int8 weights, CTranslate2 at "
-                   "--compute-type) on 10 s and 30 s windows and keep the result, which --encoder auto reads "
-                   "on CPUs without bfloat16 (where OpenVINO's bf16 is chosen without measuring).")
+              help="Instead: time the encoder engines (CTranslate2 at --compute-type and the OpenVINO precisions "
+                   "this CPU runs: f32, int8 weights, bf16, int8-full) on 10 s and 30 s windows and keep the "
+                   "result, which --encoder auto chooses from.")
 def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tokens, reps, encoders):
     """Time a verify pass of 1..N tokens on the real path (engine call, logits, rules); save the curve.
 
@@ -76,7 +76,7 @@ def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tok
 
 def _calibrate_encoders(model_dir, compute_type: str, threads: int, reps: int) -> None:
     from tokenmap.encoders.choice import measure, plan_from_measurement, plan_summary, save_measurement
-    from tokenmap.encoders.openvino import has_bf16, openvino_available
+    from tokenmap.encoders.openvino import openvino_available
 
     missing = openvino_available()
     if missing:
@@ -87,11 +87,9 @@ def _calibrate_encoders(model_dir, compute_type: str, threads: int, reps: int) -
     except Exception as exc:  # engine errors: one line, no traceback
         fail(f"encoder calibration failed: {exc}")
     for name, per in data["ms"].items():
-        click.echo(f"  {name:14s} " + "  ".join(f"{int(f) // 100:2d} s: {ms:7.1f} ms" for f, ms in per.items()))
+        click.echo(f"  {name:18s} " + "  ".join(f"{int(f) // 100:2d} s: {ms:7.1f} ms" for f, ms in per.items()))
+    for name, why in data["unavailable"].items():
+        click.echo(f"  {name:18s} left out: {why}")
     path = save_measurement(model_dir, compute_type, threads, data)
-    plan = plan_from_measurement(data, "ctranslate2", compute_type)
-    if has_bf16():
-        click.echo("this CPU computes bfloat16: --encoder auto takes OpenVINO bf16 whatever these timings say")
-    else:
-        click.echo(f"--encoder auto: {plan_summary(plan)}")
+    click.echo(f"--encoder auto: {plan_summary(plan_from_measurement(data, 'ctranslate2', compute_type))}")
     click.echo(f"saved {path}")

@@ -1,22 +1,24 @@
-"""Which engine encodes: OpenVINO where the CPU has matrix units, else whichever measured faster.
+"""Which engine encodes: whichever compiles here and measured fastest on this CPU.
 
-``encoder`` (``WhisperModel(encoder=...)``, ``--encoder``) is one of:
+``encoder`` (``WhisperModel(encoder=...)``, ``--encoder``) is one of :data:`ENCODERS`:
 
-* ``"auto"`` (default): on a CPU where OpenVINO computes in bfloat16 (AMX or AVX512_BF16), OpenVINO at
-  its default precision. Elsewhere the engine measured fastest on this machine at each audio length:
-  OpenVINO f32, OpenVINO with int8 weights, or CTranslate2. The measurement runs once per model shape,
-  compute type, thread count and CPU (``tokenmap calibrate --encoder``, or at first use, about ten
-  seconds for base) and is kept beside the cost curves. CTranslate2 keeps a length unless OpenVINO is
-  clearly (5 %) faster there, so ``auto`` never encodes slower than CTranslate2 did;
-* ``"openvino"``: OpenVINO at its default precision (bf16 where the CPU has it, else the faster of f32
-  and int8 weights as measured, else f32); ``"openvino:f32"``, ``"openvino:bf16"``, ``"openvino:int8"``;
+* ``"auto"`` (default): the engine and precision measured fastest on this machine at each audio length among
+  CTranslate2 and the OpenVINO precisions this CPU can run (:func:`openvino_candidates`): f32, int8 weights,
+  bf16 where OpenVINO computes bfloat16 (AMX or AVX512_BF16), and full int8 where the CPU has int8 matrix
+  instructions (AVX512_VNNI, AVX-VNNI, AMX). A precision that fails to compile or run is left out. The
+  measurement runs once per model shape, compute type, thread count, CPU and oneDNN cap (``tokenmap calibrate
+  --encoder``, or at first use: about ten seconds for base, plus a minute the first time the full-int8
+  encoder is built) and is kept beside the cost curves. CTranslate2 keeps a length unless OpenVINO is clearly
+  (5 %) faster there, so ``auto`` never encodes slower than CTranslate2 did;
+* ``"openvino"``: OpenVINO at its measured fastest precision; ``"openvino:f32"``, ``"openvino:bf16"``,
+  ``"openvino:int8"`` (int8 weights), ``"openvino:int8-full"`` (weights and activations) force one;
 * ``"ctranslate2"``: CTranslate2 int8, as faster-whisper encodes: stock CTranslate2 in its worker when
   ``make stock-encoder`` installed it (``"stock"``), else the fork in process (``"fork"``).
 
 Example::
 
-    >>> parse("openvino:int8"), parse("ctranslate2"), parse("auto")
-    (('openvino', 'int8'), ('ctranslate2', None), ('auto', None))
+    >>> parse("openvino:int8-full"), parse("ctranslate2"), parse("auto")
+    (('openvino', 'int8-full'), ('ctranslate2', None), ('auto', None))
 """
 
 from __future__ import annotations
@@ -31,15 +33,18 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmap.encoders.openvino import PRECISIONS, has_bf16, openvino_available
+from tokenmap.encoders.openvino import (PRECISIONS, EncoderUnavailable, OpenVINOEncoder, has_bf16, int8_units,
+                                        openvino_available)
+from tokenmap.encoders.quantize import nncf_missing
 
 logger = logging.getLogger("tokenmap")
 
 ENGINES = ("auto", "openvino", "ctranslate2", "fork", "stock")
+#: every value ``encoder`` takes (the command line's choices)
+ENCODERS = ENGINES[:2] + tuple(f"openvino:{p}" for p in PRECISIONS) + ENGINES[2:]
 LENGTHS = (1000, 3000)  # mel frames measured: a 10 s context and a 30 s window
 BOUNDARY = 2000  # windows of up to this many frames take the short length's winner
 MARGIN = 0.95  # OpenVINO must take at most this share of CTranslate2's time to be chosen
-OPENVINO_CANDIDATES = ("openvino:f32", "openvino:int8")
 
 
 def parse(requested: str) -> tuple[str, str | None]:
@@ -71,8 +76,24 @@ class EncoderPlan:
         return {c.engine for c in self.choices}
 
 
+def openvino_candidates(model_dir: Path | None = None) -> tuple[str, ...]:
+    """The OpenVINO precisions worth timing on this CPU: f32 and int8 weights everywhere, bf16 where OpenVINO
+    reports bfloat16, full int8 where the CPU has int8 matrix instructions and the model is built or NNCF can
+    build it. Whether each compiles is found out by timing it (:func:`measure`)."""
+    out = ["openvino:f32", "openvino:int8"]
+    if has_bf16():
+        out.append("openvino:bf16")
+    if int8_units():
+        if nncf_missing() is None:
+            out.append("openvino:int8-full")
+        else:
+            logger.info("no full-int8 encoder: %s", nncf_missing())
+    return tuple(out)
+
+
 def cpu_identity() -> str:
-    """The CPU's model name and flags, as this machine reports them (what a measurement is valid for)."""
+    """The CPU's model name and flags, as this machine reports them, and oneDNN's ISA cap if one is set (what a
+    measurement is valid for)."""
     fields = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
@@ -82,16 +103,18 @@ def cpu_identity() -> str:
     except OSError:
         pass
     name = fields.get("model name") or platform.processor() or platform.machine()
-    return f"{name} | {' '.join(sorted(fields.get('flags', '').split()))}"
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA")
+    return f"{name} | {' '.join(sorted(fields.get('flags', '').split()))}" + (f" | oneDNN cap {cap}" if cap else "")
 
 
 def measurement_path(model_dir: Path, compute_type: str, threads: int) -> Path:
-    """Where the encoder timings of this model, compute type, thread count and CTranslate2 setting
-    (:func:`ct2_setting`) are kept."""
+    """Where the encoder timings of this model, compute type, thread count, CTranslate2 setting
+    (:func:`ct2_setting`) and oneDNN cap are kept."""
     from tokenmap.decode.cost import calibration_path
 
     path = calibration_path(Path(model_dir), compute_type, threads)
-    setting = "".join(c if c.isalnum() else "-" for c in ct2_setting())
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA")
+    setting = "".join(c if c.isalnum() else "-" for c in ct2_setting() + (f"-cap-{cap}" if cap else ""))
     return path.with_name(f"{path.stem}-encoders-{setting}.json")
 
 
@@ -106,26 +129,34 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
             lengths=LENGTHS) -> dict:
     """Median milliseconds per encode of each candidate at each length in ``lengths``, interleaved.
 
-    Candidates: :data:`OPENVINO_CANDIDATES` and ``"ctranslate2"``: ``ct2``, the CTranslate2 encoder that
-    would run (the stock worker, or the fork's model in this process, whose speed depends on this process's
-    malloc policy), else the fork's model loaded here at ``compute_type``.
-    Returns ``{"cpu", "openvino", "ctranslate2", "ms": {candidate: {frames: ms}}}``.
+    Candidates: :func:`openvino_candidates` that compile and run here, and ``"ctranslate2"``: ``ct2``, the
+    CTranslate2 encoder that would run (the stock worker, or the fork's model in this process, whose speed
+    depends on this process's malloc policy), else the fork's model loaded here at ``compute_type``.
+    Returns ``{"cpu", "openvino", "ctranslate2", "candidates", "unavailable": {candidate: why},
+    "ms": {candidate: {frames: ms}}}``.
     """
     import ctranslate2
-
-    from tokenmap.encoders.openvino import OpenVINOEncoder
+    import openvino as ov
 
     if ct2 is None and ctranslate2_engine() == "stock":
-        from tokenmap.runtime.stock_encoder import StockEncoder
+        from tokenmap.runtime.stock_encoder import StockEncoder  # the worker's package imports this one
 
         ct2 = StockEncoder(model_dir, compute_type, threads)
     elif ct2 is None:
         ct2 = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
                                          intra_threads=threads)
-    openvino = {c: OpenVINOEncoder(model_dir, c.split(":")[1], threads) for c in OPENVINO_CANDIDATES}
-    engines = {c: enc.encode_array for c, enc in openvino.items()}
+    candidates = openvino_candidates(model_dir)
+    engines, unavailable, n_mels = {}, {}, getattr(ct2, "n_mels", 80)
+    for name in candidates:
+        try:
+            enc = OpenVINOEncoder(model_dir, name.split(":")[1], threads)
+            enc.encode_array(np.zeros((1, enc.n_mels, min(lengths)), np.float32))  # some fail only when run
+        except (EncoderUnavailable, RuntimeError) as exc:
+            unavailable[name] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            logger.info("%s left out: %s", name, unavailable[name])
+            continue
+        engines[name], n_mels = enc.encode_array, enc.n_mels
     engines["ctranslate2"] = lambda x: ct2.encode(ctranslate2.StorageView.from_array(x))
-    n_mels = next(iter(openvino.values())).n_mels
     rng = np.random.default_rng(0)
     ms: dict[str, dict[str, list]] = {name: {} for name in engines}
     for frames in lengths:
@@ -137,11 +168,10 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
                 started = time.perf_counter()
                 fn(features)
                 ms[name].setdefault(str(frames), []).append(1000 * (time.perf_counter() - started))
-    import openvino as ov
-
     medians = {name: {f: round(float(np.median(v)), 2) for f, v in per.items()} for name, per in ms.items()}
     return {"cpu": cpu_identity(), "openvino": ov.__version__, "ctranslate2": ct2_setting(), "threads": threads,
-            "compute_type": compute_type, "measured": time.strftime("%Y-%m-%dT%H:%M:%S"), "ms": medians}
+            "compute_type": compute_type, "measured": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "candidates": list(candidates), "unavailable": unavailable, "ms": medians}
 
 
 def ct2_setting() -> str:
@@ -162,8 +192,8 @@ def load_measurement(model_dir: Path, compute_type: str, threads: int) -> dict |
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if (data.get("cpu"), data.get("openvino"), data.get("ctranslate2")) != (cpu_identity(), ov.__version__,
-                                                                            ct2_setting()):
+    if (data.get("cpu"), data.get("openvino"), data.get("ctranslate2"), data.get("candidates")) != (
+            cpu_identity(), ov.__version__, ct2_setting(), list(openvino_candidates(model_dir))):
         return None
     return data
 
@@ -184,8 +214,11 @@ def plan_from_measurement(data: dict, ct2: str, compute_type: str) -> EncoderPla
     ms = data["ms"]
     choices, words = [], []
     lengths = sorted(int(f) for f in ms["ctranslate2"])
+    openvino = [c for c in ms if c.startswith("openvino:")]
+    if not openvino:
+        return EncoderPlan((Choice(ct2, compute_type),), "ctranslate2: no OpenVINO precision runs on this CPU")
     for i, frames in enumerate(lengths):
-        best = min(OPENVINO_CANDIDATES, key=lambda c: ms[c][str(frames)])
+        best = min(openvino, key=lambda c: ms[c][str(frames)])
         ov_ms, ct_ms = ms[best][str(frames)], ms["ctranslate2"][str(frames)]
         upto = BOUNDARY if i < len(lengths) - 1 else 3000
         if ov_ms <= MARGIN * ct_ms:
@@ -216,29 +249,32 @@ def choose(requested: str, model_dir: Path, compute_type: str, threads: int, ct2
         if engine == "openvino":
             raise RuntimeError(missing)
         return EncoderPlan((Choice(ct2, compute_type),), f"ctranslate2: {missing}")
-    if engine == "openvino" or has_bf16():
-        if precision is None:
-            precision, why = _openvino_default(model_dir, compute_type, threads)
-        else:
-            why = "asked for"
-        return EncoderPlan((Choice("openvino", precision),), f"openvino {precision} ({why})")
+    if engine == "openvino" and precision is not None:
+        return EncoderPlan((Choice("openvino", precision),), f"openvino {precision} (asked for)")
     data = load_measurement(model_dir, compute_type, threads)
     if data is None:
         logger.info("measuring the encoder engines once on this CPU (kept in %s; `tokenmap calibrate --encoder` "
                     "measures again)", measurement_path(model_dir, compute_type, threads))
         data = measure(model_dir, compute_type, threads, ct2=ct2_encoder)
         save_measurement(model_dir, compute_type, threads, data)
+    if engine == "openvino":
+        return _fastest_openvino(data)
     return plan_from_measurement(data, ct2, compute_type)
 
 
-def _openvino_default(model_dir: Path, compute_type: str, threads: int) -> tuple[str, str]:
-    if has_bf16():
-        return "bf16", "this CPU computes bfloat16: AMX or AVX512_BF16"
-    data = load_measurement(model_dir, compute_type, threads)
-    if data is None:
-        return "f32", "no bfloat16 on this CPU; int8 weights not measured here"
-    best = min(OPENVINO_CANDIDATES, key=lambda c: data["ms"][c][str(max(LENGTHS))])
-    return best.split(":")[1], "no bfloat16 on this CPU; the faster of f32 and int8 weights as measured"
+def _fastest_openvino(data: dict) -> EncoderPlan:
+    """The OpenVINO precision measured fastest on 30 s windows."""
+    ms = data["ms"]
+    frames = str(max(LENGTHS))
+    timed = [c for c in ms if c.startswith("openvino:")]
+    if not timed:
+        raise EncoderUnavailable("no OpenVINO precision compiles on this CPU: "
+                                 + "; ".join(f"{c}: {why}" for c, why in data.get("unavailable", {}).items()))
+    best = min(timed, key=lambda c: ms[c][frames])
+    precision = best.split(":")[1]
+    return EncoderPlan((Choice("openvino", precision),),
+                       f"openvino {precision} (fastest OpenVINO precision measured here: {ms[best][frames]:.0f} ms "
+                       "a 30 s window)")
 
 
 def plan_summary(plan: EncoderPlan) -> str:

@@ -12,7 +12,13 @@ Precisions (``precision``):
 * ``"bf16"``: OpenVINO's default on CPUs with AMX or AVX512_BF16 (matrix units);
 * ``"f32"``: float32 arithmetic, equal to CTranslate2's float32 encoder to about 1e-3;
 * ``"int8"``: linear weights stored as int8 with a scale per row, computed at the CPU's best float
-  precision (bf16 where it has it, else f32).
+  precision (bf16 where it has it, else f32);
+* ``"int8-full"``: weights and activations in int8 (:mod:`tokenmap.encoders.quantize`), for CPUs with int8
+  matrix instructions (AVX512_VNNI, AVX-VNNI, AMX); built once with NNCF, then cached like the others.
+
+A precision OpenVINO lists is not always one it can compile: with oneDNN capped at AVX2 it still reports
+BF16, yet a bf16 model fails to compile. :class:`OpenVINOEncoder` turns such failures into
+:class:`EncoderUnavailable` (one line), and the choice (:mod:`tokenmap.encoders.choice`) skips them.
 
 Example::
 
@@ -36,11 +42,22 @@ from pathlib import Path
 import numpy as np
 
 from tokenmap.encoders.base import Encoder
+from tokenmap.encoders.modelbin import read_model_bin
+from tokenmap.encoders.openvino_graph import EncoderShape, build_encoder
+from tokenmap.encoders.quantize import quantize_encoder
 
 logger = logging.getLogger("tokenmap")
 
-FORMAT_VERSION = 1  # of the cached IR: bump when the graph changes
-PRECISIONS = ("bf16", "f32", "int8")
+FORMAT_VERSION = 2  # of the cached IR: bump when the graph changes
+PRECISIONS = ("bf16", "f32", "int8", "int8-full")
+#: the IR each precision compiles: float weights, int8 weights, or weights and activations in int8
+WEIGHTS = {"bf16": "float", "f32": "float", "int8": "int8", "int8-full": "int8-full"}
+#: oneDNN ISA caps (ONEDNN_MAX_CPU_ISA) below which there are no int8 matrix instructions
+NO_INT8_UNITS = ("SSE41", "AVX", "AVX2", "AVX512_CORE")
+
+
+class EncoderUnavailable(RuntimeError):
+    """This precision cannot run on this CPU or installation (one line that says why)."""
 
 
 def openvino_available() -> str | None:
@@ -66,6 +83,20 @@ def has_bf16() -> bool:
     return "BF16" in cpu_capabilities()
 
 
+def int8_units() -> bool:
+    """True when the CPU has int8 matrix instructions OpenVINO's int8 kernels need (AVX512_VNNI, AVX-VNNI or
+    AMX) and ``ONEDNN_MAX_CPU_ISA`` does not cap oneDNN below them."""
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    if cap in NO_INT8_UNITS:
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags))
+
+
 def cache_root() -> Path:
     """``$XDG_CACHE_HOME/tokenmap/openvino`` (default ``~/.cache/tokenmap/openvino``)."""
     root = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
@@ -81,15 +112,13 @@ def model_key(model_dir: Path, weights: str) -> str:
 
 
 def cached_ir(model_dir: Path, weights: str, root: Path | None = None, force: bool = False) -> Path:
-    """The encoder's IR (``encoder.xml``) for ``model_dir`` in ``weights`` format, built if missing.
+    """The encoder's IR (``encoder.xml``) for ``model_dir`` in ``weights`` format (a value of :data:`WEIGHTS`),
+    built if missing: ``"int8-full"`` quantizes the float graph with NNCF, which takes about a minute for base.
 
     The IR is written to a temporary directory and renamed into place, so a crash never leaves half a
     model and two processes building at once both end with a whole one. ``force`` rebuilds it.
     """
     import openvino as ov
-
-    from tokenmap.encoders.modelbin import read_model_bin
-    from tokenmap.encoders.openvino_graph import EncoderShape, build_encoder
 
     target = (root or cache_root()) / model_key(model_dir, weights)
     xml = target / "encoder.xml"
@@ -98,6 +127,8 @@ def cached_ir(model_dir: Path, weights: str, root: Path | None = None, force: bo
     logger.info("building the OpenVINO encoder of %s (%s weights) into %s", model_dir, weights, target)
     spec = read_model_bin(Path(model_dir) / "model.bin")
     model = build_encoder(spec.variables, "int8" if weights == "int8" else "float", get=spec.float32)
+    if weights == "int8-full":
+        model = quantize_encoder(model, EncoderShape(spec.variables).n_mels)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
@@ -128,6 +159,12 @@ def compile_config(precision: str, threads: int, cache_dir: Path | None) -> dict
     return config
 
 
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return next((line for line in lines if not line.startswith(("Exception from", "Check "))), lines[0] if lines
+                else type(exc).__name__)[:200]
+
+
 class OpenVINOEncoder(Encoder):
     """``encode(features) -> StorageView`` on OpenVINO, from ``model_dir``'s own weights.
 
@@ -148,11 +185,18 @@ class OpenVINOEncoder(Encoder):
         self.precision = precision
         self.threads = threads
         root = cache or cache_root()
-        self.ir = cached_ir(self.model_dir, "int8" if precision == "int8" else "float", root)
         config = compile_config(precision, threads, root / "compiled")
+        try:
+            self.ir = cached_ir(self.model_dir, WEIGHTS[precision], root)
+        except RuntimeError as exc:  # NNCF missing or failing: this precision only
+            raise EncoderUnavailable(f"the OpenVINO {precision} encoder cannot be built: {_first_line(exc)}") from exc
         if perf_count:
             config["PERF_COUNT"] = True
-        self.compiled = ov.Core().compile_model(str(self.ir), "CPU", config)
+        try:
+            self.compiled = ov.Core().compile_model(str(self.ir), "CPU", config)
+        except RuntimeError as exc:
+            raise EncoderUnavailable(f"OpenVINO cannot compile the {precision} encoder on this CPU: "
+                                     f"{_first_line(exc)}") from exc
         self.inference_precision = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
         meta = json.loads((self.ir.parent / "meta.json").read_text(encoding="utf-8"))
         self.n_mels = int(meta["shape"]["n_mels"])

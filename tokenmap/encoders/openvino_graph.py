@@ -73,6 +73,7 @@ class _Builder:
         else:
             w = self.const(weight)
         y = ops.matmul(x, w, transpose_a=False, transpose_b=True)
+        y.set_friendly_name(scope)  # the quantizer's ignored scope names layers by these
         return ops.add(y, self.const(self.get(f"{scope}/bias")))
 
     def norm(self, x, scope: str):
@@ -84,6 +85,7 @@ class _Builder:
     def conv(self, x, scope: str, stride: int):
         ops = self.ops
         y = ops.convolution(x, self.const(self.get(f"{scope}/weight")), [stride], [1], [1], [1])
+        y.set_friendly_name(scope)
         bias = self.get(f"{scope}/bias")
         return ops.gelu(ops.add(y, self.const(bias.reshape(1, -1, 1))), "erf")
 
