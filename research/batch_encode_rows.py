@@ -21,7 +21,7 @@ from faster_whisper.audio import decode_audio
 from faster_whisper.feature_extractor import FeatureExtractor
 
 from tokenmap.models import resolve_model
-from tokenmap.runtime.stock_encoder import StockEncoder
+from tokenmap.runtime.stock_worker import StockEncoder
 
 
 def peak_mb(pid: int) -> float:

@@ -8,7 +8,7 @@ import numpy as np
 from tokenmap.context import Guard, copied_run
 from tokenmap.decode.guarding import GuardedGeneration
 from tokenmap.decode.speculative import DecodeStats
-from tokenmap.runtime.stock_encoder import GenerationResult
+from tokenmap.runtime.stock_worker import GenerationResult
 
 SOT, EOT, PREV, TS = 50258, 50257, 50361, 50364
 TASK = [SOT, 50259, 50359]

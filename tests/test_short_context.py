@@ -94,7 +94,7 @@ def test_a_rejected_short_window_is_decoded_again_with_the_full_context(base_mod
 def test_auto_context_works_through_the_stock_encoder_worker(base_model_dir, data_dir):
     from tokenmap import WhisperModel
     from tokenmap.runtime.engine import drafting_off_reason
-    from tokenmap.runtime.stock_encoder import stock_installed
+    from tokenmap.runtime.stock_worker import stock_installed
 
     if drafting_off_reason() is not None or not stock_installed():
         pytest.skip("needs the engine fork and `make stock-encoder`")

@@ -8,7 +8,7 @@ import pytest
 
 from tokenmap.encoders.choice import choose
 from tokenmap.runtime.precision import SplitModel
-from tokenmap.runtime.stock_encoder import StockEncoder, StockEncoderError, stock_dir, stock_installed
+from tokenmap.runtime.stock_worker import StockEncoder, StockEncoderError, stock_dir, stock_installed
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenmap.runtime.stock_encoder import (
+from tokenmap.runtime.stock_worker import (
     DEFAULT_TIMEOUT,
     TIMEOUT_ENV,
     StockEncoder,
@@ -184,7 +184,7 @@ def test_a_worker_that_dies_again_gives_up_with_one_line(stock, inputs, shm, mon
 KILL_EVERY_CHILD = """
 import os, signal, sys
 import numpy as np
-from tokenmap.runtime.stock_encoder import StockEncoder
+from tokenmap.runtime.stock_worker import StockEncoder
 
 def children():
     found = []
@@ -249,7 +249,7 @@ def test_a_hung_worker_times_out(stock, inputs, expected, shm, caplog, with_fall
 OWNER = """
 import json, os, subprocess, sys, time
 import numpy as np
-from tokenmap.runtime.stock_encoder import StockEncoder
+from tokenmap.runtime.stock_worker import StockEncoder
 
 enc = StockEncoder(sys.argv[1], "int8", threads=2)
 enc.encode(np.zeros((1, 80, 3000), np.float32))

@@ -61,7 +61,7 @@ from tokenmap.models import resolve_model
 from tokenmap.runtime import memory
 from tokenmap.runtime.engine import default_threads, setup_model
 from tokenmap.runtime.precision import SplitModel
-from tokenmap.runtime.stock_encoder import GenerationResult
+from tokenmap.runtime.stock_worker import GenerationResult
 from tokenmap.runtime.threads import blas_single_thread
 
 logger = logging.getLogger("tokenmap")

@@ -132,7 +132,7 @@ def time_plain_generate(model_dir: Path, compute_type: str, threads: int, probe:
     (so the window runs to the length); a token costs the time difference over the tokens it added, and
     the prompt what the shorter call took beyond its tokens. ``(0, 0)`` when the worker fails to start.
     """
-    from tokenmap.runtime.stock_encoder import StockEncoder, StockEncoderError, stock_installed
+    from tokenmap.runtime.stock_worker import StockEncoder, StockEncoderError, stock_installed
 
     worker = None
     generate = probe.model.generate

@@ -120,7 +120,7 @@ def measurement_path(model_dir: Path, compute_type: str, threads: int) -> Path:
 
 def ctranslate2_engine() -> str:
     """``"stock"`` when ``make stock-encoder`` installed stock CTranslate2 for the worker, else ``"fork"``."""
-    from tokenmap.runtime.stock_encoder import stock_installed
+    from tokenmap.runtime.stock_worker import stock_installed
 
     return "stock" if stock_installed() else "fork"
 
@@ -139,7 +139,7 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
     import openvino as ov
 
     if ct2 is None and ctranslate2_engine() == "stock":
-        from tokenmap.runtime.stock_encoder import StockEncoder  # the worker's package imports this one
+        from tokenmap.runtime.stock_worker import StockEncoder  # the worker's package imports this one
 
         ct2 = StockEncoder(model_dir, compute_type, threads)
     elif ct2 is None:
@@ -238,7 +238,7 @@ def choose(requested: str, model_dir: Path, compute_type: str, threads: int, ct2
     ct2 = ctranslate2_engine()  # the CTranslate2 engine's name: stock or fork
     if engine in ("fork", "stock"):
         if engine == "stock" and ct2 != "stock":
-            from tokenmap.runtime.stock_encoder import StockEncoderError, stock_dir
+            from tokenmap.runtime.stock_worker import StockEncoderError, stock_dir
 
             raise StockEncoderError(f"no stock CTranslate2 in {stock_dir()}; run `make stock-encoder`")
         return EncoderPlan((Choice(engine, compute_type),), f"ctranslate2 {compute_type} ({engine}, asked for)")

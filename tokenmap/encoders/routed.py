@@ -53,7 +53,7 @@ class RoutedEncoder(Encoder):
 
 def make_encoder(plan: EncoderPlan, model_dir, compute_type: str, threads: int, fork, stock=None) -> Encoder:
     """The :class:`Encoder` of ``plan``: ``fork`` (the ``ctranslate2.models.Whisper`` already loaded) for
-    ``"fork"``, ``stock`` (a started :class:`~tokenmap.runtime.stock_encoder.StockEncoder`) for ``"stock"``,
+    ``"fork"``, ``stock`` (a started :class:`~tokenmap.runtime.stock_worker.StockEncoder`) for ``"stock"``,
     an :class:`~tokenmap.encoders.openvino.OpenVINOEncoder` for ``"openvino"``."""
     from tokenmap.encoders.openvino import OpenVINOEncoder
 

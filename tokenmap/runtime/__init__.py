@@ -4,7 +4,7 @@
   stock) and :func:`~tokenmap.runtime.engine.open_model`, the one way a model is opened;
 * :mod:`~tokenmap.runtime.precision`: which compute type decodes and which engine encodes, and the
   :class:`~tokenmap.runtime.precision.SplitModel` that pairs them;
-* :mod:`~tokenmap.runtime.stock_encoder` (and its worker script ``stock_encoder_child.py``): stock
+* :mod:`~tokenmap.runtime.stock_worker` (and its worker script ``stock_encoder_child.py``): stock
   CTranslate2's encoder in a worker process;
 * :mod:`~tokenmap.runtime.threads` and :mod:`~tokenmap.runtime.memory`: the process-wide thread wait
   and malloc policies;

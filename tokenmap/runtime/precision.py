@@ -18,7 +18,7 @@ Names used here and in :mod:`tokenmap.runtime.engine`:
 
 * an **engine** is what runs a half of the model: ``"fork"`` (the CTranslate2 fork with the
   decoder-step API), ``"stock"`` (stock CTranslate2 in a worker process:
-  :mod:`tokenmap.runtime.stock_encoder`) or, for the encoder only, ``"openvino"``
+  :mod:`tokenmap.runtime.stock_worker`) or, for the encoder only, ``"openvino"``
   (:mod:`tokenmap.encoders`, which also chooses among them); ``encoder_engine`` names the one that encodes;
 * a :class:`SplitModel` is one Whisper model object whose ``encode`` runs on one object and every
   decoder call (``generate``, ``detect_language``, ``align`` and the fork's step API) on another;
@@ -39,7 +39,7 @@ import logging
 
 from tokenmap.encoders.choice import choose, ctranslate2_engine, plan_summary
 from tokenmap.encoders.routed import make_encoder
-from tokenmap.runtime.stock_encoder import StockEncoder, StockEncoderError
+from tokenmap.runtime.stock_worker import StockEncoder, StockEncoderError
 from tokenmap.runtime.worker import WorkerDied, WorkerHung
 
 logger = logging.getLogger("tokenmap")

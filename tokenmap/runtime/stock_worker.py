@@ -2,7 +2,7 @@
 
 Stock CTranslate2 is the engine stock faster-whisper runs, and stock
 CTranslate2 and the engine fork cannot be loaded into one process.
-:class:`StockEncoder` starts :mod:`tokenmap.runtime.stock_encoder_child` with
+:class:`StockEncoder` starts :mod:`tokenmap.runtime.stock_worker_child` with
 a private copy of stock CTranslate2 first on ``PYTHONPATH`` (installed by
 ``make stock-encoder`` into :func:`stock_dir`; never fetched at run time) and
 exposes ``encode(features) -> StorageView`` like ``ctranslate2.models.Whisper``,
@@ -74,7 +74,7 @@ class GenerationResult:
     scores: list
     no_speech_prob: float
 
-CHILD = Path(__file__).with_name("stock_encoder_child.py")
+CHILD = Path(__file__).with_name("stock_worker_child.py")
 MAX_D_MODEL = 1280  # Whisper large; the output block is sized for it
 DEFAULT_TIMEOUT = 120.0  # seconds a 30 s window may take (about 1 s for base on two cores)
 

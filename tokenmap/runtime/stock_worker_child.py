@@ -3,7 +3,7 @@
 Standalone on purpose: it imports only ``ctranslate2`` (stock, from the
 directory the parent puts first on ``PYTHONPATH``) and numpy, because stock
 CTranslate2 and the fork cannot share one process. The parent
-(:mod:`tokenmap.runtime.stock_encoder`) starts it by path::
+(:mod:`tokenmap.runtime.stock_worker`) starts it by path::
 
     python tokenmap/runtime/stock_encoder_child.py MODEL_DIR COMPUTE_TYPE THREADS
 

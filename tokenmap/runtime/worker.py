@@ -2,7 +2,7 @@
 
 :class:`Worker` sends one JSON line to a child's stdin and reads one back from its stdout within a
 time limit; :class:`SharedBlock` is a shared-memory block that no resource tracker knows of, so the
-child can map it by name. :mod:`tokenmap.runtime.stock_encoder` runs stock CTranslate2 this way.
+child can map it by name. :mod:`tokenmap.runtime.stock_worker` runs stock CTranslate2 this way.
 
 Example::
 
