@@ -28,6 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from tokenmap.decode.ct2math import log_softmax
+from tokenmap.decode.loops import Loop, LoopOptions, LoopRule, cut_tokens
 from tokenmap.decode.rules import RuleSet
 from tokenmap.decode.special import SpecialTokens
 
@@ -45,6 +46,7 @@ class DecodeStats:
     ``short_windows``: windows decoded on a short audio context (:mod:`tokenmap.context`);
     ``guarded``: of those, windows the guard sent back to the full context;
     ``prompt_copies``: windows that copied their prompt's previous text, decoded again without it;
+    ``loops_stopped``: decodes stopped as they started to repeat (:mod:`tokenmap.decode.loops`);
     ``decoder_seconds``: wall time inside the decoding loop.
     """
 
@@ -60,6 +62,7 @@ class DecodeStats:
     short_windows: int = 0
     guarded: int = 0
     prompt_copies: int = 0
+    loops_stopped: int = 0
     decoder_seconds: float = 0.0
 
     def add(self, other: "DecodeStats") -> None:
@@ -84,6 +87,7 @@ class WindowResult:
     no_speech_prob: float | None
     finished: bool
     stats: DecodeStats = field(default_factory=DecodeStats)
+    loop: Loop | None = None  # where the decode was stopped as a loop (``tokens`` are then cut there)
 
 
 def _rows(logits) -> np.ndarray:
@@ -94,7 +98,8 @@ def _rows(logits) -> np.ndarray:
 
 def decode_window(model, encoder_output, prompt: Sequence[int], special: SpecialTokens, drafter,
                   history: Sequence[int] = (),
-                  recheck_margin: float = 0.0, accept=None, **generate_kwargs) -> WindowResult:
+                  recheck_margin: float = 0.0, accept=None, loop: LoopOptions | None = None,
+                  **generate_kwargs) -> WindowResult:
     """Greedy decoding of one window with drafts; same output as ``generate(beam_size=1)``.
 
     ``encoder_output``: StorageView [1, 1500, d_model]; ``prompt``: the
@@ -107,10 +112,14 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
     verification): at a drafted position where the greedy ``chosen`` differs,
     True keeps ``draft_token`` instead; ``row`` holds the rule-filtered logits.
     None (the default) keeps exact greedy decoding.
+    ``loop``: stop the window once it clearly repeats (:class:`tokenmap.decode.loops.LoopRule`); its
+    tokens are then cut before the repetition (``result.loop`` says where), its score is the decoded
+    tokens'. None: decode to EOT or the maximum length.
     """
     started = time.perf_counter()
     win = _Window(model, RuleSet.from_generate_kwargs(special, prompt, **generate_kwargs), special,
                   recheck_margin, accept)
+    win.watch = LoopRule(loop, special.timestamp_begin, special.eot) if loop is not None else None
     drafter.reset(history)
     sot = win.rules.sot_index
     state, sot_logits = model.prefill(encoder_output, list(prompt[: sot + 1]))
@@ -133,6 +142,11 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
             drafter.update(len(draft), kept)
     score = win.rules.final_score(win.total, len(win.tokens))
     win.stats.decoder_seconds = time.perf_counter() - started
+    stopped = win.watch.loop if win.watch is not None else None
+    if stopped is not None:
+        win.stats.loops_stopped += 1
+        return WindowResult(cut_tokens(win.tokens, stopped, special.timestamp_begin), score, no_speech, False,
+                            win.stats, stopped)
     return WindowResult(win.tokens, score, no_speech, win.finished, win.stats)
 
 
@@ -162,9 +176,11 @@ class _Window:
         self.total = np.float32(0.0)
         self.finished = False
         self.stats = DecodeStats(windows=1)
+        self.watch: LoopRule | None = None  # the loop rule, when loops are stopped
 
     def done(self) -> bool:
-        return self.finished or len(self.tokens) >= self.rules.max_steps
+        return self.finished or len(self.tokens) >= self.rules.max_steps or (
+            self.watch is not None and self.watch.stopped)
 
     def decide(self, row: np.ndarray, draft: int | None = None) -> int:
         """Apply the rules to one [V] row (in place), record and return the greedy token
@@ -182,6 +198,8 @@ class _Window:
             self.finished = True
         else:
             self.tokens.append(token)
+            if self.watch is not None:
+                self.watch.feed(token)
         return token
 
     def verify(self, state, feed: list[int], draft: list[int]) -> tuple[list[int], int]:

@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""When has a greedy decode clearly started to repeat? The loop rule measured on real speech.
+
+Two steps:
+
+``collect`` transcribes real speech with ``tokenmap.WhisperModel`` (no map, base int8, the loop stop
+off) and writes every ``generate`` call's prompt and hypotheses, one JSON line a window::
+
+    .venv/bin/python research/loop_rule.py collect --encoder ctranslate2 --out results/loops/ct2.jsonl
+    .venv/bin/python research/loop_rule.py collect --encoder openvino --out results/loops/ov.jsonl
+
+The sets, split so that nothing reported was tuned on (``dev`` tunes, ``test`` reports):
+
+* ``telephony-train`` (dev): ``--per-lang`` Asterisk prompts a language (en, es, fr) of the corpora's
+  train split; ``telephony`` (test): every prompt of the test split;
+* ``bench-data/wer/`` (``benchmarks/wer_sets.py``: Asterisk it/ru, Fish Fillets cs/nl, Tux Paint ro),
+  each utterance in the split the manifest gives it;
+* ``librivox`` (test): the 5 pocketsphinx LibriVox clips, and ``librivox-paused``: the same clips with
+  7 s of silence between them (53 s; VAD on, faster-whisper's default temperatures, the reading of
+  issue 58).
+
+Short files are decoded at temperature 0 without VAD, as the benchmarks decode them.
+
+``analyze`` labels every greedy window (temperature 0) that did not end before the maximum length, or
+whose text's compression ratio is above faster-whisper's 2.4, a *loop*, every other a *legit* window,
+and measures :class:`tokenmap.decode.loops.LoopRule` on them: false alarms on legit windows with the
+margin (the longest repetition and the highest compression ratio any legit window reached against the
+rule's thresholds), and for each loop the token at which the rule stops it::
+
+    .venv/bin/python research/loop_rule.py analyze results/loops/ct2.jsonl results/loops/ov.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "research"))
+
+VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
+LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+
+
+def _telephony(split: str, per_lang: int | None):
+    from tokenmap_bench.teacher import decode_g722
+
+    for lang, voice in VOICES.items():
+        rows = []
+        for line in (ROOT / "corpora/telephony" / lang / f"{split}.tsv").read_text(encoding="utf-8").splitlines():
+            name, _, text = line.partition("\t")
+            path = Path("/usr/share/asterisk/sounds") / voice / f"{name}.g722"
+            if path.exists() and text.strip():
+                rows.append((hashlib.sha256(f"{lang}/{name}".encode()).hexdigest(), name, text.strip(), path))
+        rows.sort()
+        for _, name, text, path in rows[:per_lang]:
+            yield {"set": "telephony" if split == "test" else "telephony-train", "split": "test" if split == "test"
+                   else "dev", "id": f"{lang}/{name}", "lang": lang, "text": text,
+                   "load": lambda p=path: decode_g722(str(p))}
+
+
+def utterances(per_lang: int, wer_manifest: Path, sets: set[str] | None, per_set: dict | None = None):
+    """Every utterance to decode: dict with set, split, id, lang, text, load (-> samples), long (VAD, default temps)."""
+    from tokenmap.audio import load_audio
+
+    items = list(_telephony("train", per_lang)) + list(_telephony("test", None))
+    if wer_manifest.exists():
+        for line in wer_manifest.read_text().splitlines():
+            row = json.loads(line)
+            path = wer_manifest.parent / row["audio"]
+            items.append({"set": row["set"], "split": row["split"], "id": row["id"], "lang": row["lang"],
+                          "text": row["text"], "load": lambda p=path: load_audio(str(p))})
+    for path in sorted(LIBRIVOX.glob("*.wav")):
+        items.append({"set": "librivox", "split": "test", "id": path.stem, "lang": "en", "text": "",
+                      "load": lambda p=path: load_audio(str(p))})
+    from vad_table import joined_librivox
+
+    items.append({"set": "librivox-paused", "split": "test", "id": "librivox-paused", "lang": "en", "text": "",
+                  "load": lambda: joined_librivox(1, 7.0)[:-7 * 16000], "long": True})
+    items = [item for item in items if sets is None or item["set"] in sets]
+    if per_set:  # at most per_set of each (set, split), in the order of a hash of their ids
+        items.sort(key=lambda item: hashlib.sha256(item["id"].encode()).hexdigest())
+        counts: dict = {}
+        kept = []
+        for item in items:
+            key = (item["set"], item["split"])
+            counts[key] = counts.get(key, 0) + 1
+            if counts[key] <= per_set.get(item["set"], per_set.get("*", 10 ** 9)):
+                kept.append(item)
+        items = kept
+    return items
+
+
+class Recorder:
+    """Wraps a SpeculativeModel's ``generate``: every call's prompt, options and hypotheses."""
+
+    def __init__(self, speculative):
+        self.model = speculative
+        self.inner = speculative.generate
+        self.calls: list[dict] = []
+        speculative.generate = self
+
+    def __call__(self, features, prompts, **kwargs):
+        started = time.perf_counter()
+        results = self.inner(features, prompts, **kwargs)
+        seconds = time.perf_counter() - started
+        for prompt, result in zip(prompts, results):
+            self.calls.append({
+                "prompt": list(prompt), "max_length": kwargs.get("max_length", 448),
+                "temperature": kwargs.get("sampling_temperature", 0.0) if kwargs.get("sampling_topk", 1) != 1 else 0.0,
+                "hypotheses": [list(map(int, seq)) for seq in result.sequences_ids],
+                "scores": [float(s) for s in (result.scores or [])],
+                "audio_seconds": getattr(self.model._local, "seconds", None), "decode_seconds": seconds})
+        return results
+
+
+def collect(args) -> int:
+    from tokenmap import WhisperModel
+
+    options = {"loop_stop": False} if args.loop_stop_option else {}
+    model = WhisperModel(args.model, compute_type="int8", cpu_threads=args.threads, encoder=args.encoder,
+                         malloc_policy=True, **options)
+    recorder = Recorder(model.model)
+    per_set = {k: int(v) for k, v in (p.split("=") for p in args.per_set.split(","))} if args.per_set else None
+    items = utterances(args.per_lang, Path(args.wer_manifest), set(args.sets.split(",")) if args.sets else None,
+                       per_set)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("w") as out:
+        for n, item in enumerate(items):
+            audio = item["load"]()
+            recorder.calls.clear()
+            started = time.perf_counter()
+            long = item.get("long", False)
+            kwargs = {"vad_filter": True} if long else {"temperature": 0.0}
+            segments, info = model.transcribe(audio, language=item["lang"], **kwargs)
+            text = " ".join(s.text.strip() for s in segments)
+            row = {k: item[k] for k in ("set", "split", "id", "lang", "text")}
+            row.update(encoder=args.encoder, model=args.model, hypothesis=text, seconds=time.perf_counter() - started,
+                       audio_seconds=len(audio) / 16000, windows=recorder.calls)
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            out.flush()
+            if n % 25 == 0:
+                print(f"{n}/{len(items)} {item['set']} {item['id']}", file=sys.stderr, flush=True)
+    return 0
+
+
+def windows(paths):
+    """(row, window) of every recorded greedy window (temperature 0) in the JSON-lines files."""
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            row = json.loads(line)
+            for window in row["windows"]:
+                if window["temperature"] == 0.0:
+                    yield row, window
+
+
+def longest_repetitions(tokens, special, max_unit: int) -> dict:
+    """{repeats: (span, unit)}: the longest back-to-back repetition of a unit of 1..``max_unit`` text tokens
+    repeated at least ``repeats`` times (2, 3, 4), in text tokens."""
+    text = [t for t in tokens if t < special.eot]
+    best: dict = {}
+    for n in range(1, max_unit + 1):
+        run = 0
+        for i in range(n, len(text)):
+            run = run + 1 if text[i] == text[i - n] else 0
+            span = run + n
+            for repeats in (2, 3, 4):
+                if run and span >= repeats * n and span > best.get(repeats, (0,))[0]:
+                    best[repeats] = (span, text[i - n + 1: i + 1])
+    return best
+
+
+def analyze(args) -> int:
+    from tokenizers import Tokenizer
+
+    from tokenmap.decode.loops import LoopOptions, compression_ratio, find_loop, steps_of
+    from tokenmap.decode.special import SpecialTokens
+    from tokenmap.models import resolve_model
+
+    model_dir = resolve_model("base")
+    special = SpecialTokens.from_model_dir(str(model_dir))
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+
+    def text(ids):
+        return tokenizer.decode([t for t in ids if t < special.eot]).strip()
+
+    options = LoopOptions()
+    legit: dict[str, dict] = {}
+    loops = []
+    for row, window in windows(args.files):
+        tokens = window["hypotheses"][0]
+        prompt_len = len(window["prompt"])
+        unfinished = len(tokens) >= steps_of(window["max_length"], prompt_len)
+        ratio = compression_ratio(text(tokens))
+        loop = find_loop(tokens, options, special.timestamp_begin, special.eot)
+        split = row["split"]
+        if unfinished or ratio > 2.4:
+            loops.append((row, window, unfinished, ratio, loop, prompt_len))
+            continue
+        entry = legit.setdefault(split, {"windows": 0, "false_alarms": [], "spans": {}, "max_ratio": (0.0, None),
+                                         "max_rate": (0.0, None), "tokens": (0, None)})
+        entry["windows"] += 1
+        if loop is not None:
+            entry["false_alarms"].append((row["set"], row["id"], text(tokens)[:120]))
+        where = f"{row['set']}/{row['id']}"
+        for repeats, (span, unit) in longest_repetitions(tokens, special, options.max_unit).items():
+            if span > entry["spans"].get(repeats, (0,))[0]:
+                entry["spans"][repeats] = (span, f"{where}: {text(unit)!r}")
+        text_tokens = [t for t in tokens if t < special.eot]
+        for end in range(args.ratio_min_tokens, len(text_tokens) + 1):
+            r = compression_ratio(text(text_tokens[:end]))
+            if r > entry["max_ratio"][0]:
+                entry["max_ratio"] = (r, where)
+        seconds = window.get("audio_seconds") or 30.0
+        rate = len(text_tokens) / max(seconds, 1.0)
+        if rate > entry["max_rate"][0]:
+            entry["max_rate"] = (rate, f"{where} {len(tokens)} tokens, {seconds:.1f} s")
+        if len(tokens) > entry["tokens"][0]:
+            entry["tokens"] = (len(tokens), f"{where}, {seconds:.1f} s")
+    print(f"rule: {options}")
+    for split, entry in sorted(legit.items()):
+        print(f"[{split}] legit windows {entry['windows']}, false alarms {len(entry['false_alarms'])}")
+        for alarm in entry["false_alarms"]:
+            print("   false alarm:", alarm)
+        for repeats, (span, where) in sorted(entry["spans"].items()):
+            print(f"   longest repetition of >= {repeats} units on a legit window: {span} text tokens ({where})")
+        print(f"   highest compression ratio of a legit window's text past {args.ratio_min_tokens} text tokens: "
+              f"{entry['max_ratio'][0]:.2f} ({entry['max_ratio'][1]})")
+        print(f"   most text tokens a second of audio: {entry['max_rate'][0]:.1f} ({entry['max_rate'][1]})")
+        print(f"   most tokens in a window: {entry['tokens'][0]} ({entry['tokens'][1]})")
+    print(f"loops {len(loops)}:")
+    for row, window, unfinished, ratio, loop, prompt_len in loops:
+        budget = steps_of(window["max_length"], prompt_len)
+        tokens = window["hypotheses"][0]
+        how = (f"stopped at token {loop.stop} of {len(tokens)} (max {budget}), kept {loop.second}" if loop
+               else "NOT stopped")
+        print(f"  [{row['split']}] {row['encoder']} {row['set']}/{row['id']}: "
+              f"{'unfinished' if unfinished else 'finished'}, ratio {ratio:.1f}, {how}: {text(tokens)[:100]!r}")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect")
+    c.add_argument("--encoder", default="ctranslate2")
+    c.add_argument("--model", default="base")
+    c.add_argument("--threads", type=int, default=2)
+    c.add_argument("--per-lang", type=int, default=40, help="telephony-train prompts a language [40]")
+    c.add_argument("--wer-manifest", default=str(ROOT / "bench-data/wer/manifest.jsonl"))
+    c.add_argument("--sets", default=None, help="comma-separated sets (default: all)")
+    c.add_argument("--per-set", default=None,
+                   help="at most N utterances of each set's split: 'telephony=60,*=20' (default: all)")
+    c.add_argument("--loop-stop-option", action="store_true", help="pass loop_stop=False (once it exists)")
+    c.add_argument("--out", type=Path, required=True)
+    a = sub.add_parser("analyze")
+    a.add_argument("files", nargs="+")
+    a.add_argument("--ratio-min-tokens", type=int, default=32, help="compression ratios of prefixes this long [32]")
+    args = ap.parse_args(argv)
+    return collect(args) if args.command == "collect" else analyze(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""The loop stop (tokenmap.decode.loops): the rule, its cut, plain generate stopped by a short maximum
+length, the drafting loop stopped on a crafted loop, and no false alarm on the committed real clips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tokenmap.decode import loops
+from tokenmap.decode.loops import (
+    LoopOptions,
+    Result,
+    cut_tokens,
+    find_loop,
+    generate_stopping,
+    projected_ratio,
+    steps_of,
+)
+
+TS = 1000  # timestamp_begin of the synthetic tokens below; ids below it are text
+SMALL = LoopOptions(max_unit=4, min_span=8, min_repeats=3)
+
+
+def brute_force(tokens, options: LoopOptions) -> int | None:
+    """The number of text tokens after which the rule must fire: the first end at which the text ends with
+    a unit of 1..max_unit tokens repeated back to back over >= min_span tokens and >= min_repeats units."""
+    text = [t for t in tokens if t < TS]
+    for end in range(1, len(text) + 1):
+        for n in range(1, options.max_unit + 1):
+            span = n
+            while span < end and text[end - span - 1] == text[end - span - 1 + n]:
+                span += 1
+            if span >= options.min_span and span >= options.min_repeats * n and end > n:
+                return end
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 2), st.just(TS + 5)), max_size=60))
+def test_rule_fires_exactly_where_the_repetition_reaches_its_length(tokens):
+    expected = brute_force(tokens, SMALL)
+    loop = find_loop(tokens, SMALL, TS)
+    if expected is None:
+        assert loop is None
+        return
+    assert loop is not None
+    assert len([t for t in tokens[: loop.stop] if t < TS]) == expected
+    kept = cut_tokens(tokens, loop, TS)
+    assert tokens[: len(kept)] == kept  # a prefix of what was decoded
+    # what follows the kept tokens, up to the stop, is the unit again and again
+    rest = [t for t in tokens[len(kept): loop.stop] if t < TS]
+    unit = list(loop.unit)
+    assert len(rest) >= len(unit) and all(rest[i] == unit[i % len(unit)] for i in range(len(rest)))
+
+
+@given(prefix=st.lists(st.integers(0, 500), max_size=30), unit=st.lists(st.integers(0, 500), min_size=1, max_size=16))
+@settings(max_examples=200, deadline=None)
+def test_a_unit_repeated_long_enough_is_stopped_within_the_rule_span(prefix, unit):
+    options = LoopOptions()
+    repeats = max(options.min_repeats, -(-options.min_span // len(unit))) + 2
+    tokens = prefix + unit * repeats
+    loop = find_loop(tokens, options, TS)
+    assert loop is not None
+    assert loop.stop <= len(prefix) + max(options.min_span, options.min_repeats * len(unit))
+    assert len(cut_tokens(tokens, loop, TS)) <= len(prefix) + len(unit)
+
+
+def test_timestamps_do_not_hide_a_loop_and_the_cut_keeps_one_closing_timestamp():
+    tokens = [TS, 5, 6, TS + 50]  # <|0.00|> text <|1.00|>, then one segment again and again
+    for k in range(12):
+        tokens += [TS + 50 + 50 * k, 7, 8, 9, TS + 100 + 50 * k]
+    loop = find_loop(tokens, LoopOptions(min_span=12, min_repeats=4), TS)
+    assert loop is not None and loop.unit == (7, 8, 9)
+    assert cut_tokens(tokens, loop, TS) == [TS, 5, 6, TS + 50, TS + 50, 7, 8, 9, TS + 100]
+
+
+def test_legit_repetition_is_not_a_loop():
+    options = LoopOptions()
+    no_no_no = [3, 4, 3, 4, 3, 4, 3, 4, 5, 6]  # "no, no, no, no."
+    digits = [11, 12, 13, 11, 12, 13, 14, 15, 16, 17, 11, 12, 13] * 2  # a number said twice
+    menu = list(range(100, 130)) * 2  # an IVR menu of 30 tokens said twice: two units, not four
+    for tokens in (no_no_no, digits, menu):
+        assert find_loop(tokens, options, TS) is None
+
+
+def test_projected_ratio_is_the_loops():
+    text = lambda ids: " ".join(f"w{t}" for t in ids)  # noqa: E731
+    tokens = [1, 2, 3] + [4, 5] * 20
+    loop = find_loop(tokens, LoopOptions(), TS)
+    kept = cut_tokens(tokens, loop, TS)
+    assert kept == [1, 2, 3, 4, 5]
+    assert loops.compression_ratio(text(kept)) < 2.4 < projected_ratio(kept, loop, 200, text)
+
+
+def test_faster_whisper_sees_a_stopped_decodes_ratio_once():
+    import faster_whisper.transcribe as fw
+
+    loops.install()
+    loops.install()  # once
+    assert fw.get_compression_ratio.__wrapped__ is loops._installed[0]
+    loops.register_stopped(" Thank you.", 38.4)
+    assert fw.get_compression_ratio("Thank you.") == 38.4
+    assert fw.get_compression_ratio("Thank you.") < 2.4  # answered once
+    loops.register_stopped("a", 9.0)
+    loops.clear_stopped()
+    assert fw.get_compression_ratio("a") < 2.4
+
+
+class ScriptedGenerate:
+    """A ``generate`` whose rows decode scripted token lists (EOT at their end), cut at the steps
+    ``max_length`` allows, as CTranslate2 cuts them."""
+
+    def __init__(self, scripts, finished):
+        self.scripts, self.finished, self.calls = scripts, finished, []
+
+    def __call__(self, features, prompts, max_length=448, **kwargs):
+        self.calls.append(max_length)
+        out = []
+        for prompt, script, finished in zip(prompts, self.scripts, self.finished):
+            steps = steps_of(max_length, len(prompt))
+            tokens = script[:steps] if not finished or len(script) >= steps else script
+            out.append(Result([list(tokens)], [-0.1], 0.2))
+        return out
+
+
+def test_plain_generate_is_stopped_by_a_short_maximum_length():
+    prompt = [1, 2, 3]
+    looping = [TS] + [40, 41, 42] * 200  # never ends
+    long_legit = list(range(100, 300))  # 200 tokens, then EOT: longer than the first cap
+    short = [TS, 5, 6, TS + 10]
+    gen = ScriptedGenerate([looping, long_legit, short], [False, True, True])
+    results, report = generate_stopping(gen, None, [prompt] * 3, LoopOptions(), TS, seconds=2.0, beam_size=1)
+    assert results[0].sequences_ids[0] == [TS, 40, 41, 42]
+    assert results[1].sequences_ids[0] == long_legit  # decoded again with more steps: the uncapped tokens
+    assert results[2].sequences_ids[0] == short
+    assert report.loops == 1 and [r for r, _, _ in report.stopped_rows] == [0]
+    first = gen.calls[0]
+    assert steps_of(first, 3) == LoopOptions().cap_tokens + 2 * LoopOptions().cap_rate
+    assert gen.calls[-1] == 448 and len(gen.calls) >= 2
+
+
+def test_plain_generate_without_a_loop_is_one_call():
+    gen = ScriptedGenerate([[TS, 5, 6, TS + 10]], [True])
+    results, report = generate_stopping(gen, None, [[1, 2, 3]], LoopOptions(), TS, seconds=2.0)
+    assert report.calls == 1 and report.loops == 0 and results[0].sequences_ids[0] == [TS, 5, 6, TS + 10]
+
+
+# -- on the model ------------------------------------------------------------------------------------
+
+KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,
+          suppress_blank=True, suppress_tokens=[-1], max_initial_timestamp_index=50)
+
+
+@pytest.fixture(scope="module")
+def engine(base_model_dir):
+    import ctranslate2
+
+    return ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
+
+
+@pytest.fixture(scope="module")
+def special(base_model_dir):
+    from tokenmap.decode.special import SpecialTokens
+
+    return SpecialTokens.from_model_dir(str(base_model_dir))
+
+
+@pytest.fixture(scope="module")
+def vocab(base_model_dir):
+    from tokenizers import Tokenizer
+
+    return Tokenizer.from_file(str(base_model_dir / "tokenizer.json"))
+
+
+def encode_samples(engine, samples):
+    import ctranslate2
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    features = FeatureExtractor()(samples)[:, :3000]
+    features = np.pad(features, ((0, 0), (0, 3000 - features.shape[1])))
+    return engine.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None], dtype=np.float32)))
+
+
+@pytest.fixture(scope="module")
+def crafted_loop(engine, special, vocab):
+    """Two seconds of silence after a window that said "Thank you." three times: base loops on it."""
+    history = vocab.encode(" Thank you. Thank you. Thank you.", add_special_tokens=False).ids
+    prompt = ([vocab.token_to_id("<|startofprev|>")] + history
+              + [special.sot, vocab.token_to_id("<|en|>"), vocab.token_to_id("<|transcribe|>")])
+    return encode_samples(engine, np.zeros(32000, dtype=np.float32)), prompt
+
+
+class NoDrafts:
+    def reset(self, history=()):
+        pass
+
+    def draft(self, tokens, limit):
+        return []
+
+    def update(self, drafted, accepted):
+        pass
+
+
+class RepeatDrafter(NoDrafts):
+    """Drafts the model's loop ahead (``unit`` again and again): the stop must land inside a pass."""
+
+    def __init__(self, unit):
+        self.unit = list(unit)
+
+    def draft(self, tokens, limit):
+        return (self.unit * 8)[:limit]
+
+
+@pytest.mark.model
+def test_the_drafting_loop_stops_a_crafted_loop(engine, special, crafted_loop, vocab):
+    from tokenmap.decode.speculative import decode_window
+
+    enc, prompt = crafted_loop
+    full = engine.generate(enc, [prompt], **KW)[0].sequences_ids[0]
+    assert len(full) == steps_of(448, len(prompt))  # base loops here to the maximum length
+    thank_you = vocab.encode(" Thank you.", add_special_tokens=False).ids
+    for drafter in (NoDrafts(), RepeatDrafter(thank_you)):
+        result = decode_window(engine, enc, prompt, special, drafter, loop=LoopOptions(), **KW)
+        assert result.loop is not None and result.stats.loops_stopped == 1
+        assert result.stats.tokens <= 30  # stopped as it started, not at 224 tokens
+        assert result.tokens == [special.timestamp_begin] + thank_you
+        assert not result.finished
+    short = dict(KW, max_length=60)
+    off = decode_window(engine, enc, prompt, special, NoDrafts(), loop=None, **short)
+    assert off.loop is None and off.tokens == engine.generate(enc, [prompt], **short)[0].sequences_ids[0]
+
+
+@pytest.mark.model
+def test_plain_generate_stops_the_crafted_loop_in_one_short_call(engine, special, crafted_loop, vocab):
+    enc, prompt = crafted_loop
+    calls = []
+
+    def generate(features, prompts, **kwargs):
+        calls.append(kwargs["max_length"])
+        return engine.generate(features, prompts, **kwargs)
+
+    results, report = generate_stopping(generate, enc, [prompt], LoopOptions(), special.timestamp_begin, 2.0,
+                                        special.eot, **KW)
+    thank_you = vocab.encode(" Thank you.", add_special_tokens=False).ids
+    assert results[0].sequences_ids[0] == [special.timestamp_begin] + thank_you
+    assert report.loops == 1 and len(calls) == 1 and steps_of(calls[0], len(prompt)) < 100
+
+
+@pytest.mark.model
+def test_no_false_alarm_on_the_committed_real_clips(engine, special, data_dir, vocab):
+    """Every real clip in tests/data, greedy with and without timestamps: the rule never fires, the stopping
+    ``generate`` returns plain ``generate``'s tokens, and the drafting loop's output is the same with the rule on
+    as off (the golden test, ``tests/test_speculative.py``, runs with it off: its default)."""
+    from tokenmap.audio import load_audio
+    from tokenmap.decode.drafters import FixedDrafter
+    from tokenmap.decode.speculative import decode_window
+
+    clips = sorted(data_dir.glob("*.flac"))
+    assert len(clips) >= 8
+    for clip in clips:
+        samples = load_audio(str(clip))
+        enc = encode_samples(engine, samples)
+        start = [special.sot, vocab.token_to_id(f"<|{clip.name[:2]}|>"), vocab.token_to_id("<|transcribe|>")]
+        for prompt in (start, start + [special.no_timestamps]):
+            tokens = list(engine.generate(enc, [prompt], **KW)[0].sequences_ids[0])
+            assert 0 < len(tokens) < 100
+            assert find_loop(tokens, LoopOptions(), special.timestamp_begin, special.eot) is None, clip.name
+            stopped, report = generate_stopping(engine.generate, enc, [prompt], LoopOptions(),
+                                                special.timestamp_begin, len(samples) / 16000, special.eot, **KW)
+            assert list(stopped[0].sequences_ids[0]) == tokens and report.loops == 0
+            oracle = FixedDrafter(tokens + [special.eot])
+            drafted = [decode_window(engine, enc, prompt, special, oracle, loop=loop, **KW)
+                       for loop in (None, LoopOptions())]
+            assert drafted[1].loop is None and drafted[1].tokens == drafted[0].tokens, clip.name
+            assert drafted[1].score == drafted[0].score
