@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from tokenmap.writers import FORMATS
+from tokenmap.writers import FORMATS, STREAMED, SegmentWriter
 
 from .errors import fail, report
 from .options import encoder_option
@@ -57,31 +57,6 @@ def _progress_bar(path: str):
     return bar, update
 
 
-#: formats written segment by segment as they are decoded (json needs the whole transcript)
-STREAMED = ("txt", "srt", "vtt", "tsv")
-
-
-def _piece(fmt: str, index: int, segment) -> str:
-    """The text that segment number ``index`` (from 1) adds to ``render(transcript, fmt)``.
-
-    The rendered formats are a header (:func:`_header`) followed by one piece per segment,
-    so a file written piece by piece equals the one rendered at the end.
-    """
-    from tokenmap.writers import Transcript, render
-
-    piece = render(Transcript("", "", 0.0, [segment]), fmt)[len(_header(fmt)):]
-    if fmt == "srt":  # blocks are numbered and separated by a blank line
-        piece = ("\n" if index > 1 else "") + str(index) + piece[1:]
-    return piece
-
-
-def _header(fmt: str) -> str:
-    """What ``render`` gives for a transcript without segments (vtt's and tsv's first lines)."""
-    from tokenmap.writers import Transcript, render
-
-    return render(Transcript("", "", 0.0, []), fmt)
-
-
 class _Output:
     """Where one file's transcript goes: stdout, or ``NAME.FMT`` in the output folder.
 
@@ -94,6 +69,7 @@ class _Output:
 
     def __init__(self, path: str, fmt: str, output_dir: Path | None, many: bool):
         self.fmt, self.count = fmt, 0
+        self.writer = SegmentWriter(fmt) if fmt in STREAMED else None
         self.banner = f"==> {path} <==\n" if output_dir is None and many and fmt == "txt" else ""
         self.target = None if output_dir is None else output_dir / f"{Path(path).stem}.{fmt}"
         self.partial = None if self.target is None else self.target.with_name(f"{self.target.name}.partial")
@@ -102,13 +78,13 @@ class _Output:
 
     def segment(self, segment) -> None:
         """Write ``segment`` now (streamed formats); called by ``transcribe_file`` per segment."""
-        if self.fmt in STREAMED:
+        if self.writer is not None:
             self.count += 1
-            self._write(_piece(self.fmt, self.count, segment))
+            self._write(self.writer.piece(segment))
 
     def finish(self, transcript) -> None:
         """The file is done: complete the output (and move the partial file into place)."""
-        if self.fmt not in STREAMED:
+        if self.writer is None:
             from tokenmap.writers import render
 
             if self.target is None:
@@ -134,7 +110,7 @@ class _Output:
     def _write(self, text: str) -> None:
         if not self._started:
             self._started = True
-            text = (self.banner if self.target is None else "") + _header(self.fmt) + text
+            text = (self.banner if self.target is None else "") + self.writer.header() + text
             if self.target is not None:
                 self._file = open(self.partial, "w", encoding="utf-8")
         if not text:
@@ -201,7 +177,9 @@ def _failure(path: str, exc: Exception, partial: Path | None) -> str:
                    "model (faster on long files on few cores; no "
                    "previous text as prompt and no temperature fallback: docs/BENCHMARKS.md, 'Long files', "
                    "has its WER).")
-@click.option("--word-timestamps", is_flag=True, help="Add word-level timestamps (json output).")
+@click.option("--word-timestamps", is_flag=True,
+              help="Time every word: json lists the words of each segment; srt and vtt write a cue per line "
+                   "of words (at most 42 characters), timed from its first word's start to its last word's end.")
 @click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="txt", show_default=True)
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write FILE-stem.FORMAT files here instead of printing. txt, srt, vtt and tsv are written "

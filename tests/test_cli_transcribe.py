@@ -213,17 +213,6 @@ def _segments(n):
                             avg_logprob=-0.1, no_speech_prob=0.01) for i in range(n)]
 
 
-@pytest.mark.parametrize("fmt", ["txt", "srt", "vtt", "tsv"])
-def test_pieces_add_up_to_the_rendered_file(fmt):
-    from tokenmap.writers import Segment, Transcript, render
-    from tokenmap_cli.cmd_transcribe import _header, _piece
-
-    for n in (0, 1, 3):
-        segs = [Segment(s.start, s.end, s.text) for s in _segments(n)]
-        streamed = _header(fmt) + "".join(_piece(fmt, i, s) for i, s in enumerate(segs, 1))
-        assert streamed == render(Transcript("a.wav", "en", 9.0, segs), fmt)
-
-
 class _Watched(_FakeModel):
     """Yields segments, recording what the output folder holds before each one."""
 

@@ -4,6 +4,15 @@ Each writer takes a :class:`Transcript` and returns the file's text. Times are
 seconds (float) in the data and formatted per format: SRT ``HH:MM:SS,mmm``,
 VTT ``HH:MM:SS.mmm``, TSV integer milliseconds (as openai/whisper writes it).
 
+SRT and VTT write one cue per segment, timed by the segment. A segment that
+carries word timestamps is written as one cue per line of its words instead
+(lines of about equal length, at most :data:`MAX_LINE` characters, never
+splitting a word), each timed from its first word's start to its last word's
+end: a cue is on screen while its words are spoken.
+
+txt, srt, vtt and tsv are a header followed by one piece per segment, so a
+:class:`SegmentWriter` can write a file segment by segment as it is decoded.
+
 Example::
 
     >>> t = Transcript(path="a.wav", language="en", duration=2.0,
@@ -18,9 +27,14 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 
 FORMATS = ("txt", "srt", "vtt", "json", "tsv")
+#: the formats a :class:`SegmentWriter` writes segment by segment (json needs the whole transcript)
+STREAMED = ("txt", "srt", "vtt", "tsv")
+#: characters a subtitle line built from word timestamps holds at most (a common subtitle line length)
+MAX_LINE = 42
 
 
 @dataclass(frozen=True)
@@ -65,30 +79,65 @@ def _clock(seconds: float, sep: str) -> str:
     return f"{hours:02d}:{minutes:02d}:{secs:02d}{sep}{ms:03d}"
 
 
-def _txt(t: Transcript) -> str:
-    return "".join(s.text.strip() + "\n" for s in t.segments)
+def cues(segment: Segment, max_chars: int = MAX_LINE) -> list[tuple[float, float, str]]:
+    """``(start, end, text)`` of each subtitle cue of ``segment``: the segment itself, or with word
+    timestamps one cue per line of its words: as few lines as hold ``max_chars`` characters each (more
+    when one word is longer), of about equal length.
+
+    >>> words = tuple(Word(i, i + 0.5, w, 1.0) for i, w in enumerate([" Please", " enter", " the", " pin."]))
+    >>> cues(Segment(0.0, 4.0, " Please enter the pin.", words), max_chars=12)
+    [(0, 1.5, 'Please enter'), (2, 3.5, 'the pin.')]
+    """
+    if not segment.words:
+        return [(segment.start, segment.end, segment.text.strip())]
+
+    def text(words) -> str:
+        return "".join(w.word for w in words).strip()
+
+    target = len(text(segment.words)) / math.ceil(len(text(segment.words)) / max_chars or 1)
+    lines: list[list[Word]] = [[]]
+    for word in segment.words:
+        line = lines[-1]
+        if line and (len(text(line)) >= target or len(text(line + [word])) > max_chars):
+            lines.append([word])
+        else:
+            line.append(word)
+    return [(line[0].start, line[-1].end, text(line)) for line in lines]
 
 
-def _srt(t: Transcript) -> str:
-    blocks = []
-    for i, s in enumerate(t.segments, 1):
-        blocks.append(f"{i}\n{_clock(s.start, ',')} --> {_clock(s.end, ',')}\n{s.text.strip()}\n")
-    return "\n".join(blocks)
+class SegmentWriter:
+    """One file of a streamed format (:data:`STREAMED`), written segment by segment: :meth:`header`, then
+    :meth:`piece` of each segment in order; together they equal :func:`render` of the transcript."""
+
+    def __init__(self, fmt: str):
+        if fmt not in STREAMED:
+            raise ValueError(f"{fmt} is not written segment by segment; choose from {', '.join(STREAMED)}")
+        self.fmt = fmt
+        self.cue_count = 0  # srt numbers its cues from 1
+
+    def header(self) -> str:
+        return {"vtt": "WEBVTT\n", "tsv": "start\tend\ttext\n"}.get(self.fmt, "")
+
+    def piece(self, segment: Segment) -> str:
+        if self.fmt == "txt":
+            return segment.text.strip() + "\n"
+        if self.fmt == "tsv":
+            text = segment.text.strip().replace("\t", " ")
+            return f"{int(round(segment.start * 1000))}\t{int(round(segment.end * 1000))}\t{text}\n"
+        out = []
+        for start, end, text in cues(segment):
+            if self.fmt == "vtt":
+                out.append(f"\n{_clock(start, '.')} --> {_clock(end, '.')}\n{text}\n")
+            else:
+                self.cue_count += 1
+                gap = "\n" if self.cue_count > 1 else ""
+                out.append(f"{gap}{self.cue_count}\n{_clock(start, ',')} --> {_clock(end, ',')}\n{text}\n")
+        return "".join(out)
 
 
-def _vtt(t: Transcript) -> str:
-    blocks = ["WEBVTT\n"]
-    for s in t.segments:
-        blocks.append(f"{_clock(s.start, '.')} --> {_clock(s.end, '.')}\n{s.text.strip()}\n")
-    return "\n".join(blocks)
-
-
-def _tsv(t: Transcript) -> str:
-    rows = ["start\tend\ttext"]
-    for s in t.segments:
-        text = s.text.strip().replace("\t", " ")
-        rows.append(f"{int(round(s.start * 1000))}\t{int(round(s.end * 1000))}\t{text}")
-    return "\n".join(rows) + "\n"
+def _streamed(t: Transcript, fmt: str) -> str:
+    writer = SegmentWriter(fmt)
+    return writer.header() + "".join(writer.piece(s) for s in t.segments)
 
 
 def _json(t: Transcript) -> str:
@@ -97,12 +146,10 @@ def _json(t: Transcript) -> str:
     return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
 
-_WRITERS = {"txt": _txt, "srt": _srt, "vtt": _vtt, "json": _json, "tsv": _tsv}
-
-
 def render(transcript: Transcript, fmt: str) -> str:
     """The text of ``transcript`` in format ``fmt`` (one of :data:`FORMATS`)."""
-    try:
-        return _WRITERS[fmt](transcript)
-    except KeyError:
-        raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}") from None
+    if fmt == "json":
+        return _json(transcript)
+    if fmt in STREAMED:
+        return _streamed(transcript, fmt)
+    raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
