@@ -147,6 +147,30 @@ def test_plain_generate_without_a_loop_is_one_call():
     assert report.calls == 1 and report.loops == 0 and results[0].sequences_ids[0] == [TS, 5, 6, TS + 10]
 
 
+def test_a_stopping_decoder_counts_registers_and_leaves_other_calls_alone():
+    import faster_whisper.transcribe as fw
+
+    from tokenmap.decode.speculative import DecodeStats
+
+    loops.install()
+    special = type("S", (), {"timestamp_begin": TS, "eot": TS - 1, "prompt_length": staticmethod(len)})()
+    text = lambda ids: " ".join(f"w{t}" for t in ids if t < TS - 1)  # noqa: E731
+    looping = [TS] + [40, 41, 42] * 200
+    plain = type("P", (), {})()
+    plain.generate = ScriptedGenerate([looping], [False])
+    plain.wait_ready = lambda: "ready"
+    stats = DecodeStats()
+    decoder = loops.StoppingDecoder(plain, LoopOptions(), special, text, seconds=1.0, stats=stats)
+    result = decoder.generate(None, [[1, 2, 3]], beam_size=1)[0]
+    assert result.sequences_ids[0] == [TS, 40, 41, 42] and stats.loops_stopped == 1
+    assert fw.get_compression_ratio(text(result.sequences_ids[0])) > 2.4  # faster-whisper sees the loop
+    assert decoder.wait_ready() == "ready"
+    beam = decoder.generate(None, [[1, 2, 3]], beam_size=5)[0]  # beam search: not stopped
+    assert len(beam.sequences_ids[0]) == steps_of(448, 3) and stats.loops_stopped == 1
+    off = loops.StoppingDecoder(plain, None, special, text, seconds=1.0, stats=stats)
+    assert len(off.generate(None, [[1, 2, 3]], beam_size=1)[0].sequences_ids[0]) == steps_of(448, 3)
+
+
 # -- on the model ------------------------------------------------------------------------------------
 
 KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,

@@ -281,27 +281,31 @@ def _cut_result(result, limit: int, options, timestamp_begin, eot, report: Stopp
     return Result(sequences, list(result.scores or []), getattr(result, "no_speech_prob", 0.0))
 
 
-class LoopStopping:
-    """The loop stop for a model class that provides ``plain_generate`` (below it in the MRO), ``special``,
-    ``text`` (token ids -> text), ``_local.seconds`` (the audio of the window this thread encoded last) and
-    ``_thread_stats``. ``loop``: the rule's options, or None to decode as CTranslate2 does.
+class StoppingDecoder:
+    """A plain decoder (anything with CTranslate2's ``generate``) whose decodes stop as they start to loop.
 
-    Plain ``generate`` (greedy or sampled, one window or a batch; not beam search, which keeps several
-    hypotheses a step, nor a decoding prefix) goes through :func:`generate_stopping`; the drafting loop
-    hands its result to :meth:`note_loop`. Either way a stopped window's text is registered for
-    faster-whisper's compression ratio (:func:`register_stopped`).
+    ``options``: the rule's (None: ``generate`` as it is); ``special``, ``text`` (token ids -> text): the
+    model's; ``seconds``: the audio of the window being decoded (None: 30 s or unknown); ``stats``: a
+    :class:`tokenmap.decode.speculative.DecodeStats` counting ``loops_stopped``. ``generate`` (greedy or sampled,
+    one window or a batch; not beam search, which keeps several hypotheses a step, nor a decoding prefix)
+    goes through :func:`generate_stopping`; :meth:`note` takes the drafting loop's result. Either way a
+    stopped window's text is registered for faster-whisper's compression ratio (:func:`register_stopped`).
+    Anything else is the wrapped decoder's.
     """
 
-    loop: LoopOptions | None = None
+    def __init__(self, plain, options: LoopOptions | None, special, text, seconds: float | None = None, stats=None):
+        self.plain, self.loop, self.special, self.text = plain, options, special, text
+        self.seconds, self.stats = seconds, stats
 
-    def plain_generate(self, features, prompts, **kwargs):
+    def generate(self, features, prompts, **kwargs):
         clear_stopped()
         if self.loop is None or not stoppable(prompts, self.special, kwargs):
-            return super().plain_generate(features, prompts, **kwargs)
-        seconds = getattr(self._local, "seconds", None) if len(prompts) == 1 else None
-        results, report = generate_stopping(super().plain_generate, features, prompts, self.loop,
-                                            self.special.timestamp_begin, seconds, self.special.eot, **kwargs)
-        self._thread_stats().loops_stopped += report.loops
+            return self.plain.generate(features, prompts, **kwargs)
+        results, report = generate_stopping(self.plain.generate, features, prompts, self.loop,
+                                            self.special.timestamp_begin, self.seconds if len(prompts) == 1 else None,
+                                            self.special.eot, **kwargs)
+        if self.stats is not None:
+            self.stats.loops_stopped += report.loops
         max_length = kwargs.get("max_length", 448)
         for row, loop, _ in report.stopped_rows:
             kept = results[row].sequences_ids[0]
@@ -309,13 +313,18 @@ class LoopStopping:
                                                               self.text))
         return results
 
-    def note_loop(self, prompt, result, max_length: int = 448) -> None:
-        """Register the drafting loop's ``result`` (a :class:`tokenmap.decode.speculative.WindowResult`) when
-        it was stopped."""
+    def note(self, prompt, result, max_length: int = 448) -> None:
+        """Register the drafting loop's ``result`` (a :class:`tokenmap.decode.speculative.WindowResult` decoded
+        with ``loop=self.loop``) when it was stopped (its ``stats`` count it already)."""
         clear_stopped()
         if result.loop is not None:
             register_stopped(self.text(result.tokens),
                              projected_ratio(result.tokens, result.loop, steps_of(max_length, len(prompt)), self.text))
+
+    def __getattr__(self, name):
+        if name == "plain":  # not set yet (a copy being made): never recurse
+            raise AttributeError(name)
+        return getattr(self.plain, name)
 
 
 def stoppable(prompts, special, kwargs) -> bool:
