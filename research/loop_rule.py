@@ -28,6 +28,10 @@ margin (the longest repetition and the highest compression ratio any legit windo
 rule's thresholds), and for each loop the token at which the rule stops it::
 
     .venv/bin/python research/loop_rule.py analyze results/loops/ct2.jsonl results/loops/ov.jsonl
+
+``cost`` times the 53 s reading with the loop stop on and off (alternated, ``--reps``)::
+
+    .venv/bin/python research/loop_rule.py cost --encoder openvino
 """
 
 from __future__ import annotations
@@ -222,17 +226,27 @@ def analyze(args) -> int:
             entry["max_rate"] = (rate, f"{where} {len(tokens)} tokens, {seconds:.1f} s")
         if len(tokens) > entry["tokens"][0]:
             entry["tokens"] = (len(tokens), f"{where}, {seconds:.1f} s")
+        cap = int(options.cap_tokens + options.cap_rate * (window.get("audio_seconds") or 30.0))
+        share = len(tokens) / min(cap, steps_of(window["max_length"], prompt_len))
+        entry["recapped"] = entry.get("recapped", 0) + (share >= 1.0)
+        if share > entry.get("cap_share", (0.0,))[0]:
+            entry["cap_share"] = (share, f"{where}: {len(tokens)} tokens, first cap {cap} steps, {seconds:.1f} s")
     print(f"rule: {options}")
     for split, entry in sorted(legit.items()):
         print(f"[{split}] legit windows {entry['windows']}, false alarms {len(entry['false_alarms'])}")
         for alarm in entry["false_alarms"]:
             print("   false alarm:", alarm)
-        for repeats, (span, where) in sorted(entry["spans"].items()):
-            print(f"   longest repetition of >= {repeats} units on a legit window: {span} text tokens ({where})")
+        for repeats in (2, 3, 4):
+            span, where = entry["spans"].get(repeats, (0, "none"))
+            print(f"   longest back-to-back repetition of >= {repeats} units (of 1-{options.max_unit} tokens) on a "
+                  f"legit window: {span} text tokens ({where}); the rule needs {options.min_span} and "
+                  f"{options.min_repeats} units")
         print(f"   highest compression ratio of a legit window's text past {args.ratio_min_tokens} text tokens: "
               f"{entry['max_ratio'][0]:.2f} ({entry['max_ratio'][1]})")
         print(f"   most text tokens a second of audio: {entry['max_rate'][0]:.1f} ({entry['max_rate'][1]})")
         print(f"   most tokens in a window: {entry['tokens'][0]} ({entry['tokens'][1]})")
+        print(f"   plain generate's first cap: highest share a legit window used {entry['cap_share'][0]:.2f} "
+              f"({entry['cap_share'][1]}); windows decoded twice: {entry.get('recapped', 0)}")
     print(f"loops {len(loops)}:")
     for row, window, unfinished, ratio, loop, prompt_len in loops:
         budget = steps_of(window["max_length"], prompt_len)
@@ -241,6 +255,40 @@ def analyze(args) -> int:
                else "NOT stopped")
         print(f"  [{row['split']}] {row['encoder']} {row['set']}/{row['id']}: "
               f"{'unfinished' if unfinished else 'finished'}, ratio {ratio:.1f}, {how}: {text(tokens)[:100]!r}")
+    return 0
+
+
+def cost(args) -> int:
+    """The 53 s LibriVox reading (VAD on, faster-whisper's default temperatures) with the loop stop on and off,
+    alternated: wall time, ``generate`` calls and hypotheses decoded, loops stopped, the transcript."""
+    from vad_table import joined_librivox
+
+    from tokenmap import WhisperModel
+
+    audio = joined_librivox(1, 7.0)[:-7 * 16000]
+    models = {on: WhisperModel(args.model, compute_type="int8", cpu_threads=args.threads, encoder=args.encoder,
+                               malloc_policy=True, loop_stop=on) for on in (False, True)}
+    recorders = {on: Recorder(model.model) for on, model in models.items()}
+    for on, model in models.items():  # warm: the first call loads VAD and pages the weights in
+        list(model.transcribe(audio[:16000 * 5], language="en", vad_filter=True)[0])
+    texts = {}
+    for rep in range(args.reps):
+        for on in ((False, True) if rep % 2 == 0 else (True, False)):
+            recorders[on].calls.clear()
+            started = time.perf_counter()
+            segments, _ = models[on].transcribe(audio, language="en", vad_filter=True)
+            text = " ".join(s.text.strip() for s in segments)
+            seconds = time.perf_counter() - started
+            calls = recorders[on].calls
+            tokens = sum(len(h) for c in calls for h in c["hypotheses"])
+            stats = models[on].last_stats()
+            print(f"loop stop {'on ' if on else 'off'} rep {rep}: {seconds:.2f} s, {len(calls)} generate calls, "
+                  f"{tokens} tokens returned, temperatures {[c['temperature'] for c in calls]}, "
+                  f"loops stopped {stats.get('loops_stopped')}", flush=True)
+            texts.setdefault(on, set()).add(text)
+    for on, seen in texts.items():
+        print(f"loop stop {'on ' if on else 'off'}: {len(seen)} transcript(s): {sorted(seen)[0][:300]!r}")
+    print("same transcript:", texts[False] == texts[True])
     return 0
 
 
@@ -261,8 +309,13 @@ def main(argv=None) -> int:
     a = sub.add_parser("analyze")
     a.add_argument("files", nargs="+")
     a.add_argument("--ratio-min-tokens", type=int, default=32, help="compression ratios of prefixes this long [32]")
+    k = sub.add_parser("cost")
+    k.add_argument("--encoder", default="openvino")
+    k.add_argument("--model", default="base")
+    k.add_argument("--threads", type=int, default=2)
+    k.add_argument("--reps", type=int, default=2)
     args = ap.parse_args(argv)
-    return collect(args) if args.command == "collect" else analyze(args)
+    return {"collect": collect, "analyze": analyze, "cost": cost}[args.command](args)
 
 
 if __name__ == "__main__":
