@@ -253,7 +253,26 @@ def test_end_to_end_per_regime_against_stock():
     assert ("structured", "s", "`tokenmap-recall-e2e`") not in lines
     buckets = {tuple(c.strip() for c in line.split("|")[1:3]): line for line in
                bucket_e2e_text(agg).splitlines()[2:]}
-    assert buckets["bucket 10-30 s", "`tokenmap-short-e2e`"].endswith("| 3.00 | 5.00 | 0.0 | 1 of 1 |")
+    assert buckets["bucket 10-30 s", "`tokenmap-short-e2e`"].endswith("| 3.00 | 5.00 | 0.0 | 0 (0) | 1 of 1 |")
+
+
+def test_loops_and_stopped_loops_are_counted_per_system_and_set():
+    def row(uid, system, set_, text="a b", **kw):
+        return dict(id=uid, system=system, decoder_s=1.0, audio_s=2.0, domain="d", lang="it", task="t/it",
+                    voice="v", set=set_, ref="a b", text=text, identical=True, loops=M.looped(text), **kw)
+
+    loop = "Grazie. " * 40
+    rows = [row("u1", "greedy", "asterisk-it", loop), row("u1", "tokenmap", "asterisk-it", "Grazie.", loops_stopped=1),
+            row("u2", "greedy", "asterisk-ru"), row("u2", "tokenmap", "asterisk-ru")]
+    agg = A.aggregate(rows)
+    assert (agg["systems"]["greedy"]["loops"], agg["systems"]["greedy"]["loops_stopped"]) == (1, 0)
+    assert (agg["systems"]["tokenmap"]["loops"], agg["systems"]["tokenmap"]["loops_stopped"]) == (0, 1)
+    by_set = agg["groups"]["set"]
+    assert by_set["asterisk-it"]["greedy"]["loops"] == 1 and by_set["asterisk-ru"]["greedy"]["loops"] == 0
+    from tokenmap_bench.report import system_table
+
+    lines = {line.split("|")[1].strip(): line for line in system_table(agg["systems"]).splitlines()[2:]}
+    assert lines["greedy"].endswith("| 1 (0) |") and lines["tokenmap"].endswith("| 0 (1) |")
 
 
 def test_the_open_regime_can_have_its_own_repetitions():

@@ -42,6 +42,7 @@ from tokenmap.decode.recall import load_recall
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap.whisper import WhisperModel
+from tokenmap_bench import metrics as M
 from tokenmap_bench import systems as sysm
 from tokenmap_bench.data import MAP_MODES, MISMATCH_DOMAIN, BenchMaps, Recording, features
 from tokenmap_bench.machine import peak_rss_mb
@@ -194,7 +195,8 @@ def e2e_runner(model, utt: Recording, timestamps: bool, state: RunState, token_m
         text = " ".join(s.text.strip() for s in segments)
         stats = {"text": text}
         if ours:
-            stats.update({k: v for k, v in model.last_stats().items() if k in ("short_windows", "guarded")})
+            stats.update({k: v for k, v in model.last_stats().items()
+                          if k in ("short_windows", "guarded", "loops_stopped")})
         return sysm.Output([], stats)
     return run
 
@@ -332,10 +334,12 @@ def _row(utt, name, times, out: sysm.Output, audio_s, encode_s, state: RunState,
            "encode_s": encode_s, "ref": utt.text}
     if e2e:
         row["text"] = stats.get("text", "")
-        row.update({k: stats[k] for k in ("short_windows", "guarded") if k in stats})
+        row.update({k: stats[k] for k in ("short_windows", "guarded", "loops_stopped") if k in stats})
+        row["loops"] = M.looped(row["text"])
         return row
     row.update(text=state.text(out.tokens), tokens=len(out.tokens), identical=list(out.tokens) == list(reference),
-               token_ids=list(out.tokens))
+               token_ids=list(out.tokens), loops=M.looped(state.text(out.tokens)),
+               loops_stopped=int(stats.get("loops_stopped", 0)))
     for key in ("drafted", "accepted", "drafts", "passes", "rechecks"):
         if key in stats:
             row[key] = int(stats[key])

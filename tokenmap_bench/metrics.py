@@ -121,6 +121,17 @@ def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
     return out.substitutions + out.deletions + out.insertions, n_ref
 
 
+def looped(text: str, threshold: float = 2.4) -> bool:
+    """Whether a transcript loops: its text's compression ratio is above faster-whisper's threshold.
+
+    >>> looped("Thank you. " * 30), looped("Please enter your password followed by the pound key.")
+    (True, False)
+    """
+    from tokenmap.decode.loops import compression_ratio
+
+    return compression_ratio(text.strip()) > threshold
+
+
 def wer(pairs: Iterable[tuple[str, str]]) -> float:
     """Corpus WER of ``(reference, hypothesis)`` pairs: summed edits over summed words."""
     edits = words = 0
@@ -213,6 +224,8 @@ def summarize(rows: Sequence[Mapping], baseline: Mapping[str, float] | None = No
     out["identity"] = sum(ident) / len(ident) if ident else math.nan
     pairs = [(r["ref"], r["text"]) for r in rows if r.get("ref")]
     out["wer"] = wer(pairs) if pairs else math.nan
+    out["loops"] = sum(bool(r.get("loops")) for r in rows)  # transcripts that loop (compression ratio > 2.4)
+    out["loops_stopped"] = sum(r.get("loops_stopped", 0) for r in rows)  # decodes the loop stop cut short
     out["short_windows"] = sum(r.get("short_windows", 0) for r in rows)
     out["guarded"] = sum(r.get("guarded", 0) for r in rows)
     return out

@@ -63,18 +63,23 @@ def _ordered(systems: dict, order) -> list[str]:
 
 def system_table(systems: dict) -> str:
     rows = [[s, v["n"], fmt(v["decoder_s"], 3), fmt(v.get("S")), fmt(v.get("S_vs_stock")), fmt(v["rtf"], 3),
-             pct(v["A_r"]), fmt(v["A_l"]), pct(v["identity"]), pct(v["wer"])]
+             pct(v["A_r"]), fmt(v["A_l"]), pct(v["identity"]), pct(v["wer"]), loops(v)]
             for s, v in ((s, systems[s]) for s in _ordered(systems, DECODER_ORDER))]
     return table(["system", "utts", "decoder s (sum of medians)", "S vs greedy", "S vs stock", "RTF (decoder)",
-                  "A_r %", "A_l", "identical to greedy %", "WER %"], rows)
+                  "A_r %", "A_l", "identical to greedy %", "WER %", "loops (stopped)"], rows)
+
+
+def loops(summary: dict) -> str:
+    """Transcripts that loop, and decodes the loop stop cut short: ``"1 (2)"``."""
+    return f"{summary.get('loops', 0)} ({summary.get('loops_stopped', 0)})"
 
 
 def e2e_table(systems: dict) -> str:
     rows = [[s, v["n"], fmt(v["decoder_s"], 2), fmt(v["rtf"], 3), fmt(v.get("S_vs_stock")),
-             fmt(v.get("S_vs_untuned")), fmt(v.get("S")), pct(v["wer"])]
+             fmt(v.get("S_vs_untuned")), fmt(v.get("S")), pct(v["wer"]), loops(v)]
             for s, v in ((s, systems[s]) for s in E2E_ORDER if s in systems)]
     return table(["system", "utts", "transcribe s (sum of medians)", "RTF", "S vs tuned stock",
-                  "S vs untuned stock", "S vs fw-e2e", "WER %"], rows)
+                  "S vs untuned stock", "S vs fw-e2e", "WER %", "loops (stopped)"], rows)
 
 
 def group_table(groups: dict, name: str) -> str:
@@ -86,9 +91,10 @@ def group_table(groups: dict, name: str) -> str:
         rows.append([key, g.get("n", 0), fmt(g.get("decoder_s"), 3), fmt(tm.get("S")), pct(tm.get("A_r")),
                      fmt(tm.get("A_l")), pct(tm.get("identity")), fmt(orc.get("S")),
                      pct(fractions.get(key)), fmt(ds.get("S")), fmt(e2e.get("S")),
-                     pct(g.get("wer")), pct(tm.get("wer"))])
+                     pct(g.get("wer")), pct(tm.get("wer")), loops(g), loops(tm), loops(e2e) if e2e else "–"])
     return table([name, "utts", "greedy s", "S map", "A_r %", "A_l", "identical %", "S oracle", "oracle fraction %",
-                  "S distil-spec", "S e2e", "WER greedy %", "WER map %"], rows)
+                  "S distil-spec", "S e2e", "WER greedy %", "WER map %", "loops greedy", "loops map (stopped)",
+                  "loops e2e (stopped)"], rows)
 
 
 def paper_table(agg: dict) -> str:
@@ -225,10 +231,10 @@ def bucket_e2e_text(agg: dict) -> str:
                 if s:
                     guard = f"{s['guarded']} of {s['short_windows']}" if s.get("short_windows") else "–"
                     rows.append([f"{field} {key}", f"`{name}`", str(s["n"]), fmt(s.get("S_vs_stock")),
-                                 fmt(s.get("S_vs_untuned")), pct(s["wer"]), guard])
+                                 fmt(s.get("S_vs_untuned")), pct(s["wer"]), loops(s), guard])
     if not rows:
         return "no end-to-end rows"
-    return table(["group", "system", "files", "S vs tuned stock", "S vs untuned stock", "WER %",
+    return table(["group", "system", "files", "S vs tuned stock", "S vs untuned stock", "WER %", "loops (stopped)",
                   "guard: windows sent back to 30 s"], rows)
 
 
