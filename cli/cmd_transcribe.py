@@ -20,11 +20,38 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _summary(t) -> str:
+def _engine(encoder) -> str:
+    return f"ctranslate2 {encoder.engine}" if encoder.engine in ("fork", "stock") else encoder.engine
+
+
+def encoder_name(whisper, compute_type: str) -> str:
+    """The engine and precision that encode, as `tokenmap doctor` names them (``openvino bf16``,
+    ``ctranslate2 stock int8``; per audio length when two engines share the work)."""
+    encoder = getattr(getattr(whisper, "model", None), "encoder", None)
+    routes = getattr(encoder, "routes", None)
+    if routes:
+        parts = [f"{_engine(e)} {e.precision} up to {limit // 100} s" for limit, e in routes[:-1]]
+        return ", ".join(parts) + f" and {_engine(routes[-1][1])} {routes[-1][1].precision} beyond"
+    if getattr(encoder, "engine", None) and getattr(encoder, "precision", None):
+        return f"{_engine(encoder)} {encoder.precision}"
+    return f"ctranslate2 {compute_type}"  # stock CTranslate2 alone: faster-whisper's own model
+
+
+def drafting_note(stats: dict, mapped: bool, fork: bool) -> str:
+    """Whether drafting ran on a file: on how many of its windows, or why not at all."""
+    if not mapped:
+        return "drafting off (no --map or --recall)"
+    if not fork:
+        return "drafting off (stock CTranslate2: the engine fork is not installed)"
+    windows = stats.get("windows", 0) + stats.get("fallbacks", 0)
+    return f"drafting ran on {stats.get('windows', 0) - stats.get('plain_windows', 0)} of {windows} window(s)"
+
+
+def _summary(t, encoder: str, drafting: str) -> str:
     s = t.stats
     line = (
         f"{t.path}: {s['audio_seconds']:.1f} s audio in {s['wall_seconds']:.2f} s "
-        f"(RTF {s['rtf']:.3f}), language {t.language or '-'}"
+        f"(RTF {s['rtf']:.3f}), language {t.language or '-'}; encoder {encoder}, {drafting}"
     )
     if "acceptance_rate" in s:
         line += (
@@ -197,8 +224,9 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
       tokenmap transcribe --map ivr.tmap --recall prompts.trec call.wav
       tokenmap transcribe --audio-context auto --map ivr.tmap -l en prompt.wav
 
-    A summary line per file (audio duration, wall time, real-time factor, and
-    the speculative statistics with --map) goes to stderr. A file that fails
+    A summary line per file goes to stderr: audio duration, wall time,
+    real-time factor, language, the encoder (engine and precision), whether
+    drafting ran, and the speculative statistics with --map. A file that fails
     is reported in one line and the others go on; the exit code is 1 if any
     failed, 2 if the model could not be loaded.
     """
@@ -215,6 +243,8 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
         output_dir.mkdir(parents=True, exist_ok=True)
     options = TranscribeOptions(language=language, task=task, beam_size=beam_size, vad=vad,
                                 word_timestamps=word_timestamps, batch_size=batch_size)
+    engine = encoder_name(whisper, compute_type)
+    mapped, fork = bool(map_path) or recall_path is not None, getattr(whisper, "drafting", False)
     failed = 0
     for path in files:
         bar, update = _progress_bar(path)
@@ -231,6 +261,6 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
         finally:
             bar.close()
         out.finish(result)
-        click.echo(_summary(result), err=True)
+        click.echo(_summary(result, engine, drafting_note(result.stats, mapped, fork)), err=True)
     if failed:
         fail(f"{failed} of {len(files)} file(s) failed")

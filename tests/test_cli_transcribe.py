@@ -26,6 +26,7 @@ def test_text_equals_faster_whisper(data_dir, fw_model, tmp_path):
     assert ours["text"] == "".join(s.text for s in segments).strip()
     assert "password" in ours["text"].lower()
     assert "RTF" in result.stderr
+    assert "; encoder " in result.stderr and "drafting off (no --map or --recall)" in result.stderr
 
 
 @pytest.mark.parametrize("fmt", ["txt", "srt", "vtt", "tsv"])
@@ -116,6 +117,7 @@ def test_transcribe_with_map_reports_statistics(data_dir, tmp_path, fw_model):
     assert stats["windows"] >= 1 and stats["verify_passes"] >= 1
     assert 0.0 <= stats["acceptance_rate"] <= 1.0 and stats["drafted"] >= stats["accepted"]
     assert "A_r" in result.stderr and "verify passes" in result.stderr
+    assert re.search(r"; encoder [^;]+, drafting ran on 1 of 1 window", result.stderr), result.stderr
     # int8: batched verification may flip a near-tie (docs/BENCHMARKS.md); the words agree here
     assert data["text"] == expected
 
@@ -269,3 +271,23 @@ def test_a_failure_keeps_the_segments_decoded_and_says_where(monkeypatch, tmp_pa
     (out / "talk.srt.partial").unlink()
     result = run("-l", "en", "-f", "vtt", "-o", out, audio)
     assert result.exit_code == 1 and "partial" not in result.stderr and not list(out.glob("*.partial"))
+
+
+def test_summary_names_the_encoder_and_whether_drafting_ran():
+    from types import SimpleNamespace as NS
+
+    from tokenmap_cli.cmd_transcribe import drafting_note, encoder_name
+
+    openvino = NS(engine="openvino", precision="bf16")
+    stock = NS(engine="stock", precision="int8")
+    assert encoder_name(NS(model=NS(encoder=openvino)), "int8") == "openvino bf16"
+    assert encoder_name(NS(model=NS(encoder=stock)), "int8") == "ctranslate2 stock int8"
+    routed = NS(engine="openvino+stock", precision="f32+int8", routes=[(2000, NS(engine="openvino", precision="f32")),
+                                                                       (3000, stock)])
+    assert encoder_name(NS(model=NS(encoder=routed)), "int8") == \
+        "openvino f32 up to 20 s and ctranslate2 stock int8 beyond"
+    assert encoder_name(NS(model=object()), "float32") == "ctranslate2 float32"  # faster-whisper's model alone
+    stats = {"windows": 3, "plain_windows": 1, "fallbacks": 1}
+    assert drafting_note(stats, mapped=True, fork=True) == "drafting ran on 2 of 4 window(s)"
+    assert drafting_note(stats, mapped=False, fork=True) == "drafting off (no --map or --recall)"
+    assert "engine fork is not installed" in drafting_note({}, mapped=True, fork=False)
