@@ -132,7 +132,7 @@ def test_plain_generate_is_stopped_by_a_short_maximum_length():
     short = [TS, 5, 6, TS + 10]
     gen = ScriptedGenerate([looping, long_legit, short], [False, True, True])
     results, report = generate_stopping(gen, None, [prompt] * 3, LoopOptions(), TS, seconds=2.0, beam_size=1)
-    assert results[0].sequences_ids[0] == [TS, 40, 41, 42]
+    assert results[0].sequences_ids[0] == [TS, 40, 41, 42] and results[0].loop.unit == (40, 41, 42)
     assert results[1].sequences_ids[0] == long_legit  # decoded again with more steps: the uncapped tokens
     assert results[2].sequences_ids[0] == short
     assert report.loops == 1 and [r for r, _, _ in report.stopped_rows] == [0]

@@ -205,6 +205,7 @@ class Result:
     sequences_ids: list
     scores: list
     no_speech_prob: float = 0.0
+    loop: Loop | None = None  # where the first hypothesis was stopped (None: it was not)
 
 
 @dataclass
@@ -262,7 +263,7 @@ def generate_stopping(generate, features, prompts, options: LoopOptions, timesta
 
 def _cut_result(result, limit: int, options, timestamp_begin, eot, report: StoppedGeneration, row: int):
     """``result`` with its looping hypotheses cut; None when a hypothesis used every step without looping."""
-    sequences, changed = [], False
+    sequences, changed, first = [], False, None
     for h, sequence in enumerate(result.sequences_ids):
         sequence = list(sequence)
         if len(sequence) < limit:  # it ended with EOT
@@ -275,10 +276,11 @@ def _cut_result(result, limit: int, options, timestamp_begin, eot, report: Stopp
         changed = True
         report.loops += 1
         if h == 0:
+            first = loop
             report.stopped_rows.append((row, loop, sequence))
     if not changed:
         return result
-    return Result(sequences, list(result.scores or []), getattr(result, "no_speech_prob", 0.0))
+    return Result(sequences, list(result.scores or []), getattr(result, "no_speech_prob", 0.0), first)
 
 
 class StoppingDecoder:
