@@ -153,12 +153,12 @@ class _Output:
             sys.stdout.flush()
 
 
-def _failure(path: str, exc: Exception, partial: Path | None) -> str:
-    """The one error line for a file that failed (naming the partial output it left, if any)."""
+def _failure(path: str, exc: Exception, partials: list[Path]) -> str:
+    """The one error line for a file that failed (naming the partial outputs it left, if any)."""
     from tokenmap.audio import AudioError
 
     line = str(exc) if isinstance(exc, AudioError) else f"{path}: transcription failed ({type(exc).__name__}: {exc})"
-    return line + (f"; the segments decoded before are in {partial}" if partial else "")
+    return line + (f"; the segments decoded before are in {', '.join(map(str, partials))}" if partials else "")
 
 
 @click.command()
@@ -207,7 +207,8 @@ def _failure(path: str, exc: Exception, partial: Path | None) -> str:
 @click.option("--word-timestamps", is_flag=True,
               help="Time every word: json lists the words of each segment; srt and vtt write a cue per line "
                    "of words (at most 42 characters), timed from its first word's start to its last word's end.")
-@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS), default="txt", show_default=True)
+@click.option("--format", "-f", "fmt", type=click.Choice(FORMATS + ("all",)), default="txt", show_default=True,
+              help="Output format; all: every format, one file each (needs --output-dir).")
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write FILE-stem.FORMAT files here instead of printing. txt, srt, vtt and tsv are written "
                    "segment by segment into FILE-stem.FORMAT.partial, renamed when the file is done.")
@@ -233,6 +234,8 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
     from tokenmap.audio import AudioError
     from tokenmap.transcriber import TranscribeOptions, load_model, transcribe_file
 
+    if fmt == "all" and output_dir is None:
+        raise click.UsageError("-f all writes one file per format: give a folder for them with -o (e.g. -o .)")
     try:
         whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=list(map_path) or None,
                              decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall_path,
@@ -245,22 +248,30 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
                                 word_timestamps=word_timestamps, batch_size=batch_size)
     engine = encoder_name(whisper, compute_type)
     mapped, fork = bool(map_path) or recall_path is not None, getattr(whisper, "drafting", False)
+    formats = FORMATS if fmt == "all" else (fmt,)
     failed = 0
     for path in files:
         bar, update = _progress_bar(path)
-        out = _Output(path, fmt, output_dir, many=len(files) > 1)
+        outs = [_Output(path, f, output_dir, many=len(files) > 1) for f in formats]
+
+        def on_segment(segment, outs=outs):
+            for out in outs:
+                out.segment(segment)
+
         try:
-            result = transcribe_file(whisper, path, options, progress=update, on_segment=out.segment)
+            result = transcribe_file(whisper, path, options, progress=update, on_segment=on_segment)
         except (AudioError, RuntimeError, ValueError, MemoryError) as exc:
             failed += 1
-            report(_failure(path, exc, out.abandon()))
+            report(_failure(path, exc, [p for p in (out.abandon() for out in outs) if p is not None]))
             continue
-        except BaseException:  # Ctrl-C: the segments decoded so far stay in the partial file
-            out.abandon()
+        except BaseException:  # Ctrl-C: the segments decoded so far stay in the partial files
+            for out in outs:
+                out.abandon()
             raise
         finally:
             bar.close()
-        out.finish(result)
+        for out in outs:
+            out.finish(result)
         click.echo(_summary(result, engine, drafting_note(result.stats, mapped, fork)), err=True)
     if failed:
         fail(f"{failed} of {len(files)} file(s) failed")

@@ -291,3 +291,41 @@ def test_summary_names_the_encoder_and_whether_drafting_ran():
     assert drafting_note(stats, mapped=True, fork=True) == "drafting ran on 2 of 4 window(s)"
     assert drafting_note(stats, mapped=False, fork=True) == "drafting off (no --map or --recall)"
     assert "engine fork is not installed" in drafting_note({}, mapped=True, fork=False)
+
+
+def _fake_run(monkeypatch, tmp_path, *args, segments=()):
+    """`tokenmap transcribe ARGS` of a one-second tone with a fake model: (result, the kwargs it got)."""
+    import tokenmap.transcriber as transcriber
+
+    fake = _FakeModel(segments)
+    monkeypatch.setattr(transcriber, "load_model", lambda *a, **k: fake)
+    audio = tmp_path / "tone.wav"
+    _write_wav(audio, (3000 * np.sin(np.arange(16000) / 5)).astype(int))
+    return run(*args, audio), fake.kwargs
+
+
+def test_format_all_writes_every_format(monkeypatch, tmp_path):
+    from tokenmap.writers import FORMATS
+
+    out = tmp_path / "out"
+    result, _ = _fake_run(monkeypatch, tmp_path, "-f", "all", "-o", out, segments=_segments(2))
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"tone.{fmt}" for fmt in FORMATS)
+    assert all("number 1" in (out / f"tone.{fmt}").read_text() for fmt in FORMATS)
+    result, _ = _fake_run(monkeypatch, tmp_path, "-f", "all")
+    assert result.exit_code == 2 and "-f all writes one file per format" in result.stderr
+
+
+def test_word_timestamps_time_the_srt_and_vtt_cues(data_dir, tmp_path):
+    """--word-timestamps -f all: the srt and vtt cues are lines of words, timed by the json's words."""
+    result = run("-l", "en", "--word-timestamps", "-f", "all", "-o", tmp_path, data_dir / "en-agent-pass.flac")
+    assert result.exit_code == 0, result.output
+    words = [w for s in json.loads((tmp_path / "en-agent-pass.json").read_text())["segments"] for w in s["words"]]
+    srt = (tmp_path / "en-agent-pass.srt").read_text().strip().split("\n\n")
+    vtt = (tmp_path / "en-agent-pass.vtt").read_text().split("\n\n")[1:]
+    assert len(srt) == len(vtt) >= 2  # 53 characters: two lines
+    first = srt[0].splitlines()
+    count = len(first[2].split())
+    assert first[1] == f"00:00:{words[0]['start']:06.3f} --> 00:00:{words[count - 1]['end']:06.3f}".replace(".", ",")
+    assert vtt[0].splitlines()[0] == first[1].replace(",", ".")
+    assert " ".join(block.splitlines()[2] for block in srt) == " ".join(w["word"].strip() for w in words)
