@@ -10,6 +10,7 @@ import click
 
 from tokenmap.writers import FORMATS, STREAMED, SegmentWriter
 
+from .decoding import decoding_kwargs, decoding_options, epilog
 from .errors import fail, report
 from .options import encoder_option
 
@@ -161,7 +162,7 @@ def _failure(path: str, exc: Exception, partials: list[Path]) -> str:
     return line + (f"; the segments decoded before are in {', '.join(map(str, partials))}" if partials else "")
 
 
-@click.command()
+@click.command(epilog=epilog())
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--model", "-m", default="base", show_default=True,
               help="Packaged name (base, tiny.en), CTranslate2 model directory, or faster-whisper model name.")
@@ -192,11 +193,12 @@ def _failure(path: str, exc: Exception, partials: list[Path]) -> str:
               help="CPU threads for CTranslate2 [default: all visible cores, at most 8].")
 @click.option("--beam-size", type=click.IntRange(1, 16), default=1, show_default=True,
               help="1 is greedy decoding (the speculative path); >1 uses plain beam search.")
-@click.option("--vad/--no-vad", default=True, show_default=True,
+@click.option("--vad/--no-vad", "--vad-filter/--no-vad-filter", "vad", default=True, show_default=True,
               help="Skip non-speech with Silero VAD before decoding. On by default: without it, Whisper repeated "
                    "or invented sentences after pauses of a few seconds (a LibriVox passage with 7 s pauses: WER "
                    "12.7 % against 1.4 %); on single prompts and 25 s call windows it changed about one transcript "
-                   "in twenty, either way. --no-vad decodes every sound, e.g. a one-syllable prompt VAD may drop.")
+                   "in twenty, either way. --no-vad decodes every sound, e.g. a one-syllable prompt VAD may drop. "
+                   "--vad-* below tune it.")
 @click.option("--batch-size", type=click.IntRange(1, 64), default=1, show_default=True,
               help="1: decode window after window, each with the text before it as prompt (the quality "
                    "default). N > 1: decode the speech chunks VAD finds N at a time with faster-whisper's "
@@ -212,8 +214,10 @@ def _failure(path: str, exc: Exception, partials: list[Path]) -> str:
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write FILE-stem.FORMAT files here instead of printing. txt, srt, vtt and tsv are written "
                    "segment by segment into FILE-stem.FORMAT.partial, renamed when the file is done.")
+@decoding_options
 def transcribe(files, model, map_path, recall_path, language, task, compute_type, decoder_compute_type, exact,
-               encoder, audio_context, threads, beam_size, vad, batch_size, word_timestamps, fmt, output_dir):
+               encoder, audio_context, threads, beam_size, vad, batch_size, word_timestamps, fmt, output_dir,
+               **decoding):
     """Transcribe audio FILES (any format FFmpeg reads) with Whisper.
 
     \b
@@ -224,6 +228,12 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
       tokenmap transcribe --map maint.tmap --map incar.tmap report.wav
       tokenmap transcribe --map ivr.tmap --recall prompts.trec call.wav
       tokenmap transcribe --audio-context auto --map ivr.tmap -l en prompt.wav
+
+    \b
+    With faster-whisper's decoding options:
+      tokenmap transcribe --initial-prompt "Asterisk PBX, voicemail, PIN." call.wav
+      tokenmap transcribe --beam-size 5 --temperature 0 --no-condition-on-previous-text talk.wav
+      tokenmap transcribe --word-timestamps -f all -o subs/ talk.wav
 
     A summary line per file goes to stderr: audio duration, wall time,
     real-time factor, language, the encoder (engine and precision), whether
@@ -236,6 +246,8 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
 
     if fmt == "all" and output_dir is None:
         raise click.UsageError("-f all writes one file per format: give a folder for them with -o (e.g. -o .)")
+    fw_kwargs = decoding_kwargs(decoding, batched=batch_size > 1)
+
     try:
         whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=list(map_path) or None,
                              decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall_path,
@@ -245,7 +257,7 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
     options = TranscribeOptions(language=language, task=task, beam_size=beam_size, vad=vad,
-                                word_timestamps=word_timestamps, batch_size=batch_size)
+                                word_timestamps=word_timestamps, batch_size=batch_size, decoding=fw_kwargs)
     engine = encoder_name(whisper, compute_type)
     mapped, fork = bool(map_path) or recall_path is not None, getattr(whisper, "drafting", False)
     formats = FORMATS if fmt == "all" else (fmt,)

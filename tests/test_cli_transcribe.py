@@ -273,25 +273,7 @@ def test_a_failure_keeps_the_segments_decoded_and_says_where(monkeypatch, tmp_pa
     assert result.exit_code == 1 and "partial" not in result.stderr and not list(out.glob("*.partial"))
 
 
-def test_summary_names_the_encoder_and_whether_drafting_ran():
-    from types import SimpleNamespace as NS
-
-    from tokenmap_cli.cmd_transcribe import drafting_note, encoder_name
-
-    openvino = NS(engine="openvino", precision="bf16")
-    stock = NS(engine="stock", precision="int8")
-    assert encoder_name(NS(model=NS(encoder=openvino)), "int8") == "openvino bf16"
-    assert encoder_name(NS(model=NS(encoder=stock)), "int8") == "ctranslate2 stock int8"
-    routed = NS(engine="openvino+stock", precision="f32+int8", routes=[(2000, NS(engine="openvino", precision="f32")),
-                                                                       (3000, stock)])
-    assert encoder_name(NS(model=NS(encoder=routed)), "int8") == \
-        "openvino f32 up to 20 s and ctranslate2 stock int8 beyond"
-    assert encoder_name(NS(model=object()), "float32") == "ctranslate2 float32"  # faster-whisper's model alone
-    stats = {"windows": 3, "plain_windows": 1, "fallbacks": 1}
-    assert drafting_note(stats, mapped=True, fork=True) == "drafting ran on 2 of 4 window(s)"
-    assert drafting_note(stats, mapped=False, fork=True) == "drafting off (no --map or --recall)"
-    assert "engine fork is not installed" in drafting_note({}, mapped=True, fork=False)
-
+# -- faster-whisper's transcribe parameters on the command line -----------------------------------
 
 def _fake_run(monkeypatch, tmp_path, *args, segments=()):
     """`tokenmap transcribe ARGS` of a one-second tone with a fake model: (result, the kwargs it got)."""
@@ -302,6 +284,103 @@ def _fake_run(monkeypatch, tmp_path, *args, segments=()):
     audio = tmp_path / "tone.wav"
     _write_wav(audio, (3000 * np.sin(np.arange(16000) / 5)).astype(int))
     return run(*args, audio), fake.kwargs
+
+
+def test_every_faster_whisper_parameter_has_an_option_or_a_reason():
+    import inspect
+
+    import faster_whisper
+
+    from tokenmap_cli.cmd_transcribe import transcribe
+    from tokenmap_cli.decoding import PARAMETERS
+
+    expected = [name for name in inspect.signature(faster_whisper.WhisperModel.transcribe).parameters
+                if name != "self"]
+    assert list(PARAMETERS) == expected
+    options = {opt for param in transcribe.params for opt in param.opts + param.secondary_opts}
+    for name, where in PARAMETERS.items():
+        named = re.findall(r"--[a-z-]+[a-z]", where)
+        assert named or where == "FILES" or where.startswith("not an option: "), name
+        assert set(named) <= options, (name, set(named) - options)
+    help_text = run("--help").output
+    for name in expected:
+        assert name in help_text
+
+
+def test_defaults_are_the_python_apis(monkeypatch, tmp_path):
+    """With no option, transcribe gets tokenmap.WhisperModel.transcribe's defaults, VAD apart."""
+    from tokenmap.whisper import transcribe_signature
+
+    result, kwargs = _fake_run(monkeypatch, tmp_path)
+    assert result.exit_code == 0, result.output
+    defaults = {name: p.default for name, p in transcribe_signature().parameters.items()}
+    assert kwargs.pop("vad_filter") is True and defaults["vad_filter"] is False  # on by default: --vad's help
+    for name, value in kwargs.items():
+        assert value == defaults[name], name
+    assert kwargs["temperature"] == [0.0, 0.2, 0.4, 0.6, 0.8, 1.0] and kwargs["beam_size"] == 1
+    assert "vad_parameters" not in kwargs and "without_timestamps" not in kwargs  # each path keeps its own
+
+
+def test_decoding_options_reach_faster_whisper(monkeypatch, tmp_path):
+    result, kwargs = _fake_run(
+        monkeypatch, tmp_path, "--initial-prompt", "Asterisk PBX, PIN.", "--temperature", "0", "--best-of", "3",
+        "--patience", "1.5", "--beam-size", "4", "--no-condition-on-previous-text", "--hotwords", "pound key",
+        "--prefix", "Please", "--compression-ratio-threshold", "none", "--log-prob-threshold", "-2",
+        "--no-speech-threshold", "0.4", "--suppress-tokens", "none", "--max-new-tokens", "50",
+        "--hallucination-silence-threshold", "2", "--word-timestamps", "--without-timestamps", "--no-vad-filter",
+        "--vad-threshold", "0.6", "--vad-min-silence-ms", "500", "--vad-speech-pad-ms", "200",
+        "--clip-timestamps", "0,5,9", "--chunk-length", "20", "--multilingual", "--repetition-penalty", "1.2",
+        "--language-detection-segments", "2")
+    assert result.exit_code == 0, result.output
+    assert kwargs["initial_prompt"] == "Asterisk PBX, PIN." and kwargs["hotwords"] == "pound key"
+    assert kwargs["temperature"] == 0.0 and kwargs["best_of"] == 3 and kwargs["patience"] == 1.5
+    assert kwargs["beam_size"] == 4 and kwargs["condition_on_previous_text"] is False
+    assert kwargs["compression_ratio_threshold"] is None and kwargs["log_prob_threshold"] == -2.0
+    assert kwargs["no_speech_threshold"] == 0.4 and kwargs["suppress_tokens"] == []
+    assert kwargs["vad_filter"] is False and kwargs["without_timestamps"] is True
+    assert kwargs["vad_parameters"] == {"threshold": 0.6, "min_silence_duration_ms": 500, "speech_pad_ms": 200}
+    assert kwargs["clip_timestamps"] == "0,5,9" and kwargs["chunk_length"] == 20
+    assert kwargs["prefix"] == "Please" and kwargs["max_new_tokens"] == 50 and kwargs["multilingual"] is True
+    assert kwargs["hallucination_silence_threshold"] == 2.0 and kwargs["repetition_penalty"] == 1.2
+    assert kwargs["word_timestamps"] is True and kwargs["language_detection_segments"] == 2
+    result, kwargs = _fake_run(monkeypatch, tmp_path, "--temperature", "0,0.5,1", "--suppress-tokens", "-1,220")
+    assert kwargs["temperature"] == [0.0, 0.5, 1.0] and kwargs["suppress_tokens"] == [-1, 220]
+    for bad in (["--temperature", "hot"], ["--temperature", "5"], ["--clip-timestamps", "4,2"],
+                ["--suppress-tokens", "a"], ["--compression-ratio-threshold", "high"]):
+        result, _ = _fake_run(monkeypatch, tmp_path, *bad)
+        assert result.exit_code == 2 and bad[0] in result.stderr and "Traceback" not in result.output
+
+
+def test_batched_decoding_gets_the_pipelines_forms():
+    import click
+
+    from tokenmap_cli.cmd_transcribe import transcribe
+    from tokenmap_cli.decoding import decoding_kwargs
+
+    ctx = transcribe.make_context("transcribe", ["x.wav", "--clip-timestamps", "0,5,9,12", "--vad-threshold", "0.6"])
+    values = {k: v for k, v in ctx.params.items()}
+    kwargs = decoding_kwargs(values, batched=True)
+    assert kwargs["clip_timestamps"] == [{"start": 0.0, "end": 5.0}, {"start": 9.0, "end": 12.0}]
+    assert kwargs["vad_parameters"] == {"min_silence_duration_ms": 160, "threshold": 0.6}  # the pipeline's base
+    assert decoding_kwargs(values, batched=False)["vad_parameters"] == {"threshold": 0.6}
+    for args, message in ((["--clip-timestamps", "0,5,9"], "START,END pairs"),
+                          (["--vad-max-speech-s", "10"], "--vad-max-speech-s does not apply")):
+        values = transcribe.make_context("transcribe", ["x.wav", *args]).params
+        with pytest.raises(click.UsageError, match=message):
+            decoding_kwargs(values, batched=True)
+
+
+def test_options_decode_with_the_real_model(data_dir):
+    """The options' values are ones faster-whisper takes, window after window and batched."""
+    audio = data_dir / "en-agent-pass.flac"
+    result = run("-l", "en", "--temperature", "0,0.4", "--initial-prompt", "Voicemail. PIN.", "--hotwords", "pound",
+                 "--vad-threshold", "0.4", "--vad-min-silence-ms", "500", "--suppress-tokens", "none",
+                 "--max-new-tokens", "40", "--no-condition-on-previous-text", audio)
+    assert result.exit_code == 0, result.output
+    assert "password" in result.stdout.lower()
+    result = run("-l", "en", "--batch-size", "2", "--vad-threshold", "0.4", "--clip-timestamps", "0,3.3", audio)
+    assert result.exit_code == 0, result.output
+    assert "password" in result.stdout.lower()
 
 
 def test_format_all_writes_every_format(monkeypatch, tmp_path):
@@ -329,3 +408,23 @@ def test_word_timestamps_time_the_srt_and_vtt_cues(data_dir, tmp_path):
     assert first[1] == f"00:00:{words[0]['start']:06.3f} --> 00:00:{words[count - 1]['end']:06.3f}".replace(".", ",")
     assert vtt[0].splitlines()[0] == first[1].replace(",", ".")
     assert " ".join(block.splitlines()[2] for block in srt) == " ".join(w["word"].strip() for w in words)
+
+
+def test_summary_names_the_encoder_and_whether_drafting_ran():
+    from types import SimpleNamespace as NS
+
+    from tokenmap_cli.cmd_transcribe import drafting_note, encoder_name
+
+    openvino = NS(engine="openvino", precision="bf16")
+    stock = NS(engine="stock", precision="int8")
+    assert encoder_name(NS(model=NS(encoder=openvino)), "int8") == "openvino bf16"
+    assert encoder_name(NS(model=NS(encoder=stock)), "int8") == "ctranslate2 stock int8"
+    routed = NS(engine="openvino+stock", precision="f32+int8", routes=[(2000, NS(engine="openvino", precision="f32")),
+                                                                       (3000, stock)])
+    assert encoder_name(NS(model=NS(encoder=routed)), "int8") == \
+        "openvino f32 up to 20 s and ctranslate2 stock int8 beyond"
+    assert encoder_name(NS(model=object()), "float32") == "ctranslate2 float32"  # faster-whisper's model alone
+    stats = {"windows": 3, "plain_windows": 1, "fallbacks": 1}
+    assert drafting_note(stats, mapped=True, fork=True) == "drafting ran on 2 of 4 window(s)"
+    assert drafting_note(stats, mapped=False, fork=True) == "drafting off (no --map or --recall)"
+    assert "engine fork is not installed" in drafting_note({}, mapped=True, fork=False)

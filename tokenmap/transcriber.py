@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import faster_whisper
@@ -46,7 +46,9 @@ class TranscribeOptions:
     in long pauses. ``batch_size`` above 1 decodes the file's speech chunks that many at a time
     with :class:`tokenmap.batched.BatchedInferencePipeline` around the model (no previous text as
     prompt, no temperature fallback; needs ``vad`` on a file over 30 s); 1 decodes window after
-    window, each conditioned on the text before it.
+    window, each conditioned on the text before it. ``decoding`` holds any further keyword arguments
+    of faster-whisper's ``transcribe`` (``temperature``, ``initial_prompt``, ``vad_parameters``, ...),
+    passed as given; what it leaves out keeps the model's default.
     """
 
     language: str | None = None
@@ -55,6 +57,7 @@ class TranscribeOptions:
     vad: bool = True
     word_timestamps: bool = False
     batch_size: int = 1
+    decoding: dict = field(default_factory=dict)
 
     def as_kwargs(self) -> dict:
         return {
@@ -63,6 +66,7 @@ class TranscribeOptions:
             "beam_size": self.beam_size,
             "vad_filter": self.vad,
             "word_timestamps": self.word_timestamps,
+            **self.decoding,
         }
 
 
@@ -169,7 +173,12 @@ def _transcribe(model, audio: np.ndarray, options: TranscribeOptions):
     if getattr(model, "drafting", False):
         model.model.take_stats()  # this file's counters only
     pipeline = BatchedInferencePipeline(model=model)  # faster-whisper's, features batch by batch
-    return pipeline.transcribe(audio, batch_size=options.batch_size, **options.as_kwargs())
+    kwargs = options.as_kwargs()
+    if kwargs.get("clip_timestamps"):  # spans past the end would make faster-whisper count negative silence
+        duration = len(audio) / SAMPLE_RATE
+        kwargs["clip_timestamps"] = [{"start": c["start"], "end": min(c["end"], duration)}
+                                     for c in kwargs["clip_timestamps"] if c["start"] < duration]
+    return pipeline.transcribe(audio, batch_size=options.batch_size, **kwargs)
 
 
 def _timing(duration: float, started: float) -> dict:
