@@ -23,7 +23,9 @@ from .errors import fail
               show_default=True, help="As for `tokenmap transcribe`: the curve is measured for the decoder's "
                                       "precision (auto: as --compute-type, float32 with --exact).")
 @click.option("--exact", is_flag=True, help="Calibrate the float32 decoder that `tokenmap transcribe --exact` uses.")
-@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256), help="intra_threads.")
+@click.option("--threads", default=None, type=click.IntRange(1, 256),
+              help="CPU threads (intra_threads); a curve serves transcriptions with as many threads "
+                   "[default: as `tokenmap transcribe`: all visible cores, at most 8].")
 @click.option("--max-tokens", default=32, show_default=True, type=click.IntRange(1, 64),
               help="Measure batches of 1..N tokens.")
 @click.option("--reps", default=5, show_default=True, type=click.IntRange(1, 100), help="Repetitions (median).")
@@ -40,10 +42,12 @@ def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tok
 
     from tokenmap.decode.calibration import calibrate as measure
     from tokenmap.decode.cost import calibration_path, save_cost_model
+    from tokenmap.runtime.engine import default_threads
     from tokenmap.runtime.nativelib import row_math_status
     from tokenmap.runtime.precision import decoder_compute_type as decoder_type
     from tokenmap.textok import TokenizerError, model_dir_for
 
+    threads = threads or default_threads()  # the count `tokenmap transcribe` runs with, so its curve applies
     try:
         model_dir = model_dir_for(model)
     except TokenizerError as exc:
