@@ -50,12 +50,12 @@ class Display:
             sys.stdout.flush()
 
 
-def summary_line(s: dict, interrupted: bool) -> str:
+def summary_line(s: dict, interrupted: bool, language: str | None = None) -> str:
     def fmt(v, spec, unit=""):
         return "-" if v is None else f"{v:{spec}}{unit}"
 
     return (
-        f"{'interrupted; ' if interrupted else ''}{s['updates']} updates, "
+        f"{'interrupted; ' if interrupted else ''}language {language or '-'}; {s['updates']} updates, "
         f"decode {s['decode_ms_per_update']:.0f} ms/update"
         f" (scratch {fmt(s['scratch_ms_per_update'], '.0f', ' ms')}, "
         f"cost {fmt(s['decode_cost_vs_scratch'], '.2f', 'x')},"
@@ -74,7 +74,10 @@ def summary_line(s: dict, interrupted: bool) -> str:
 @click.option("--model", "-m", default="base", show_default=True, help="Packaged name, CT2 directory or model name.")
 @click.option("--map", "map_path", type=click.Path(dir_okay=False, path_type=str), default=None,
               help="Token map: drafts beyond the previous hypothesis.")
-@click.option("--language", "-l", default="en", show_default=True, help="Language code; 'auto' detects it.")
+@click.option("--language", "-l", default=None,
+              help="Spoken language code (en, es, fr…); detected when omitted (or 'auto'): on the growing buffer at "
+                   "each update until two updates in a row agree on a likely language; nothing is committed "
+                   "before.")
 @click.option("--update", "update", type=click.FloatRange(0.2, 10.0), default=1.0, show_default=True,
               help="Seconds of audio between updates.")
 @click.option("--realtime", is_flag=True, help="Play the file at wall-clock speed (default: as fast as possible).")
@@ -131,7 +134,8 @@ def stream(source, model, map_path, language, update, realtime, beta, mask_k, js
     display.close()
     s = st.metrics.summary(mask_k)
     if jsonl:
-        click.echo(json.dumps({"summary": s, "text": st.committed_text, "interrupted": interrupted}))
+        click.echo(json.dumps({"summary": s, "text": st.committed_text, "language": st.language,
+                               "interrupted": interrupted}))
         return
     # committed text was written line by line as it was committed (also when interrupted)
-    click.echo(summary_line(s, interrupted), err=True)
+    click.echo(summary_line(s, interrupted, st.language), err=True)

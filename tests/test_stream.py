@@ -333,3 +333,51 @@ def test_a_short_buffer_is_encoded_on_a_short_context_and_costs_less_than_30s(en
     assert summary["update_cost_vs_30s"] < 1.0  # an encoder of a third of the frames, and drafts
     full, _ = _run(engine32, audio, update_seconds=3.0)
     assert st.committed_text.split()[:6] == full.committed_text.split()[:6]
+
+
+class _ScriptedDetection:
+    """The model, except that ``detect_language`` answers from ``script`` (language, probability), in turn."""
+
+    def __init__(self, model, script):
+        self.model, self.script, self.calls = model, list(script), 0
+
+    def detect_language(self, enc):
+        language, p = self.script[min(self.calls, len(self.script) - 1)]
+        self.calls += 1
+        return [[(f"<|{language}|>", p)]]
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+@pytest.mark.model
+def test_without_a_language_each_update_detects_until_two_agree_and_nothing_commits_before(engine32, data_dir):
+    from tokenmap.audio import load_audio
+    from tokenmap.stream.live import StreamModel
+
+    audio = load_audio(data_dir / "en-basic-pbx-ivr-main.flac")[: 16_000 * 5]
+    script = [("nl", 0.3), ("en", 0.8), ("it", 0.9), ("en", 0.6), ("en", 0.95), ("de", 0.99)]
+    scripted = _ScriptedDetection(engine32.model, script)
+    engine = StreamModel(scripted, engine32.special, engine32.tokenizer, cost=engine32.cost, context="auto")
+    st, updates = _run(engine, audio, language=None)
+    assert scripted.calls == 5  # settled by the 5th update: en twice in a row, both times at least 0.5
+    assert st.language == "en" and not st.detecting
+    assert all(not u.new_committed_text for u in updates[:4])
+    assert "thank you for calling" in st.committed_text.lower()
+    st, _ = _run(engine32, audio, language="en")  # a language given: never detected
+    assert st.language == "en" and not st.detecting
+
+
+@pytest.mark.model
+def test_stream_detects_the_language_like_transcribe(data_dir):
+    """`tokenmap stream` without -l: Spanish, although its first second sounds like Dutch."""
+    import json
+
+    from click.testing import CliRunner
+
+    from tokenmap_cli.main import cli
+
+    result = CliRunner().invoke(cli, ["stream", "--threads", "2", "--jsonl", str(data_dir / "es-conf-getpin.flac")])
+    assert result.exit_code == 0, result.output
+    last = json.loads(result.stdout.strip().splitlines()[-1])
+    assert last["language"] == "es" and "conferencia" in last["text"].lower()

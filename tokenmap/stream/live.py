@@ -26,6 +26,12 @@ none, the whole hypothesis). A hypothesis whose no-speech probability is high
 and average log-probability low counts as silence: the buffer is then cut to
 its last second, so long pauses never grow it.
 
+Language detection (``language=None``): every update detects the language on the buffer, until
+two updates in a row name the same language with at least :data:`DETECTION_THRESHOLD` probability
+(faster-whisper's ``language_detection_threshold``); each update decodes in the language it
+detected, and nothing is committed before the language is settled (except when the buffer is full,
+or at the end, which settle it too). An English-only model transcribes English.
+
 Biased verification (paper eq. 5): at a position where the previous
 hypothesis drafts ``d`` and greedy chooses ``c``, ``d`` is kept when
 ``(1-beta) P(d) + beta >= (1-beta) P(c)`` on the softmax of the rule-filtered
@@ -66,6 +72,9 @@ from tokenmap.stream.segments import TS_SECONDS, TokenSegment, agreed_segments, 
 
 logger = logging.getLogger("tokenmap")
 
+#: the probability at which a detected language counts (faster-whisper's ``language_detection_threshold``)
+DETECTION_THRESHOLD = 0.5
+
 
 
 @dataclass(frozen=True)
@@ -74,7 +83,8 @@ class StreamOptions:
     ``mask_k``: display-only mask of the last k tentative tokens; ``agreement``: hypotheses that must
     agree before a segment commits; ``scratch``: also decode every update from scratch
     (``"generate"`` or ``"reference"``, step-wise greedy) to time and check it;
-    ``recheck_margin``: see :func:`tokenmap.decode.speculative.decode_window` (int8 near-ties)."""
+    ``recheck_margin``: see :func:`tokenmap.decode.speculative.decode_window` (int8 near-ties);
+    ``language`` None: detect it (module docstring)."""
 
     update_seconds: float = 1.0
     beta: float = 0.0
@@ -192,6 +202,10 @@ class StreamTranscriber:
         sp = engine.special
         self.ts0, self.ts_end = sp.timestamp_begin, sp.timestamp_end
         self.language = options.language
+        if self.language is None and not getattr(engine.model, "is_multilingual", True):
+            self.language = "en"  # faster-whisper's answer for an English-only model
+        self.detecting = self.language is None  # the language may still change (module docstring)
+        self._detected: str | None = None  # the last update's language, when it was likely enough
         self.buffer = np.zeros(0, np.float32)
         self.offset = 0.0  # absolute time of the buffer's first sample
         self.committed: list[int] = []
@@ -240,8 +254,8 @@ class StreamTranscriber:
             t = time.perf_counter()
             enc = self.engine.encode(self.buffer)
             enc_s = time.perf_counter() - t
-            if self.language is None:
-                self.language = self._detect(enc)
+            if self.detecting:
+                self._detect(enc)
             prompt = self.prompt()
             dec = self.decode(enc, prompt, draft)
             short = self.engine.frames(self.buffer) < WINDOW_FRAMES
@@ -260,6 +274,8 @@ class StreamTranscriber:
             tokens = [] if silent else dec.tokens
         segments = parse_segments(tokens, self.ts0)
         commit = len(segments) if final else self._commit_count(segments, buffer_seconds)
+        if commit or final:
+            self.detecting = False
         elapsed = time.perf_counter() - started
         new_text, latencies = self._commit(segments[:commit], audio_end + elapsed)
         self._trim(tokens, segments, commit, final)
@@ -277,11 +293,15 @@ class StreamTranscriber:
         return StreamUpdate(record.index, audio_end, self.committed_text, new_text,
                             self.engine.text(shown).strip(), final, record)
 
-    def _detect(self, enc) -> str:
+    def _detect(self, enc) -> None:
+        """Detect the buffer's language; settle it when the last update named it too, both likely enough."""
         result = self.engine.model.detect_language(enc)[0]
-        language = result[0][0].strip("<|>")
-        logger.info("detected language %s (p=%.2f)", language, result[0][1])
-        return language
+        language, probability = result[0][0].strip("<|>"), result[0][1]
+        self.language = language
+        likely = probability >= DETECTION_THRESHOLD
+        self.detecting = not (likely and language == self._detected)
+        self._detected = language if likely else None
+        logger.info("detected language %s (p=%.2f)%s", language, probability, "" if self.detecting else ", settled")
 
     def next_draft(self) -> list[int]:
         """The draft of the next update: the previous update's hypothesis."""
@@ -311,7 +331,8 @@ class StreamTranscriber:
 
     def _commit_count(self, segments: list[TokenSegment], buffer_seconds: float) -> int:
         need = self.options.agreement - 1
-        count = agreed_segments(segments, self.history[-need:]) if len(self.history) >= need else 0
+        agreed = len(self.history) >= need and not self.detecting  # nothing commits before the language settles
+        count = agreed_segments(segments, self.history[-need:]) if agreed else 0
         closed = sum(1 for s in segments if s.stop is not None)
         cut = segments[count - 1].stop if count else 0.0
         if buffer_seconds - cut + self.options.update_seconds > self.options.max_buffer_seconds:
