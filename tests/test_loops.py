@@ -133,6 +133,8 @@ def test_plain_generate_is_stopped_by_a_short_maximum_length():
     gen = ScriptedGenerate([looping, long_legit, short], [False, True, True])
     results, report = generate_stopping(gen, None, [prompt] * 3, LoopOptions(), TS, seconds=2.0, beam_size=1)
     assert results[0].sequences_ids[0] == [TS, 40, 41, 42] and results[0].loop.unit == (40, 41, 42)
+    assert loops.decoded_tokens(results[0]) == looping[: results[0].loop.stop]  # what the guards judge
+    assert loops.decoded_tokens(results[2]) == short
     assert results[1].sequences_ids[0] == long_legit  # decoded again with more steps: the uncapped tokens
     assert results[2].sequences_ids[0] == short
     assert report.loops == 1 and [r for r, _, _ in report.stopped_rows] == [0]
@@ -251,6 +253,8 @@ def test_the_drafting_loop_stops_a_crafted_loop(engine, special, crafted_loop, v
         assert result.stats.tokens <= 30  # stopped as it started, not at 224 tokens
         assert result.tokens == [special.timestamp_begin] + thank_you
         assert not result.finished
+        decoded = loops.decoded_tokens(loops.window_as_result(result))
+        assert decoded[: result.loop.stop] == full[: result.loop.stop]  # the loop as it was decoded
     short = dict(KW, max_length=60)
     off = decode_window(engine, enc, prompt, special, NoDrafts(), loop=None, **short)
     assert off.loop is None and off.tokens == engine.generate(enc, [prompt], **short)[0].sequences_ids[0]

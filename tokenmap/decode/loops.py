@@ -206,6 +206,26 @@ class Result:
     scores: list
     no_speech_prob: float = 0.0
     loop: Loop | None = None  # where the first hypothesis was stopped (None: it was not)
+    decoded: list | None = None  # the first hypothesis as decoded up to the stop, the repetition included
+
+
+def decoded_tokens(result) -> list:
+    """A ``generate`` result's first hypothesis as it was decoded: up to the stop, the repetition included,
+    where the loop stop cut it (what the guards judge); else its tokens."""
+    decoded = getattr(result, "decoded", None)
+    return list(decoded if decoded is not None else result.sequences_ids[0])
+
+
+def window_as_result(window) -> "Result":
+    """The drafting loop's :class:`tokenmap.decode.speculative.WindowResult` as a ``generate`` result; a stopped
+    window's ``decoded`` tokens are its kept tokens and its unit again up to the stop."""
+    decoded = None
+    if window.loop is not None:
+        decoded = list(window.tokens)
+        unit = list(window.loop.unit) or [0]
+        while len(decoded) < window.loop.stop:
+            decoded.extend(unit)
+    return Result([list(window.tokens)], [window.score], window.no_speech_prob or 0.0, window.loop, decoded)
 
 
 @dataclass
@@ -280,7 +300,8 @@ def _cut_result(result, limit: int, options, timestamp_begin, eot, report: Stopp
             report.stopped_rows.append((row, loop, sequence))
     if not changed:
         return result
-    return Result(sequences, list(result.scores or []), getattr(result, "no_speech_prob", 0.0), first)
+    decoded = list(result.sequences_ids[0][: first.stop]) if first is not None else None
+    return Result(sequences, list(result.scores or []), getattr(result, "no_speech_prob", 0.0), first, decoded)
 
 
 class StoppingDecoder:
