@@ -167,9 +167,10 @@ def load_state(options: BenchOptions, maps: BenchMaps) -> RunState:
 
 
 def stock_runner(state: RunState, system: str):
-    """``stock`` / ``stock-e2e`` / ``stock-untuned-e2e`` on the utterance the stock process last prepared;
+    """``stock`` / ``stock-e2e`` / ``stock-untuned-e2e`` / ``stock-defaults-e2e`` (untuned, faster-whisper's own
+    defaults: beam 5, temperature fallback) on the utterance the stock process last prepared;
     ``Output.stats["timed_s"]`` is the time measured inside that process."""
-    server = state.stock_untuned if system.startswith("stock-untuned") else state.stock
+    server = state.stock_untuned if system.startswith(("stock-untuned", "stock-defaults")) else state.stock
     op = system.replace("-untuned", "")
 
     def run() -> sysm.Output:
@@ -274,6 +275,7 @@ def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, opti
             runners["stock-e2e"] = stock_runner(state, "stock-e2e")
             if state.stock_untuned is not None:
                 runners["stock-untuned-e2e"] = stock_runner(state, "stock-untuned-e2e")
+                runners["stock-defaults-e2e"] = stock_runner(state, "stock-defaults-e2e")
     return runners
 
 

@@ -37,7 +37,7 @@ DECODER_ORDER = ("greedy", "tokenmap", "tokenmap-learned", "tokenmap-recall", "t
                  "greedy-nots", "distil-spec", "stock")
 E2E_ORDER = ("fw-e2e", "tokenmap-nomap-e2e", "tokenmap-e2e", "tokenmap-exact-e2e", "tokenmap-short-e2e",
              "tokenmap-short-nomap-e2e", "tokenmap-mismatch-e2e", "tokenmap-recall-e2e", "stock-e2e",
-             "stock-untuned-e2e")
+             "stock-untuned-e2e", "stock-defaults-e2e")
 
 
 def fmt(x, digits: int = 2) -> str:
@@ -282,8 +282,9 @@ compared with greedy without timestamps). `S vs stock` divides stock's time by o
 `stock-e2e`) runs with the OpenMP thread wait, BLAS thread and glibc malloc settings tokenmap applies to itself \
 (`OMP_WAIT_POLICY=ACTIVE GOMP_SPINCOUNT=100000 OPENBLAS_NUM_THREADS=1 MALLOC_ARENA_MAX=1 MALLOC_MMAP_MAX_=0 \
 MALLOC_TRIM_THRESHOLD_=536870912 MALLOC_TOP_PAD_=67108864`): the anchor of every end-to-end figure. *Untuned \
-stock* (`stock-untuned-e2e`) runs with faster-whisper's defaults, as users run it today. Both decode greedily at \
-temperature 0 (no fallback).
+stock* (`stock-untuned-e2e`) runs without those settings. Both decode greedily at temperature 0 (no \
+fallback). *faster-whisper's defaults* (`stock-defaults-e2e`) is untuned stock calling \
+`transcribe(audio, language=...)` with nothing else: beam 5, the temperature fallback, the previous text as prompt.
 - A_r = accepted / drafted draft tokens (eq. 4); A_l = accepted tokens per verified draft (eq. 5).
 - oracle fraction = (T_greedy − T_map) / (T_greedy − T_oracle): the share of a perfect drafter's saving the map gets.
 - identical = token-identical to greedy `generate` on the fork (int8 batched logits can flip near-ties).

@@ -8,13 +8,14 @@ Standalone on purpose: it imports only faster_whisper, ctranslate2 and numpy
 
 It times, on the utterance the harness names, ``stock`` = ``generate`` on
 its own encoder output of the first 30 s window (decode only) and
-``stock-e2e`` = a whole ``transcribe()`` (language given, VAD off, greedy).
+``stock-e2e`` = a whole ``transcribe()`` (language given, VAD off, greedy) and
+``stock-defaults-e2e`` = the same with faster-whisper's own defaults (beam 5, temperature fallback).
 
 It answers one JSON request per stdin line on stdout, so the
 main harness can time ``stock`` inside its own rotation of systems
 (:class:`tokenmap_bench.stock.StockServer`): ``{"op": "load", <job fields>}``,
 ``{"op": "prepare", "utt": {...}}`` (encode, untimed warm-up decode),
-``{"op": "stock"}`` / ``{"op": "stock-e2e"}`` (one timed run: ``seconds`` and
+``{"op": "stock"}`` / ``{"op": "stock-e2e"}`` / ``{"op": "stock-defaults-e2e"}`` (one timed run: ``seconds`` and
 ``token_ids`` or ``text``), ``{"op": "done"}`` (``peak_rss_mb``, ``versions``).
 Anything the libraries print goes to stderr.
 """
@@ -83,6 +84,11 @@ def serve(stdin, out):
                                                without_timestamps=not job["timestamps"], temperature=0.0)
                 return " ".join(s.text.strip() for s in segments)
             seconds, text = _timed(e2e)
+            answer = {"seconds": seconds, "text": text}
+        elif op == "stock-defaults-e2e":  # faster-whisper's own defaults: beam 5, temperature fallback
+            utt = current["utt"]
+            seconds, text = _timed(lambda: " ".join(s.text.strip() for s in model.transcribe(
+                utt["audio"], language=utt["lang"])[0]))
             answer = {"seconds": seconds, "text": text}
         elif op == "done":
             versions = {"ctranslate2": ctranslate2.__version__, "faster_whisper": faster_whisper.__version__}
