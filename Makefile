@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see docs/ENGINE.md).
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test lint setup engine stock-encoder packing rowmath models tools bench-data bench-wer bench-teacher bench-learn bench bench-quick bench-stock bench-map bench-hour shapes bench-sizes clean
+.PHONY: help demo test lint setup engine stock-encoder packing rowmath models tools bench-data bench-wer bench-teacher bench-learn bench bench-quick bench-report bench-stock bench-map bench-hour shapes bench-sizes clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
@@ -25,7 +25,8 @@ help:
 	@echo "make bench-teacher  the model's transcripts of the dev audio, for map mode taught"
 	@echo "make bench-learn the model's transcripts of the train split's 8 kHz prompts, and recall indexes"
 	@echo "make bench-quick the quick benchmark (about 10 minutes on 2 cores)"
-	@echo "make bench       the full benchmark; regenerates docs/FULL_RUN.md"
+	@echo "make bench       the full benchmark: its tables into results/kept/, then docs/BENCHMARKS.md"
+	@echo "make bench-report  write docs/BENCHMARKS.md from the kept results (results/kept/)"
 	@echo "make bench-map   map against no map file by file, every set, both audio contexts (~40 min on 2 cores)"
 	@echo "make bench-hour  an hour of real speech through transcribe: memory over time, RTF (3-9 minutes on 2 cores)"
 	@echo "make shapes      random-weight models of the shapes of small, medium, large-v3, turbo (~/.cache/tokenmap/shapes)"
@@ -45,7 +46,7 @@ engine:
 	$(PIP) install -q --disable-pip-version-check --force-reinstall --no-deps $(ENGINE)
 	$(PY) -c "from tokenmap.runtime.engine import require_step_api; require_step_api()"
 
-# Stock CTranslate2 for the encoder worker (tokenmap/runtime/stock_encoder.py): the encoder stock
+# Stock CTranslate2 for the encoder worker (tokenmap/runtime/stock_worker.py): the encoder stock
 # faster-whisper runs, not slower than the fork's, with output equal to the fork's within 1e-4
 # (bit for bit on the AMD EPYC measured; not promised on every CPU). A private directory that only the worker puts on its
 # path (the fork and stock cannot share a process); installed here, never at run time.
@@ -140,8 +141,20 @@ $(STOCK)/.installed:
 	$(STOCK)/bin/pip install -q --disable-pip-version-check faster-whisper==1.2.1 ctranslate2==4.8.5
 	touch $@
 
+# The mission's comparisons (map, plain greedy, distil-spec, oracle, fairness before and after --balance,
+# end to end against tuned stock), kept for docs/BENCHMARKS.md under the CPU kind KIND names.
+KIND ?= $(shell $(PY) -c "import sys; sys.path[:0] = ['benchmarks']; import report; print(report.cpu_kind())")
+ENCODER_AUTO ?= $(shell $(BIN)/tokenmap doctor 2>/dev/null | sed -n 's/^encoder  *//p' | cut -d' ' -f1-3)
+KEEP = $(PY) benchmarks/report.py keep "$$(ls -td results/2*/ | head -1)results.json" --section "$(KIND)" \
+	--encoder-auto "$(ENCODER_AUTO)"
 bench-quick: bench-data bench-stock
-	$(BIN)/tokenmap bench --quick
+	$(BIN)/tokenmap bench --quick --map-mode per-task,balanced
+	$(KEEP) --order 100 --prefix quick
+	$(MAKE) --no-print-directory bench-report
+
+# docs/BENCHMARKS.md from results/kept/ (results/kept/README.md: the schema); byte for byte on a clean checkout.
+bench-report:
+	$(PY) benchmarks/report.py
 
 # Teacher transcripts (`build --balance --teacher`): plain greedy Whisper on the dev audio,
 # which no benchmark run decodes; sentences the measured sets also speak are dropped.
@@ -168,7 +181,9 @@ bench: bench-data bench-stock bench-learn
 	$(BIN)/tokenmap calibrate --exact --reps 15
 	$(BIN)/tokenmap bench --map-mode per-task,inferred --learn $(LEARN) --recall $(RECALL) \
 		--recall-inventory $(RECALL_INVENTORY) \
-		--heavy-per-group 2 --reps-open 15 --update-docs docs/FULL_RUN.md
+		--heavy-per-group 2 --reps-open 15
+	$(KEEP) --order 200 --prefix full
+	$(MAKE) --no-print-directory bench-report
 
 # Map against no map, file by file, on every set and at both audio contexts (docs/BENCHMARKS.md, "Map
 # against no map, file by file"): the right domain's map, then a wrong one; each file's rows in results/map/.

@@ -37,7 +37,8 @@ def engines(model_dir: Path, threads: int, cache: Path, stock_worker: bool = Tru
     import ctranslate2
 
     from tokenmap.encoders.openvino import OpenVINOEncoder, has_bf16
-    from tokenmap.runtime.stock_worker import StockEncoder, stock_installed
+    from tokenmap.encoders.stock import StockEncoder
+    from tokenmap.runtime.stock_worker import stock_installed
 
     out = {}
     for precision in ("f32", "int8") + (("bf16",) if has_bf16() else ()):

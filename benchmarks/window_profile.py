@@ -155,17 +155,17 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
     its spelling)."""
     sm = model.model
     model.token_map = token_map
-    sm._local.per_map = {} if controllers is None else controllers
+    sm.drafting._per_map = {} if controllers is None else controllers
     clock = Clock()
-    decoder, plain, encode = sm.decoder, sm.plain_generate, model.encode
+    decoder, plain, encode = sm.decoder, sm.plain.generate, model.encode
     sm.decoder = TimedDecoder(decoder, clock)
-    sm.plain_generate = clock.wrap("generate", plain)
+    sm.plain.generate = clock.wrap("generate", plain)
     model.encode = clock.wrap("encode", encode)
     restore = None if replay else without_replay()
     unnative = None if native else without_native()
-    special = sm.special
+    special = sm.drafting.special
     if not spelling:
-        sm.special = dataclasses.replace(special, spelling=None)
+        sm.drafting.special = dataclasses.replace(special, spelling=None)
     untime = time_parts(clock)
     try:
         started = time.perf_counter()
@@ -174,8 +174,8 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
         text = " ".join(s.text.strip() for s in segments)
         clock.t["total"] = time.perf_counter() - started
     finally:
-        sm.decoder, sm.special = decoder, special
-        del sm.plain_generate, model.encode  # the instance attributes; the methods show through again
+        sm.decoder, sm.drafting.special = decoder, special
+        del sm.plain.generate, model.encode  # the instance attributes; the methods show through again
         untime()
         if restore:
             restore()
@@ -191,31 +191,31 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
 def time_parts(clock: Clock):
     """Time the loop's rules (``RuleSet.choose_rows``), its drafter and the replays of plain windows on
     ``clock``; returns what undoes it."""
-    from tokenmap import whisper
+    from tokenmap.decode import drafting
     from tokenmap.decode.drafters import ChainDrafter
     from tokenmap.decode.rules import RuleSet
 
-    saved = RuleSet.choose_rows, ChainDrafter.draft, whisper.replay_generated
+    saved = RuleSet.choose_rows, ChainDrafter.draft, drafting.replay_generated
     RuleSet.choose_rows = clock.wrap("rules", saved[0])
     ChainDrafter.draft = clock.wrap("drafter", saved[1])
-    whisper.replay_generated = clock.wrap("replay", saved[2])
+    drafting.replay_generated = clock.wrap("replay", saved[2])
 
     def undo():
-        RuleSet.choose_rows, ChainDrafter.draft, whisper.replay_generated = saved
+        RuleSet.choose_rows, ChainDrafter.draft, drafting.replay_generated = saved
     return undo
 
 
 def without_replay():
     """Turn off the replay of plain windows into the window gate; returns what turns it on again."""
-    from tokenmap import whisper
+    from tokenmap.decode import drafting
     from tokenmap.decode.control import ControllerSet
 
-    replay, record = whisper.replay_generated, ControllerSet.record_replay
-    whisper.replay_generated = lambda *args, **kwargs: None
+    replay, record = drafting.replay_generated, ControllerSet.record_replay
+    drafting.replay_generated = lambda *args, **kwargs: None
     ControllerSet.record_replay = lambda self, stats: None
 
     def restore():
-        whisper.replay_generated, ControllerSet.record_replay = replay, record
+        drafting.replay_generated, ControllerSet.record_replay = replay, record
     return restore
 
 

@@ -17,13 +17,14 @@ def doctor(as_json):
     """
     import json
 
+    from tokenmap.encoders.report import encoder_line
     from tokenmap.models import PACKAGED, available_models, cache_dir
     from tokenmap.runtime.engine import fork_wheel_available
     from tokenmap.runtime.report import doctor_info
 
     states = available_models()
     probe = next((cache_dir() / name for name, s in states.items() if s.startswith("ready")), None)
-    info = doctor_info(model_dir=probe)
+    info = doctor_info(model_dir=probe, encoder_line=encoder_line)
     info["model cache"] = str(cache_dir())
     info.update({f"model {name}": state for name, state in states.items()})
     if as_json:

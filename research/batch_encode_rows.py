@@ -4,7 +4,7 @@
 
 faster-whisper's ``BatchedInferencePipeline`` encodes ``batch_size`` windows of 30 s in one call; the
 stock worker's peak resident memory grows with the rows of one call (the encoder's attention buffers
-are per row). For each piece size (rows per encoder call), a fresh ``StockEncoder`` (base, int8,
+are per row). For each piece size (rows per encoder call), a fresh ``StockWorker`` (base, int8,
 2 threads) encodes the same batch of real speech windows (the bundled IVR recording, repeated) twice
 after a warm-up; the median of two is kept, piece sizes alternate within each round, and the
 worker's peak RSS (``VmHWM``) is read at the end.
@@ -21,7 +21,7 @@ from faster_whisper.audio import decode_audio
 from faster_whisper.feature_extractor import FeatureExtractor
 
 from tokenmap.models import resolve_model
-from tokenmap.runtime.stock_worker import StockEncoder
+from tokenmap.runtime.stock_worker import StockWorker
 
 
 def peak_mb(pid: int) -> float:
@@ -32,7 +32,7 @@ def peak_mb(pid: int) -> float:
 
 
 def run(model_dir: str, batch: np.ndarray, rows: int) -> tuple[float, float]:
-    encoder = StockEncoder(model_dir, "int8", threads=2)
+    encoder = StockWorker(model_dir, "int8", threads=2)
     try:
         encoder.encode(batch[:1])
         times = []

@@ -76,8 +76,9 @@ def main() -> None:
     kw = dict(compute_type="int8", cpu_threads=2, session_cache=False, audio_context="auto")
     models = {name: tokenmap.WhisperModel(model_dir, **kw) for name in ("nomap", "train", "inventory", "oracle")}
     oracle_windows: list = []
-    models["oracle"].model.make_drafter = lambda *a, **k: FixedDrafter(oracle_windows.pop(0) if oracle_windows else [])
-    models["oracle"].model.adaptive = False  # no window gate: every window drafts
+    models["oracle"].model.drafting.make_drafter = lambda *a, **k: FixedDrafter(oracle_windows.pop(0)
+                                                                                if oracle_windows else [])
+    models["oracle"].model.drafting.adaptive = False  # no window gate: every window drafts
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     maps = {}

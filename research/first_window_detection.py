@@ -3,11 +3,11 @@
     python research/first_window_detection.py [--per-set 40] [--json results/detect/agreement.json]
 
 faster-whisper detects on ``features[..., :3000]``, which for a file under 30 s holds one more frame (the
-160 zero samples it appends) than the window it then transcribes; ``tokenmap.detection.first_window``
+160 zero samples it appends) than the window it then transcribes; ``tokenmap.windows.first_window``
 drops it, so the encoder pass is shared. For files of the bench manifest and of the WER sets (every
 language there), both inputs are encoded (stock CTranslate2 in tokenmap's worker, base int8, 2 threads)
 and ``detect_language`` run on each: how often the top language agrees, the largest probability change,
-and, with ``tokenmap.detection.CONFIDENT`` (the first window's answer taken only above it), how often the
+and, with ``tokenmap.windows.CONFIDENT`` (the first window's answer taken only above it), how often the
 language tokenmap reports differs from faster-whisper's and what share of files saves the encoder pass.
 ``--from-json`` summarises an earlier run without decoding.
 """
@@ -24,7 +24,7 @@ import ctranslate2
 import numpy as np
 from faster_whisper.audio import decode_audio, pad_or_trim
 
-from tokenmap.detection import CONFIDENT, first_window
+from tokenmap.windows import CONFIDENT, first_window
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFESTS = ("bench-data/full.jsonl", "bench-data/wer-150/manifest.jsonl")

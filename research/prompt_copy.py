@@ -66,7 +66,7 @@ def main():
     args = ap.parse_args()
     import jiwer
 
-    from tokenmap.context import Guard
+    from tokenmap.decode.guarding import Guard
 
     cases = ([(lang, *menus(lang)) for lang in args.menus.split(",")] if args.menus
              else [("en", *reading(times=args.times))])

@@ -142,7 +142,7 @@ def replay(args):
 
 
 def _guards() -> dict:
-    from tokenmap.context import Guard
+    from tokenmap.decode.guarding import Guard
 
     return {"none": None, "guard": Guard(), "lp-1.0": Guard(logprob=-1.0), "lp-1.25": Guard(logprob=-1.25),
             "no-lp": Guard(logprob=-99.0), "past-0.75": Guard(past_audio_s=0.75),

@@ -42,8 +42,8 @@ def main() -> None:
     sm, cost = model.model, load_cost_model(model_dir)
     variants = (("spelling", sm.special), ("ids", dataclasses.replace(sm.special, spelling=None)))
     windows: list = []
-    plain = sm.plain_generate
-    sm.plain_generate = lambda features, prompts, **kw: _record(plain(features, prompts, **kw), prompts, windows)
+    plain = sm.plain.generate
+    sm.plain.generate = lambda features, prompts, **kw: _record(plain(features, prompts, **kw), prompts, windows)
     lists = dict([args.prompt_list.split("=", 1)]) if args.prompt_list else {}
     maps = {}
     totals = {(split, name): ReplayStats() for split in ("all", "dev", "test") for name in ("spelling", "ids")}
@@ -58,14 +58,14 @@ def main() -> None:
         list(segments)  # decoding happens as the segments are read
         seconds = min(30.0, r["duration"]) if len(windows) == 1 else None
         for name, special in variants:
-            sm.token_map, sm.special = maps[key], special
-            drafter = sm.make_drafter(seconds=seconds)  # one a file: what it learns stays in the file
+            sm.drafting.token_map, sm.drafting.special = maps[key], special
+            drafter = sm.drafting.make_drafter(seconds=seconds)  # one a file: what it learns stays in the file
             for prompt, truth in windows:
                 stats = _replay(drafter, prompt, truth, special, cost)
                 for split in {"all", r.get("split", "all")}:
                     totals[(split, name)].add(stats)
                     counts[(split, name)] += 1
-        sm.token_map, sm.special = None, variants[0][1]
+        sm.drafting.token_map, sm.drafting.special = None, variants[0][1]
     for (split, name), t in totals.items():
         if t.passes:
             d = t.as_dict(cost.prefill_ms, counts[(split, name)])

@@ -82,7 +82,7 @@ def main() -> None:
     print(f"worker RSS after loading {rss_mb(pid):.0f} MB; main {rss_mb(os.getpid()):.0f} MB")
     env = {k: v for k, v in worker_environment().items() if not k.startswith("PYTHONPATH")}
     for _ in range(args.rounds):
-        e, g = timed(model.model.encode, lambda out: model.model.plain_generate(out, [PROMPT], **KW))
+        e, g = timed(model.model.encode, lambda out: model.model.plain.generate(out, [PROMPT], **KW))
         print(f"worker RSS after 30 s encodes {rss_mb(pid):.0f} MB")
         print(f"through the worker: encode {e:.1f} ms, generate {g:.1f} ms")
         subprocess.run([str(ROOT / ".venv-stock/bin/python"), __file__, "--stock"], env=env, check=True)

@@ -1,12 +1,14 @@
-"""Language detection shares its encoder pass with the first window (tokenmap.detection)."""
+"""Language detection shares its encoder pass with the first window (tokenmap.windows)."""
+
+import threading
 
 import numpy as np
 import pytest
 from faster_whisper.audio import decode_audio
 
-from tokenmap import detection
-from tokenmap.detection import first_window
+from tokenmap import whisper
 from tokenmap.runtime.threads import blas_single_thread
+from tokenmap.windows import first_window
 
 
 def test_first_window_drops_only_the_padding_frame_of_a_one_window_file():
@@ -72,7 +74,7 @@ def test_detection_agrees_with_faster_whisper(model, fw_model, data_dir):
 def test_a_near_tie_is_decided_by_faster_whispers_own_window(model, fw_model, data_dir, monkeypatch):
     """Below ``CONFIDENT`` the first window's answer is not taken: faster-whisper's detection runs on its
     own window (its usual second pass), and the first window is still encoded once."""
-    monkeypatch.setattr(detection, "CONFIDENT", 1.01)
+    monkeypatch.setattr(whisper, "CONFIDENT", 1.01)
     audio = decode_audio(str(data_dir / "es-conf-getpin.flac"))
     before = model.shared_encodes
     segments, info = model.transcribe(audio)
@@ -89,6 +91,7 @@ def test_what_one_model_kept_is_never_offered_to_another(model, base_model_dir, 
 
     other = WhisperModel(str(base_model_dir), compute_type="int8", cpu_threads=2, session_cache=False)
     segments, _ = model.transcribe(str(data_dir / "fr-conf-getpin.flac"))  # detected, first window kept
-    assert model._detect_local.kept is not None and getattr(other._detect_local, "kept", None) is None
+    session = model._last[threading.get_ident()]
+    assert session.kept is not None and model.session.kept is None and other.session.kept is None
     list(segments)
-    assert model._detect_local.kept is None  # taken by the window
+    assert session.kept is None  # taken by the window

@@ -1,22 +1,21 @@
 """The guard around generate: prompt copies decoded again without the previous text, batches row by row."""
 
-import threading
 from types import SimpleNamespace
 
 import numpy as np
 
-from tokenmap.context import Guard, copied_run
-from tokenmap.decode.guarding import GuardedGeneration
+from tokenmap.decode.guarding import Guard, copied_run, guarded_generate
 from tokenmap.decode.speculative import DecodeStats
-from tokenmap.runtime.stock_worker import GenerationResult
+from tokenmap.runtime.engine import GenerationResult
+from tokenmap.windows import EncodedWindow
 
 SOT, EOT, PREV, TS = 50258, 50257, 50361, 50364
 TASK = [SOT, 50259, 50359]
 PREVIOUS = list(range(1000, 1020))  # the previous window's text
 
 
-class Stand(GuardedGeneration):
-    """A model whose decoder answers from a table: prompt (as a tuple) -> tokens."""
+class Stand:
+    """A decoder that answers from a table: prompt (as a tuple) -> tokens; ``generate`` guarded."""
 
     def __init__(self, answers, guard=Guard()):
         self.answers = answers
@@ -24,15 +23,15 @@ class Stand(GuardedGeneration):
         self.special = SimpleNamespace(sot=SOT, eot=EOT, timestamp_begin=TS,
                                        sot_index=lambda prompt: list(prompt).index(SOT))
         self.text = lambda ids: " ".join(str(t) for t in ids if t < EOT)  # text tokens as words
-        self.recorder = None
-        self._local = threading.local()
         self.stats = DecodeStats()
         self.calls = []
 
-    def _thread_stats(self):
-        return self.stats
+    def generate(self, features, prompts, **kwargs):
+        window = features if isinstance(features, EncodedWindow) else EncodedWindow(features)
+        return guarded_generate(self._generate, window, prompts, kwargs, self.stats, self.guard, self.special,
+                                self.text)[1]
 
-    def _generate(self, features, prompts, **kwargs):
+    def _generate(self, features, prompts, kwargs):
         self.calls.append([list(p) for p in prompts])
         return [GenerationResult([self.answers[tuple(p)]], [-0.2], 0.01) for p in prompts]
 
@@ -79,22 +78,22 @@ def test_a_batch_on_a_short_context_sends_back_only_the_rows_the_guard_rejects()
     good, looping = [TS, 5, 6, TS + 40], [TS] + [9, 9, 9, 9, 9, 9] + [TS + 40]
     short_out, full_out = "short", "full"
 
-    class Batched(Stand):
-        def encode(self, features):
+    class Encoder:
+        def encode(self, features, to_cpu=False):
             self.encoded = np.asarray(features)
             return full_out
 
-        def _generate(self, features, prompts, **kwargs):
+    class Batched(Stand):
+        def _generate(self, features, prompts, kwargs):
             self.calls.append((features, len(prompts)))
-            if features is short_out:
+            if features == short_out:
                 return [GenerationResult([good], [-0.2], 0.0), GenerationResult([looping], [-0.2], 0.0)]
             return [GenerationResult([good[:2] + [TS + 40]], [-0.2], 0.0)] * len(prompts)
 
-    model = Batched({})
-    model._local.short, model._local.full, model._local.seconds = short_out, None, 4.0
-    model._local.mel = np.stack([np.full((80, 3000), i, np.float32) for i in range(2)])
-    results = model.generate(short_out, [TASK, TASK])
-    assert model.encoded.shape == (1, 80, 3000) and model.encoded[0, 0, 0] == 1  # the second row only
+    model, encoder = Batched({}), Encoder()
+    mel = np.stack([np.full((80, 3000), i, np.float32) for i in range(2)])
+    results = model.generate(EncodedWindow(short_out, 4.0, mel, short=True, encoder=encoder), [TASK, TASK])
+    assert encoder.encoded.shape == (1, 80, 3000) and encoder.encoded[0, 0, 0] == 1  # the second row only
     assert [r.sequences_ids[0] for r in results] == [good, good[:2] + [TS + 40]]
     assert model.calls == [(short_out, 2), (full_out, 1)]
     assert model.stats.short_windows == 2 and model.stats.guarded == 1

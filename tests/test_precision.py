@@ -4,7 +4,10 @@ and map decoding then gives that configuration's plain output."""
 import numpy as np
 import pytest
 
-from tokenmap.runtime.precision import SplitModel, decoder_compute_type, describe
+from tokenmap.assembly import Model
+from tokenmap.decode.plain import PlainDecoder
+from tokenmap.encoders import CTranslate2Encoder
+from tokenmap.runtime.precision import decoder_compute_type, describe
 
 KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True,
           suppress_blank=True, suppress_tokens=[-1], max_initial_timestamp_index=50)
@@ -27,22 +30,31 @@ def test_describe_names_the_exact_and_the_fast_mode():
     assert "differ" in describe("int8") and "--exact" in describe("int8")
 
 
-def test_split_model_routes_encode_and_decoder_calls():
+def _model(encoder, decoder, special=None, compute_type="float32"):
+    """A :class:`Model` of ``encoder`` (a ``ctranslate2.models.Whisper``-like object) and ``decoder``, no drafters."""
+    from types import SimpleNamespace
+
+    special = special or SimpleNamespace(sot=1, eot=2)
+    return Model(CTranslate2Encoder(encoder, "int8"), decoder, PlainDecoder(decoder), None, special=special,
+                 tokenizer=None, model_dir=None, threads=2, decoder_compute_type=compute_type)
+
+
+def test_a_model_routes_encode_and_decoder_calls():
     class Fake:
         def __init__(self, name):
             self.name, self.n_mels = name, 80
 
-        def encode(self, features):
+        def encode(self, features, to_cpu=False):
             return (self.name, features)
 
         def generate(self, enc, prompts):
             return (self.name, enc)
 
-    split = SplitModel(Fake("enc"), Fake("dec"), "fork", "float32")
-    out = split.encode("mel")
+    model = _model(Fake("enc"), Fake("dec"))
+    out = model.encode("mel")
     assert out == ("enc", "mel")
-    assert split.generate(out, [[1]]) == ("dec", ("enc", "mel"))
-    assert split.n_mels == 80 and split.decoder_compute_type == "float32"
+    assert model.generate(out, [[1]]) == ("dec", ("enc", "mel"))
+    assert model.n_mels == 80 and model.decoder_compute_type == "float32"
 
 
 def _prompt(base_model_dir, lang):
@@ -66,10 +78,12 @@ def _encode(engine, path):
 def split(base_model_dir):
     import ctranslate2
 
+    from tokenmap.decode.special import SpecialTokens
     from tokenmap.runtime.precision import load_decoder
 
     encoder = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
-    return SplitModel(encoder, load_decoder(str(base_model_dir), "float32", device="cpu", cpu_threads=2))
+    return _model(encoder, load_decoder(str(base_model_dir), "float32", device="cpu", cpu_threads=2),
+                  SpecialTokens.from_model_dir(str(base_model_dir)))
 
 
 @pytest.mark.model
@@ -109,7 +123,7 @@ def test_int8_model_decodes_at_int8_by_default_and_with_a_float32_copy_when_exac
     assert fast.decoder_compute_type == "int8" and fast.model.encoder.model is fast.model.decoder
     assert fast.model.decoder.compute_type.startswith("int8")
     plain = load_model(str(base_model_dir), compute_type="int8", threads=2, exact=True)  # no map, same configuration
-    assert isinstance(plain.model, SplitModel) and plain.model.decoder.compute_type == "float32"
+    assert isinstance(plain.model, Model) and plain.model.decoder.compute_type == "float32"
     audio = decode_audio(str(data_dir / "en-basic-pbx-ivr-main.flac"))
 
     def text(model):

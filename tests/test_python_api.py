@@ -72,12 +72,12 @@ def test_default_is_greedy_and_positional_beam_size_is_kept(base_model_dir, tele
 @pytest.mark.parametrize("with_map", [True, False])
 def test_a_load_resolves_the_model_once_and_sets_up_one_model_object(monkeypatch, base_model_dir, telephony_map,
                                                                      with_map):
+    import tokenmap.assembly
     import tokenmap.models
-    import tokenmap.runtime.engine
     import tokenmap.transcriber
     import tokenmap.whisper
-    from tokenmap.runtime.precision import SplitModel
-    from tokenmap.whisper import SpeculativeModel
+    from tokenmap.assembly import Model
+    from tokenmap.encoders import Encoder
 
     resolved = []
 
@@ -85,14 +85,15 @@ def test_a_load_resolves_the_model_once_and_sets_up_one_model_object(monkeypatch
         resolved.append(args)
         return tokenmap.models.resolve_model(*args, **kwargs)
 
-    for module in (tokenmap.runtime.engine, tokenmap.transcriber, tokenmap.whisper):
+    for module in (tokenmap.assembly, tokenmap.whisper):
         monkeypatch.setattr(module, "resolve_model", counting)
     model = tokenmap.transcriber.load_model(str(base_model_dir), "int8", 2, encoder="fork",
                                             token_map=str(telephony_map) if with_map else None)
     assert len(resolved) == 1
-    assert isinstance(model.model, SpeculativeModel if with_map else SplitModel)
-    # one object holds the encoder and the decoder: neither is itself a wrapper
-    assert not isinstance(model.model.encoder, SplitModel) and not isinstance(model.model.decoder, SplitModel)
+    # one model object, with a map or without: an encoder, the decoder, drafters (a map only when given)
+    assert isinstance(model, tokenmap.whisper.WhisperModel) and isinstance(model.model, Model)
+    assert isinstance(model.model.encoder, Encoder) and not isinstance(model.model.decoder, Model)
+    assert (model.token_map is not None) == with_map
 
 
 @pytest.mark.model
@@ -103,8 +104,8 @@ def test_the_drafter_knows_how_much_audio_the_window_holds(base_model_dir, telep
 
     model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), compute_type="int8", cpu_threads=2)
     seen = []
-    make = model.model.make_drafter
-    model.model.make_drafter = (lambda controllers, seconds, **kw:
+    make = model.model.drafting.make_drafter
+    model.model.drafting.make_drafter = (lambda controllers, seconds, **kw:
                                 seen.append(seconds) or make(controllers, seconds, **kw))
     audio = str(data_dir / "en-conf-getpin.flac")
     list(model.transcribe(audio, language="en")[0])
@@ -157,8 +158,8 @@ def _prompt(special, *prefix):
     (2, dict(COMMON, beam_size=1, patience=1), "batch", "WhisperModel.transcribe"),
 ])
 def test_bypass_reason_names_the_option(special, batch, kwargs, kind, advice):
+    from tokenmap.decode.drafting import bypass_reason
     from tokenmap.decode.rules import supports_fast_path
-    from tokenmap.whisper import bypass_reason
 
     prompt = _prompt(special)
     if batch == 1:
@@ -170,8 +171,8 @@ def test_bypass_reason_names_the_option(special, batch, kwargs, kind, advice):
 
 @pytest.mark.model
 def test_bypass_reason_names_a_decoding_prefix(special):
+    from tokenmap.decode.drafting import bypass_reason
     from tokenmap.decode.rules import supports_fast_path
-    from tokenmap.whisper import bypass_reason
 
     greedy = dict(COMMON, beam_size=1, patience=1)
     prompt = _prompt(special, 400, 401)
@@ -190,38 +191,38 @@ class _PlainEngine:
         return ["plain"]
 
 
+def _drafting(special, cost=None, token_map=None):
+    from tokenmap.decode.drafting import Drafting
+
+    return Drafting(special, cost, token_map=token_map)
+
+
 @pytest.mark.model
 def test_each_kind_of_bypass_is_logged_once_per_model(special, caplog):
-    from tokenmap.runtime.precision import SplitModel
-    from tokenmap.whisper import SpeculativeModel
+    from tokenmap.decode.speculative import DecodeStats
 
     caplog.set_level(logging.WARNING, logger="tokenmap")
     plain = _PlainEngine()
-    spec = SpeculativeModel(SplitModel(plain, plain), special)
+    spec, stats = _drafting(special), DecodeStats()
     prompt = _prompt(special)
     for kwargs in (SAMPLING, SAMPLING, BEAM, SAMPLING, BEAM):
-        assert spec.generate(None, [prompt], **kwargs) == ["plain"]
-    assert plain.calls == 5 and spec.take_stats().fallbacks == 5
+        assert spec.generate(plain, plain, None, [prompt], stats, **kwargs) == ["plain"]
+    assert plain.calls == 5 and stats.fallbacks == 5
     messages = [r.getMessage() for r in caplog.records if "without the token map" in r.getMessage()]
     assert len(messages) == 2
     assert "temperature fallback" in messages[0] and "temperature 0.2" in messages[0]
     assert "beam_size=5" in messages[1]
     caplog.clear()
-    other = SpeculativeModel(SplitModel(_PlainEngine(), _PlainEngine()), special)  # another model says it again
-    other.generate(None, [prompt], **BEAM)
+    other = _drafting(special)  # another model says it again
+    other.generate(plain, plain, None, [prompt], stats, **BEAM)
     assert len([r for r in caplog.records if "without the token map" in r.getMessage()]) == 1
 
 
-def test_draft_controllers_are_kept_per_map_and_thread():
+def test_draft_controllers_are_kept_per_map():
     """What one map's windows taught the window gate says nothing of another map's windows."""
-    import threading
-
     from tokenmap.decode.cost import DEFAULT
-    from tokenmap.runtime.precision import SplitModel
-    from tokenmap.whisper import SpeculativeModel
 
-    plain = SplitModel(_PlainEngine(), _PlainEngine())
-    spec = SpeculativeModel(plain, special=None, cost=DEFAULT, token_map="maintenance map")
+    spec = _drafting(None, cost=DEFAULT, token_map="maintenance map")
     first = spec.controllers()
     assert first is spec.controllers()
     spec.token_map = "telephony map"
@@ -229,12 +230,7 @@ def test_draft_controllers_are_kept_per_map_and_thread():
     assert second is not first
     spec.token_map = "maintenance map"
     assert spec.controllers() is first
-    other = []
-    thread = threading.Thread(target=lambda: other.append(spec.controllers()))
-    thread.start()
-    thread.join()
-    assert other[0] is not first
-    assert SpeculativeModel(plain, None, cost=None).controllers() is None  # not adaptive
+    assert _drafting(None).controllers() is None  # not adaptive
 
 
 @pytest.mark.model
@@ -245,7 +241,7 @@ def test_a_window_sent_to_plain_generate_is_replayed_into_the_gate(base_model_di
     from tokenmap.decode.speculative import DecodeStats
 
     model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), compute_type="int8", cpu_threads=2)
-    controllers = model.model.controllers()
+    controllers = model.model.drafting.controllers()
     for _ in range(3):  # three windows that lost against generate close the gate
         controllers.record_window(DecodeStats(tokens=20, passes=20, drafts=3, drafted=3))
     assert controllers.window_saving_ms < 0

@@ -2,7 +2,8 @@
 
 import pytest
 
-from tokenmap.context import AudioContext, Guard, compression_ratio, repeated_run
+from tokenmap.context import AudioContext
+from tokenmap.decode.guarding import Guard, compression_ratio, repeated_run
 
 TB = 50364  # <|0.00|> of the multilingual vocabulary
 OK = dict(seconds=2.0, score=-0.2, no_speech_prob=0.01, finished=True, timestamp_begin=TB, text="Hello there.")

@@ -6,9 +6,10 @@ import os
 import numpy as np
 import pytest
 
+from tokenmap.decode.plain import PlainDecoder
 from tokenmap.encoders.choice import choose
-from tokenmap.runtime.precision import SplitModel
-from tokenmap.runtime.stock_worker import StockEncoder, StockEncoderError, stock_dir, stock_installed
+from tokenmap.encoders.stock import StockEncoder
+from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker, stock_dir, stock_installed
 
 
 @pytest.fixture
@@ -21,7 +22,7 @@ def broken_stock(tmp_path):
 
 def test_missing_stock_directory_is_one_clear_error(tmp_path):
     with pytest.raises(StockEncoderError, match="make stock-encoder"):
-        StockEncoder("unused", directory=tmp_path / "nothing")
+        StockWorker("unused", directory=tmp_path / "nothing")
 
 
 def test_ctranslate2_encodes_in_the_worker_where_it_is_installed(tmp_path, monkeypatch):
@@ -45,15 +46,15 @@ def test_a_dead_worker_falls_back_to_the_fork_once(broken_stock, caplog, fork_st
     with caplog.at_level(logging.WARNING, logger="tokenmap"):
         assert enc.encode(features) == ("fork", (1, 80, 3000))
         assert enc.encode(features) == ("fork", (1, 80, 3000))
-    assert fork.calls == 2 and enc.failed
+    assert fork.calls == 2 and enc.worker.failed
     assert sum("stock encoder worker failed" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_waiting_for_a_dead_worker_leaves_the_fallback_to_the_first_encode(broken_stock, fork_stand_in):
     fork = fork_stand_in()
-    split = SplitModel(StockEncoder("unused", directory=broken_stock, fallback=fork), fork, "stock", "int8")
-    split.wait_ready()  # the worker died at start: no exception here
-    assert split.encode(np.zeros((1, 80, 3000), np.float32)) == ("fork", (1, 80, 3000))
+    encoder = StockEncoder("unused", directory=broken_stock, fallback=fork)
+    PlainDecoder(fork, encoder.worker, "int8").wait_ready()  # the worker died at start: no exception here
+    assert encoder.encode(np.zeros((1, 80, 3000), np.float32)) == ("fork", (1, 80, 3000))
 
 
 def test_a_dead_worker_without_fallback_raises(broken_stock):
@@ -67,7 +68,7 @@ def test_a_dead_worker_without_fallback_raises(broken_stock):
 def stock_encoder(base_model_dir):
     if not stock_installed():
         pytest.skip(f"no stock CTranslate2 in {stock_dir()}: run `make stock-encoder`")
-    enc = StockEncoder(base_model_dir, "int8", threads=2)
+    enc = StockWorker(base_model_dir, "int8", threads=2)
     yield enc
     enc.close()
 
@@ -83,7 +84,7 @@ def window(data_dir):
 
 @pytest.mark.model
 def test_wait_ready_returns_once_the_worker_has_its_model(stock_encoder):
-    SplitModel(stock_encoder, None, "stock", "int8").wait_ready()
+    PlainDecoder(None, stock_encoder, "int8").wait_ready()
     assert stock_encoder.version is not None
 
 
@@ -106,7 +107,7 @@ def test_round_trip_matches_the_forks_encoder(stock_encoder, base_model_dir, win
 def test_close_frees_the_shared_memory(base_model_dir, window):
     if not stock_installed():
         pytest.skip(f"no stock CTranslate2 in {stock_dir()}: run `make stock-encoder`")
-    enc = StockEncoder(base_model_dir, "int8", threads=2)
+    enc = StockWorker(base_model_dir, "int8", threads=2)
     enc.encode(window)
     names = [b.name for b in enc._blocks.values()]
     enc.close()
@@ -122,7 +123,7 @@ def test_stock_encoder_gives_the_same_transcript(stock_encoder, base_model_dir, 
 
     stock = load_model(str(base_model_dir), "int8", 2, encoder="stock", exact=True)
     fork = load_model(str(base_model_dir), "int8", 2, encoder="fork", exact=True)
-    assert isinstance(stock.model, SplitModel) and isinstance(stock.model.encoder, StockEncoder)
+    assert isinstance(stock.model.encoder, StockEncoder) and stock.model.plain.worker is stock.model.encoder.worker
     assert not isinstance(fork.model.encoder, StockEncoder)
     for name in ("en-basic-pbx-ivr-main.flac", "fr-conf-getpin.flac"):
         path = data_dir / name
@@ -132,7 +133,7 @@ def test_stock_encoder_gives_the_same_transcript(stock_encoder, base_model_dir, 
 @pytest.mark.model
 def test_generate_in_the_worker_matches_the_forks(stock_encoder, base_model_dir, window):
     """Stock ``generate`` on the output the worker kept from its encode, or on features sent to it, gives
-    the fork's greedy tokens; plain decoding of a SplitModel runs there."""
+    the fork's greedy tokens; the plain decoder runs there."""
     import ctranslate2
 
     fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
@@ -144,10 +145,10 @@ def test_generate_in_the_worker_matches_the_forks(stock_encoder, base_model_dir,
     expected = fork.generate(encoded, prompt, **options)
     assert kept[0].sequences_ids == sent[0].sequences_ids == expected[0].sequences_ids
     assert abs(kept[0].no_speech_prob - expected[0].no_speech_prob) < 1e-3
-    split = SplitModel(stock_encoder, fork, "stock", "int8")
-    assert split.plain_engine == "stock"
-    assert split.generate(encoded, prompt, **options)[0].sequences_ids == expected[0].sequences_ids
-    assert SplitModel(stock_encoder, fork, "stock", "float32").plain_engine == "fork"  # --exact's decoder
+    plain = PlainDecoder(fork, stock_encoder, "int8")
+    assert plain.engine == "stock"
+    assert plain.generate(encoded, prompt, **options)[0].sequences_ids == expected[0].sequences_ids
+    assert PlainDecoder(fork, stock_encoder, "float32").engine == "fork"  # --exact's decoder
 
 
 @pytest.mark.model
@@ -165,22 +166,21 @@ def test_a_batch_is_encoded_window_by_window_and_decoded_whole(stock_encoder, wi
 
 @pytest.mark.model
 def test_language_detection_in_the_worker_matches_the_forks(stock_encoder, base_model_dir, window):
-    """``detect_language`` of a SplitModel runs in the worker, on its kept output or on one sent to it,
+    """``detect_language`` of the plain decoder runs in the worker, on its kept output or on one sent to it,
     and ranks the languages as the fork does."""
     import ctranslate2
 
     fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
     encoded = stock_encoder.encode(window)
     expected = fork.detect_language(encoded)[0]
-    split = SplitModel(stock_encoder, fork, "stock", "int8")
-    kept = split.detect_language(encoded)[0]
+    kept = PlainDecoder(fork, stock_encoder, "int8").detect_language(encoded)[0]
     sent = stock_encoder.detect_language(np.asarray(encoded).copy())[0]
     assert [t for t, _ in kept[:3]] == [t for t, _ in sent[:3]] == [t for t, _ in expected[:3]]
     assert kept[0][0] == "<|en|>" and abs(kept[0][1] - expected[0][1]) < 0.02
 
 
 def test_a_refused_generate_falls_back_to_the_fork_for_that_call(caplog):
-    class Refusing(StockEncoder):
+    class Refusing(StockWorker):
         def __init__(self):  # no worker: every generate is refused, as for an option stock does not take
             self.failed, self.compute_type = None, "int8"
 
@@ -199,10 +199,10 @@ def test_a_refused_generate_falls_back_to_the_fork_for_that_call(caplog):
         def detect_language(self, features):
             return [[("<|xx|>", 1.0)]]
 
-    split = SplitModel(Refusing(), Fork(), "stock", "int8")
-    assert split.plain_engine == "stock"
+    plain = PlainDecoder(Fork(), Refusing(), "int8")
+    assert plain.engine == "stock"
     with caplog.at_level(logging.WARNING, logger="tokenmap"):
-        assert split.generate(None, [[1]]) == ["fork"]
-        assert split.detect_language(None) == [[("<|xx|>", 1.0)]]
-    assert split.encoder.failed is None and "refused a generate call" in caplog.text
+        assert plain.generate(None, [[1]]) == ["fork"]
+        assert plain.detect_language(None) == [[("<|xx|>", 1.0)]]
+    assert plain.worker.failed is None and "refused a generate call" in caplog.text
     assert "refused a detect_language call" in caplog.text

@@ -20,11 +20,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tokenmap.encoders.stock import StockEncoder
 from tokenmap.runtime.stock_worker import (
     DEFAULT_TIMEOUT,
     TIMEOUT_ENV,
-    StockEncoder,
     StockEncoderError,
+    StockWorker,
     encoder_timeout,
     stock_dir,
     stock_installed,
@@ -102,7 +103,7 @@ def inputs():
 
 @pytest.fixture(scope="module")
 def shared(stock):
-    enc = StockEncoder(stock, "int8", threads=2)
+    enc = StockWorker(stock, "int8", threads=2)
     yield enc
     enc.close()
 
@@ -131,7 +132,7 @@ def test_timeout_setting(monkeypatch, caplog):
 @pytest.mark.model
 def test_a_killed_worker_is_replaced_once(stock, inputs, expected, shm, caplog):
     """SIGKILL between two windows and during one: the call goes on with a new worker, same output."""
-    enc = StockEncoder(stock, "int8", threads=2)
+    enc = StockWorker(stock, "int8", threads=2)
     try:
         enc.wait_ready()
         first = enc._proc.pid
@@ -170,10 +171,10 @@ def test_a_worker_that_dies_again_gives_up_with_one_line(stock, inputs, shm, mon
     with caplog.at_level(logging.WARNING, logger="tokenmap"):
         assert enc.encode(inputs[0]) == ("fork", (1, 80, 3000))
         assert enc.encode(inputs[0]) == ("fork", (1, 80, 3000))
-    assert fork.calls == 2 and "killed by signal 9" in enc.failed and "\n" not in enc.failed
+    assert fork.calls == 2 and "killed by signal 9" in enc.worker.failed and "\n" not in enc.worker.failed
     assert sum("starting a new one" in r.getMessage() for r in caplog.records) == 1
     assert sum("encoding with the fork from now on" in r.getMessage() for r in caplog.records) == 1
-    plain = StockEncoder(stock, "int8", threads=2)
+    plain = StockWorker(stock, "int8", threads=2)
     try:
         with pytest.raises(StockEncoderError, match=r"^stock encoder worker \d+ exited \(killed by signal 9\)"):
             plain.encode(inputs[0])
@@ -184,7 +185,7 @@ def test_a_worker_that_dies_again_gives_up_with_one_line(stock, inputs, shm, mon
 KILL_EVERY_CHILD = """
 import os, signal, sys
 import numpy as np
-from tokenmap.runtime.stock_worker import StockEncoder
+from tokenmap.runtime.stock_worker import StockWorker
 
 def children():
     found = []
@@ -198,7 +199,7 @@ def children():
     return found
 
 x = np.random.default_rng(1).standard_normal((1, 80, 3000), dtype=np.float32)
-encoders = [StockEncoder(sys.argv[1], "int8", threads=2) for _ in range(2)]
+encoders = [StockWorker(sys.argv[1], "int8", threads=2) for _ in range(2)]
 first = [np.asarray(e.encode(x)) for e in encoders]
 for pid in children():  # the workers and multiprocessing's resource tracker, were there one
     os.kill(pid, signal.SIGKILL)
@@ -227,13 +228,13 @@ def test_a_hung_worker_times_out(stock, inputs, expected, shm, caplog, with_fall
     enc = StockEncoder(stock, "int8", threads=2, fallback=fork)
     try:
         np.testing.assert_array_equal(np.asarray(enc.encode(inputs[0])), expected[0])
-        pid, enc.timeout = enc._proc.pid, 2.0
+        pid, enc.worker.timeout = enc.worker._proc.pid, 2.0
         os.kill(pid, signal.SIGSTOP)
         start = time.monotonic()
         with caplog.at_level(logging.WARNING, logger="tokenmap"):
             if with_fallback:
                 assert enc.encode(inputs[0]) == ("fork", (1, 80, 3000))
-                assert "did not answer within 2 s" in enc.failed
+                assert "did not answer within 2 s" in enc.worker.failed
                 assert sum("did not answer" in r.getMessage() for r in caplog.records) == 1
             else:
                 with pytest.raises(StockEncoderError, match=r"^stock encoder worker \d+ did not answer within 2 s "
@@ -249,9 +250,9 @@ def test_a_hung_worker_times_out(stock, inputs, expected, shm, caplog, with_fall
 OWNER = """
 import json, os, subprocess, sys, time
 import numpy as np
-from tokenmap.runtime.stock_worker import StockEncoder
+from tokenmap.runtime.stock_worker import StockWorker
 
-enc = StockEncoder(sys.argv[1], "int8", threads=2)
+enc = StockWorker(sys.argv[1], "int8", threads=2)
 enc.encode(np.zeros((1, 80, 3000), np.float32))
 holder = None
 if sys.argv[2] == "held":  # another process keeps the worker's stdin open: no end of file for it
@@ -286,7 +287,7 @@ def test_the_worker_exits_when_its_owner_is_killed(stock, shm, pipe):
 # -- 4. two models, fork --------------------------------------------------------------------------
 @pytest.mark.model
 def test_two_models_in_one_process(stock, tiny_model_dir, inputs, expected, shm):
-    base, tiny = StockEncoder(stock, "int8", threads=1), StockEncoder(tiny_model_dir, "int8", threads=1)
+    base, tiny = StockWorker(stock, "int8", threads=1), StockWorker(tiny_model_dir, "int8", threads=1)
     try:
         small = np.asarray(tiny.encode(inputs[1]))
         np.testing.assert_array_equal(np.asarray(base.encode(inputs[1])), expected[1])
@@ -301,7 +302,7 @@ def test_two_models_in_one_process(stock, tiny_model_dir, inputs, expected, shm)
 
 @pytest.mark.model
 def test_a_forked_child_gets_its_own_worker(stock, inputs, expected, shm):
-    enc = StockEncoder(stock, "int8", threads=2)
+    enc = StockWorker(stock, "int8", threads=2)
     try:
         np.testing.assert_array_equal(np.asarray(enc.encode(inputs[2])), expected[2])
         worker, names = enc._proc.pid, [b.name for b in enc._blocks.values()]

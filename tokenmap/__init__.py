@@ -3,12 +3,15 @@
 The package is laid out by what each part does:
 
 * :mod:`tokenmap.runtime` runs the model on this machine: the engine (the CTranslate2
-  fork, checked by :mod:`tokenmap.runtime.engine`, which opens a model once with
-  :func:`~tokenmap.runtime.engine.open_model`), the encoder and decoder precision, the
-  stock encoder worker and the process-wide thread and malloc policies;
-  :mod:`tokenmap.whisper` is the faster-whisper drop-in built on it;
-* :mod:`tokenmap.decode` is the speculative decoder: Whisper's logit rules, the
-  reference greedy loop, the verify loop, the drafters and their acceptance control;
+  fork, checked by :mod:`tokenmap.runtime.engine`), the decoder's precision, stock
+  CTranslate2's worker process and the process-wide thread and malloc policies;
+* :mod:`tokenmap.encoders` is the encoder room: OpenVINO and CTranslate2 encoders behind one door,
+  :func:`tokenmap.encoders.open_encoder`, which opens the one this CPU should use;
+* :mod:`tokenmap.decode` is the decoder: Whisper's logit rules, the reference greedy loop, the
+  verify loop, the drafters and their acceptance control, plain decoding and the guard;
+* :mod:`tokenmap.assembly` builds a model from an encoder, a decoder and drafters (or none), the one
+  way every caller opens a model; :mod:`tokenmap.windows` is where a window is encoded;
+  :mod:`tokenmap.whisper` is the faster-whisper drop-in built on them;
 * :mod:`tokenmap.maps` is the token-map file format and its lookups;
 * :mod:`tokenmap.build` turns a corpus into a map (style, tokens, counts, self-test);
 * :mod:`tokenmap.balance` builds a map set, one map per task, sharing the budget across tasks;
@@ -47,7 +50,7 @@ _LAZY = {
     "load_maps": "tokenmap.maps.mapfile",
     "build_map": "tokenmap.build.builder",
     "Drafter": "tokenmap.decode.drafters",
-    "open_model": "tokenmap.runtime.engine",
+    "open_model": "tokenmap.assembly",
     "EngineError": "tokenmap.runtime.engine",
     "resolve_model": "tokenmap.models",
 }

@@ -3,17 +3,17 @@
 faster-whisper's ``BatchedInferencePipeline.transcribe`` computes the log-mel features of every
 speech chunk of a file and stacks them, padded to 30 s, before the first batch is decoded: for an
 hour of speech two copies of about 115 MB beside the chunks themselves. This subclass runs the same
-``transcribe`` (options, VAD, chunking, language detection, segments: all faster-whisper's), but
-while it runs, the model's feature extractor records each chunk and answers with a small
-placeholder, and the batches handed to the decoder are computed from the recorded chunks when the
-decoder asks for them (:class:`LazyBatches`); a batch's chunks are let go once it is computed. The
+``transcribe`` (options, VAD, chunking, language detection, segments: all faster-whisper's) on the
+model's view for the call (:meth:`tokenmap.WhisperModel.for_call`), whose feature extractor is a
+:class:`ChunkCapture`: it records each chunk and answers with a small placeholder, and the batches
+handed to the decoder are computed from the recorded chunks when the decoder asks for them
+(:class:`LazyBatches`); a batch's chunks are let go once it is computed. The
 features of a batch are the values faster-whisper would have stacked (the same extractor, the same
 ``[..., :-1]`` and padding), so the transcript is the same. Language detection, which faster-whisper
 runs on all chunks' features joined, runs on the first chunks' real features, as many as detection
 reads.
 
-It needs a :class:`tokenmap.WhisperModel` (whose extractor and ``detect_language`` take part); with
-another model it is faster-whisper's pipeline, unchanged.
+With a model that is not a :class:`tokenmap.WhisperModel` it is faster-whisper's pipeline, unchanged.
 
 Example::
 
@@ -29,19 +29,21 @@ Example::
 
 from __future__ import annotations
 
+import copy
+
 import faster_whisper
 import numpy as np
 from faster_whisper.audio import pad_or_trim
 
 from tokenmap.audio import samples
-from tokenmap.detection import FirstWindowDetection
-from tokenmap.features import WindowedExtractor, active_capture, capturing
+from tokenmap.features import WindowedExtractor
+from tokenmap.whisper import WhisperModel
 
 
 class ChunkCapture:
-    """The speech chunks a batched ``transcribe`` asked features of, in order, and the extractor to compute
-    them with (a :class:`tokenmap.features.WindowedExtractor`: its ``compute``). :meth:`add` is what that
-    extractor returns instead of a chunk's features while the capture is active."""
+    """The speech chunks a batched ``transcribe`` asked features of, in order, and the ``extractor`` to compute
+    them with (a :class:`tokenmap.features.WindowedExtractor`). It stands in for that extractor during the
+    call: called on a chunk it records it (:meth:`add`); its other attributes are the extractor's."""
 
     def __init__(self, extractor):
         self.extractor = extractor
@@ -52,6 +54,14 @@ class ChunkCapture:
     def __len__(self) -> int:
         return len(self.chunks)
 
+    def __getattr__(self, name):
+        if name == "extractor":  # not set yet (a copy being made): never recurse
+            raise AttributeError(name)
+        return getattr(self.extractor, name)
+
+    def __call__(self, chunk: np.ndarray, *args, **kwargs) -> np.ndarray:
+        return self.add(chunk)
+
     def add(self, chunk: np.ndarray) -> np.ndarray:
         """Record ``chunk``; a placeholder of the features' rows (one column plus the one faster-whisper
         drops), boolean, so the pipeline's padded stack of them is a quarter of the real size."""
@@ -61,7 +71,7 @@ class ChunkCapture:
     def features(self, index: int) -> np.ndarray:
         """Chunk ``index``'s features as faster-whisper's pipeline takes them (without the last frame)."""
         computed = self._computed.pop(index, None)
-        return computed if computed is not None else self.extractor.compute(self.chunks[index])[..., :-1]
+        return computed if computed is not None else self.extractor(self.chunks[index])[..., :-1]
 
     def detection_features(self, segments: int) -> np.ndarray:
         """What faster-whisper's pipeline gives ``detect_language``: the chunks' features joined, then one
@@ -103,18 +113,19 @@ class BatchedInferencePipeline(faster_whisper.BatchedInferencePipeline):
 
     def transcribe(self, audio, *args, **kwargs):
         audio = samples(audio)  # files decoded without faster-whisper's per-file garbage collection
-        if not (isinstance(self.model, FirstWindowDetection) and isinstance(self.model.feature_extractor,
-                                                                             WindowedExtractor)):
+        if not (isinstance(self.model, WhisperModel) and isinstance(self.model.feature_extractor, WindowedExtractor)):
             return super().transcribe(audio, *args, **kwargs)
+        pipeline = copy.copy(self)  # this call's: its model is the call's view, whose extractor is the capture
         capture = ChunkCapture(self.model.feature_extractor)
-        with capturing(capture):
-            return super().transcribe(audio, *args, **kwargs)
+        pipeline.model = self.model.for_call(capture=capture)
+        pipeline.model.feature_extractor = capture
+        return faster_whisper.BatchedInferencePipeline.transcribe(pipeline, audio, *args, **kwargs)
 
     transcribe.__doc__ = faster_whisper.BatchedInferencePipeline.transcribe.__doc__
 
     def _batched_segments_generator(self, features, tokenizer, chunks_metadata, batch_size, options,
                                     log_progress):
-        capture = active_capture()
+        capture = getattr(self.model, "session", None) and self.model.session.capture
         if capture is not None and len(capture) == len(features):
             features = LazyBatches(capture)
         return super()._batched_segments_generator(features, tokenizer, chunks_metadata, batch_size, options,

@@ -24,30 +24,8 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
-import threading
-
 import numpy as np
 from faster_whisper.feature_extractor import FeatureExtractor
-
-_state = threading.local()  # .capture: the chunk capture of the batched transcribe running in this thread
-
-
-def active_capture():
-    """The chunk capture (:class:`tokenmap.batched.ChunkCapture`) of the batched ``transcribe`` running in
-    this thread, if any: while it is active, a :class:`WindowedExtractor` of that capture records the
-    chunks it is asked for instead of computing their features."""
-    return getattr(_state, "capture", None)
-
-
-@contextlib.contextmanager
-def capturing(capture):
-    """Make ``capture`` this thread's :func:`active_capture` inside the block."""
-    previous, _state.capture = active_capture(), capture
-    try:
-        yield
-    finally:
-        _state.capture = previous
 
 #: frames computed at a time when the file's peak is measured (30 s)
 CHUNK_FRAMES = 3000
@@ -62,12 +40,6 @@ class WindowedExtractor(FeatureExtractor):
         self.min_seconds = min_seconds
 
     def __call__(self, waveform: np.ndarray, padding: int = 160, chunk_length=None):
-        capture = active_capture()
-        if capture is not None and capture.extractor is self:  # a batched transcribe: the chunk, kept for later
-            return capture.add(waveform)
-        return self.compute(waveform, padding, chunk_length)
-
-    def compute(self, waveform: np.ndarray, padding: int = 160, chunk_length=None):
         """The features of ``waveform``: an array, or a :class:`LogMel` from ``min_seconds`` of audio on."""
         if len(waveform) < self.min_seconds * self.sampling_rate:
             return FeatureExtractor.__call__(self, waveform, padding, chunk_length)

@@ -16,7 +16,6 @@ Example::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ from typing import Sequence
 
 from tokenizers import Tokenizer
 
+from tokenmap.maps.schema import vocab_fingerprint
 from tokenmap.models import resolve_model
 
 log = logging.getLogger("tokenmap")
@@ -97,10 +97,8 @@ class TextTokenizer:
         self.source = source
         self.repairs = list(repairs)  # merges restored by :func:`repair_merges`
         vocab = tokenizer.get_vocab(with_added_tokens=True)
-        items = sorted(((i, t) for t, i in vocab.items()))
-        canonical = json.dumps(items, ensure_ascii=False, separators=(",", ":"))
-        self.fingerprint = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-        self.vocab_size = len(items)
+        self.fingerprint = vocab_fingerprint(tokenizer)
+        self.vocab_size = len(vocab)
         eot = vocab.get("<|endoftext|>")
         self.family = _EOT_FAMILY.get(eot, "unknown")
 

@@ -21,16 +21,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import faster_whisper
 import numpy as np
 
-from tokenmap import vad
 from tokenmap.audio import SAMPLE_RATE, audio_input, load_audio
 from tokenmap.batched import BatchedInferencePipeline
-from tokenmap.features import WindowedExtractor
-from tokenmap.models import resolve_model
 from tokenmap.runtime import memory
-from tokenmap.runtime.engine import default_threads, setup_model
+from tokenmap.runtime.engine import default_threads
 from tokenmap.whisper import WhisperModel
 from tokenmap.writers import Segment, Transcript, Word
 
@@ -82,28 +78,20 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     model decodes as plain faster-whisper after one warning.
     ``exact`` (a float32 decoder for an int8 model, whose output equals plain
     greedy decoding), ``decoder_compute_type`` and ``encoder`` (``auto``: the engine
-    :mod:`tokenmap.encoders.choice` picks for this CPU) are :func:`tokenmap.runtime.engine.setup_model`'s
-    and apply with or without a map. ``audio_context`` (``auto``: short windows
+    :mod:`tokenmap.encoders.choice` picks for this CPU) are :func:`tokenmap.assembly.assemble`'s
+    and apply with or without a map: the model is a :class:`tokenmap.WhisperModel` either way.
+    ``audio_context`` (``auto``: short windows
     are encoded as their audio plus a margin, guarded; :mod:`tokenmap.context`)
     needs the engine fork, with or without a map. ``recall``
     (a ``tokenmap recall`` index) drafts segments heard before, with or without a map. Raises ``ModelError``.
     """
     threads = threads or default_threads()
     logger.info("loading %s (%s, %d threads)", model, compute_type, threads)
-    if token_map is not None or recall is not None or audio_context != "full":
-        return WhisperModel(  # which resolves the model
-            str(model), token_map=token_map, device="cpu", compute_type=compute_type, cpu_threads=threads,
-            decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall, exact=exact,
-            audio_context=audio_context,
-        )
-    model_dir = resolve_model(model)
-    plain = faster_whisper.WhisperModel(str(model_dir), device="cpu", compute_type=compute_type, cpu_threads=threads)
-    plain.feature_extractor = WindowedExtractor(plain.feature_extractor)  # constant memory on long files
-    vad.install()
-    # the encoder and decoder map decoding would use, where the fork can draft
-    plain.model = setup_model(model_dir, plain.model, compute_type, threads, decoder_compute_type, encoder,
-                              tokenizer=plain.hf_tokenizer, without_fork="quiet", exact=exact, device="cpu").model
-    return plain
+    return WhisperModel(  # which resolves the model
+        str(model), token_map=token_map, device="cpu", compute_type=compute_type, cpu_threads=threads,
+        decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall, exact=exact,
+        audio_context=audio_context,
+    )
 
 
 #: files longer than this (seconds) give their freed decoding buffers back to the system
@@ -170,8 +158,6 @@ def _transcribe(model, audio: np.ndarray, options: TranscribeOptions):
         return model.transcribe(audio, **options.as_kwargs())
     if options.vad is False and len(audio) > 30 * SAMPLE_RATE:
         raise ValueError("--batch-size needs VAD on a file over 30 s (it batches the speech chunks VAD finds)")
-    if getattr(model, "drafting", False):
-        model.model.take_stats()  # this file's counters only
     pipeline = BatchedInferencePipeline(model=model)  # faster-whisper's, features batch by batch
     kwargs = options.as_kwargs()
     if kwargs.get("clip_timestamps"):  # spans past the end would make faster-whisper count negative silence

@@ -1,28 +1,32 @@
 """``tokenmap.WhisperModel``: faster-whisper's model with token-map drafting.
 
-A drop-in subclass: ``transcribe()`` keeps VAD, segment and word timestamps,
-long-form audio with ``condition_on_previous_text`` and language detection,
-because faster-whisper itself runs unchanged. Only the model object it calls
-(``self.model``) is replaced, once, by a :class:`SpeculativeModel`: greedy ``generate`` calls are decoded
-speculatively, everything else (beam search, sampling temperatures of the
-fallback, repetition penalties, ``encode``, ``detect_language``, ``align``)
-goes to CTranslate2 as before, and the first call of each such kind logs
-which option kept it off the map.
+A drop-in subclass: ``transcribe()`` keeps VAD, segment and word timestamps, long-form audio with
+``condition_on_previous_text`` and language detection, because faster-whisper's own ``transcribe`` runs.
+What it calls is replaced:
 
-Speculative verification reproduces greedy decoding: the model checks one
-drafted path and keeps the prefix its own argmax agrees with. The decoder runs at
-``compute_type`` (int8 by default: batched int8 logits may swap a near-tie, so a
-word may differ from plain decoding); ``exact=True`` decodes an int8 model with a
-float32 copy, whose batched logits equal its step logits
-(:mod:`tokenmap.runtime.precision`). The encoder runs on the engine
-:mod:`tokenmap.encoders` chooses for this CPU: OpenVINO, or CTranslate2. Beam search
-keeps several hypotheses and has no single path to verify, so
-``transcribe()`` here defaults to ``beam_size=1`` (faster-whisper's default
-is 5); pass ``beam_size`` to choose.
+* ``self.model`` by a :class:`tokenmap.assembly.Model` (:func:`tokenmap.assembly.assemble`): the encoder
+  this CPU should use, the decoder, and the drafters, which decode greedy ``generate`` calls
+  speculatively; everything else (beam search, sampling temperatures of the fallback, repetition
+  penalties, ``detect_language``, ``align``) goes to CTranslate2 as before, and the first call of each
+  such kind logs which option kept it off the map;
+* ``encode`` by the window encoder (:mod:`tokenmap.windows`): the audio context, and the first window's
+  encoder pass shared with language detection (``detect_language`` inside ``transcribe``);
+* ``self.feature_extractor`` by :class:`tokenmap.features.WindowedExtractor` (a long file's features
+  window by window), and faster-whisper's VAD, process-wide, by :func:`tokenmap.vad.install`.
 
-Without the engine fork (stock CTranslate2, e.g. on macOS, Windows or Linux
-on ARM) the model is plain faster-whisper with that same greedy default, and
-one warning says why drafting is off.
+Each ``transcribe`` call runs on a shallow copy of the model holding that call's
+:class:`tokenmap.windows.Session` (audio context, statistics, the window kept from detection), so
+concurrent calls share the parts and nothing else.
+
+Speculative verification reproduces greedy decoding: the model checks one drafted path and keeps the
+prefix its own argmax agrees with. The decoder runs at ``compute_type`` (int8 by default: batched int8
+logits may swap a near-tie, so a word may differ from plain decoding); ``exact=True`` decodes an int8
+model with a float32 copy, whose batched logits equal its step logits (:mod:`tokenmap.runtime.precision`).
+Beam search keeps several hypotheses and has no single path to verify, so ``transcribe()`` here defaults
+to ``beam_size=1`` (faster-whisper's default is 5); pass ``beam_size`` to choose.
+
+Without the engine fork (stock CTranslate2, e.g. on macOS, Windows or Linux on ARM) the model has no
+drafters and decodes as plain faster-whisper with that same greedy default.
 
 Example::
 
@@ -36,195 +40,28 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 import threading
-import time
 
 import faster_whisper
-import numpy as np
 
 from tokenmap import vad
+from tokenmap.assembly import assemble
 from tokenmap.audio import samples
-from tokenmap.context import WINDOW_FRAMES, AudioContext, Guard, as_audio_context, content_seconds
-from tokenmap.decode.control import ControllerSet
-from tokenmap.decode.drafters import SessionCache, default_drafter, map_languages
-from tokenmap.decode.guarding import GuardedGeneration
-from tokenmap.decode.recall import load_recall
-from tokenmap.decode.replay import replay_generated
-from tokenmap.decode.rules import supports_fast_path
-from tokenmap.decode.special import SpecialTokens
-from tokenmap.decode.speculative import DecodeStats, decode_window
-from tokenmap.detection import FirstWindowDetection
+from tokenmap.context import AudioContext, as_audio_context
+from tokenmap.decode import loops
+from tokenmap.decode.loops import LoopOptions
+from tokenmap.decode.speculative import DecodeStats
 from tokenmap.features import WindowedExtractor
 from tokenmap.models import resolve_model
 from tokenmap.runtime import memory
-from tokenmap.runtime.engine import default_threads, setup_model
-from tokenmap.runtime.precision import SplitModel
-from tokenmap.runtime.stock_worker import GenerationResult
+from tokenmap.runtime.engine import default_threads
 from tokenmap.runtime.threads import blas_single_thread
+from tokenmap.windows import CONFIDENT, Session, first_window
 
 logger = logging.getLogger("tokenmap")
-
-
-class SpeculativeModel(GuardedGeneration, SplitModel):
-    """A :class:`~tokenmap.runtime.precision.SplitModel` whose greedy ``generate`` is decoded speculatively.
-
-    It is the one object that holds the encoder and the decoder (taken over from ``model``) and the
-    drafting state: ``token_map`` (the active map, or a list of maps; assign another to switch),
-    ``recall``, ``session_cache`` and ``prompt_lookup`` (what :meth:`make_drafter` drafts from), the
-    verify-pass ``cost`` curve, the ``guard`` of short audio contexts and, per thread, the statistics
-    (:meth:`take_stats`) and the draft controllers, one set per active map (what one map taught them
-    says nothing of another). A fresh drafter is made per window (drafters hold per-window state,
-    so concurrent calls never share one). ``text`` turns token ids into text for the guard.
-    """
-
-    def __init__(self, model: SplitModel, special: SpecialTokens, cost=None, adaptive: bool = True, *,
-                 token_map=None, recall=None, session_cache: SessionCache | None = None,
-                 prompt_lookup: bool = True, text=None):
-        super().__init__(model.encoder, model.decoder, model.encoder_engine, model.decoder_compute_type, model.plain)
-        self.special = special
-        self.cost = cost
-        self.adaptive = adaptive and cost is not None
-        self.token_map = token_map
-        self.recall = recall
-        self.session_cache = session_cache
-        self.prompt_lookup = prompt_lookup
-        self.recorder = None  # a RecallIndex that every decoded window is added to (`tokenmap recall`)
-        self.guard = Guard()  # judges windows decoded on a short audio context
-        self.text = text or (lambda ids: "")  # token ids -> text, for the guard's compression ratio
-        self._local = threading.local()
-        self._bypass_logged: set[str] = set()
-        self._bypass_lock = threading.Lock()
-
-    def make_drafter(self, controllers=None, seconds: float | None = None, audio=None, mel=None):
-        """The drafter of one window: ``seconds`` of audio, ``audio`` its encoder output, ``mel`` its features."""
-        return default_drafter(self.token_map, self.special, self.prompt_lookup, self.session_cache, controllers,
-                               seconds=seconds, recall=self.recall, audio=audio, mel=mel)
-
-    def drafts_worth_trying(self, prompt=()) -> bool:
-        """Whether a window may be decoded speculatively at all: only with a recall index, or a map
-        built from text in the window's language (the language its ``prompt`` names; a map whose
-        text's languages are not recorded drafts every window).
-
-        Prompt lookup and the session cache draft beside them; alone they seldom save a pass, and a
-        window without drafts decodes faster in plain ``generate`` (on stock CTranslate2 where its
-        worker runs) than in the loop, which pays Python a token."""
-        if self.recall is not None:
-            return True
-        if self.token_map is None:
-            return False
-        language = self.special.language_of(prompt) if prompt else None
-        languages = map_languages(self.token_map) if language else None
-        if languages is None or language in languages:
-            return True
-        self._log_bypass(f"language {language}", f"it was built from {', '.join(sorted(languages))} text, "
-                                                 f"not {language}")
-        return False
-
-    def note_window(self, seconds: float, mel=None, short=None) -> None:
-        """The audio length and log-mel features (all 30 s) of the window this thread encoded last, for the
-        next ``generate``; ``short``: its encoder output when it was encoded on a short audio context."""
-        self._local.seconds = seconds
-        self._local.mel = mel
-        self._local.short = short
-        self._local.full = None  # the full-context encoder output, once the guard asked for it
-
-    def _thread_stats(self) -> DecodeStats:
-        if not hasattr(self._local, "stats"):
-            self._local.stats = DecodeStats()
-        return self._local.stats
-
-    def controllers(self) -> ControllerSet | None:
-        """This thread's controllers for the active map (None when not adaptive)."""
-        if not self.adaptive:
-            return None
-        per_map = self._local.__dict__.setdefault("per_map", {})
-        active_map = self.token_map
-        entry = per_map.get(id(active_map))
-        if entry is None or entry[0] is not active_map:  # the map is kept, so its id is not reused
-            entry = per_map[id(active_map)] = (active_map, ControllerSet(self.cost))
-        return entry[1]
-
-    def current_stats(self) -> DecodeStats:
-        """This thread's statistics since the last :meth:`take_stats` (not reset)."""
-        return self._thread_stats()
-
-    def take_stats(self) -> DecodeStats:
-        """This thread's statistics since the last call; resets them."""
-        stats = self._thread_stats()
-        self._local.stats = DecodeStats()
-        return stats
-
-    def _generate(self, features, prompts, **kwargs):
-        batch = len(prompts)
-        if batch != 1 or not supports_fast_path(prompt=prompts[0], special=self.special, **kwargs):
-            self._thread_stats().fallbacks += 1
-            self._log_bypass(*bypass_reason(batch, prompts[0], self.special, kwargs))
-            return self.plain_generate(features, prompts, **kwargs)
-        stats = self._thread_stats()
-        controllers = self.controllers()
-        worth_trying = self.drafts_worth_trying(prompts[0])
-        if not worth_trying or (controllers is not None and not controllers.use_speculation()):
-            started = time.perf_counter()
-            result = self.plain_generate(features, prompts, **kwargs)
-            window = DecodeStats(windows=1, plain_windows=1, tokens=len(result[0].sequences_ids[0]) + 1,
-                                 decoder_seconds=time.perf_counter() - started)
-            if controllers is not None and worth_trying:  # what the gate weighs the loop against
-                controllers.record_plain(window.decoder_seconds, window.tokens)
-                controllers.record_replay(replay_generated(self._window_drafter(controllers, features), prompts[0],
-                                                           result[0].sequences_ids[0], self.special,
-                                                           self._history(prompts[0])))
-            stats.add(window)
-            return result
-        prompt = list(prompts[0])
-        result = decode_window(self.decoder, features, prompt, self.special,
-                               self._window_drafter(controllers, features), history=self._history(prompt), **kwargs)
-        if controllers is not None:
-            controllers.record_window(result.stats)
-        stats.add(result.stats)
-        return [GenerationResult([result.tokens], [result.score], result.no_speech_prob or 0.0)]
-
-    def _window_drafter(self, controllers, features):
-        return self.make_drafter(controllers, getattr(self._local, "seconds", None), audio=features,
-                                 mel=getattr(self._local, "mel", None))
-
-    def _history(self, prompt) -> list[int]:
-        """The previous text a window's prompt carries (before ``<|startoftranscript|>``)."""
-        return list(prompt[1: self.special.sot_index(prompt)]) if prompt[0] != self.special.sot else []
-
-    def _log_bypass(self, kind: str, message: str) -> None:
-        """Log ``message`` the first time this model bypasses the map for reason ``kind``."""
-        with self._bypass_lock:
-            if kind in self._bypass_logged:
-                return
-            self._bypass_logged.add(kind)
-        logger.warning("decoding without the token map: %s", message)
-
-
-def bypass_reason(batch: int, prompt, special: SpecialTokens, kwargs: dict) -> tuple[str, str]:
-    """Why a ``generate`` call cannot be drafted: ``(kind, advice)``.
-
-    :func:`tokenmap.decode.rules.supports_fast_path` decides; this names the option
-    that made it refuse, by trying each option alone on top of greedy search.
-    """
-    if batch != 1:
-        return "batch", (f"batched decoding ({batch} windows per generate call) is not drafted; "
-                         "use WhisperModel.transcribe, which decodes one window at a time")
-    culprits = [key for key, value in kwargs.items() if not supports_fast_path(**{"beam_size": 1, key: value})]
-    if "sampling_topk" in culprits:  # faster-whisper's temperature fallback (num_hypotheses = best_of)
-        return "sampling", (f"faster-whisper's temperature fallback re-decoded a window by sampling "
-                            f"(temperature {kwargs.get('sampling_temperature', 1)}), which is not drafted; "
-                            "pass temperature=0.0 to keep every window greedy")
-    if "beam_size" in culprits:
-        return "beam_size", (f"beam search (beam_size={kwargs['beam_size']}) has no single draft path to "
-                             "verify; pass beam_size=1 (greedy) to decode with the map")
-    if culprits:
-        key = culprits[0]
-        return key, (f"{key}={kwargs[key]!r} is not reproduced by draft verification, which decodes "
-                     f"greedily; leave {key} at its default to decode with the map")
-    return "prefix", ("a decoding prefix (faster-whisper's prefix=) is not drafted; "
-                      "transcribe without prefix to decode with the map")
 
 
 def transcribe_signature() -> inspect.Signature:
@@ -236,7 +73,7 @@ def transcribe_signature() -> inspect.Signature:
     return base.replace(parameters=params)
 
 
-class WhisperModel(FirstWindowDetection, faster_whisper.WhisperModel):
+class WhisperModel(faster_whisper.WhisperModel):
     """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
 
     Extra arguments: ``token_map`` (path or :class:`tokenmap.maps.mapfile.TokenMap`;
@@ -269,17 +106,17 @@ class WhisperModel(FirstWindowDetection, faster_whisper.WhisperModel):
     own choice) becomes :func:`tokenmap.runtime.engine.default_threads`, so the engine
     runs with the thread count its cost curve was calibrated for.
 
-    ``drafting`` is False when the loaded CTranslate2 lacks the fork's
-    decoder-step API: the model then decodes as plain faster-whisper, after
-    one warning (:func:`tokenmap.runtime.engine.warn_drafting_off`). Otherwise ``self.model``
-    is a :class:`SpeculativeModel`, which holds the encoder, the decoder and the drafting
-    state; ``token_map``, ``recall`` and ``session_cache`` read and set its fields.
+    ``self.model`` is always a :class:`tokenmap.assembly.Model`, built by :func:`tokenmap.assembly.assemble`
+    with a map or without: the encoder, the decoder and the drafters; ``token_map``, ``recall`` and
+    ``session_cache`` read and set its drafters' fields. ``drafting`` is False when the loaded
+    CTranslate2 lacks the fork's decoder-step API: the model then has no drafters and decodes as plain
+    faster-whisper (one warning says why, when a map or a recall index asked for drafting).
     """
 
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
                  session_cache: bool = True, adaptive: bool = True, cost_model=None,
                  decoder_compute_type: str = "auto", encoder: str = "auto", recall=None, exact: bool = False,
-                 audio_context="full", malloc_policy: bool = False, **kwargs):
+                 audio_context="full", malloc_policy: bool = False, loop_stop: bool = True, **kwargs):
         if malloc_policy:
             memory.install()
         model_dir = resolve_model(model_size_or_path)
@@ -288,40 +125,44 @@ class WhisperModel(FirstWindowDetection, faster_whisper.WhisperModel):
         super().__init__(str(model_dir), **kwargs)
         self.feature_extractor = WindowedExtractor(self.feature_extractor)  # a long file's features, window by window
         vad.install()  # Silero VAD over a long file without a copy of it
+        loops.install()  # faster-whisper sees a stopped loop's compression ratio as the loop's (decode.loops)
         load = {k: kwargs[k] for k in ("device", "device_index", "num_workers") if k in kwargs}
-        opened = setup_model(model_dir, self.model, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
-                             decoder_compute_type, encoder, token_map=token_map, tokenizer=self.hf_tokenizer,
-                             without_fork="warn", exact=exact, **load)
+        asked = token_map is not None or recall is not None  # drafting asked for: say so when it is off
+        self.model = assemble(self.model, model_dir, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
+                              decoder_compute_type=decoder_compute_type, encoder=encoder, exact=exact,
+                              token_map=token_map, recall=recall, tokenizer=self.hf_tokenizer,
+                              without_fork="warn" if asked else "quiet", prompt_lookup=prompt_lookup,
+                              session_cache=session_cache, adaptive=adaptive, cost_model=cost_model, **load)
         memory.release_free_memory()  # the weights' conversion buffers, kept by the malloc policy
-        self.drafting = opened.drafting
+        self.model.loop = LoopOptions() if loop_stop else None  # stop decodes as they start to repeat
         self.audio_context = as_audio_context(audio_context)
-        self._context_local = threading.local()
-        if not self.drafting:  # faster-whisper's own model decodes; the maps are kept, unused
-            self._undrafted = {"token_map": opened.token_map, "recall": None, "session_cache": None}
-            return
-        special = opened.special
-        self.model = SpeculativeModel(
-            opened.model, special, cost_model if cost_model is not None else opened.cost, adaptive,
-            token_map=opened.token_map, recall=load_recall(recall, opened.tokenizer, model_dir),
-            session_cache=SessionCache(timestamp_begin=special.timestamp_begin) if session_cache else None,
-            prompt_lookup=prompt_lookup,
-            text=lambda ids: self.hf_tokenizer.decode([t for t in ids if t < special.eot]))
+        self.session = Session(self.audio_context if self.drafting else AudioContext())
+        self._last: dict[int, Session] = {}  # per thread: the session of its last transcribe
 
-    def _get(self, name: str):
-        return getattr(self.model, name) if self.drafting else self._undrafted[name]
+    @property
+    def drafting(self) -> bool:
+        """Whether the model has drafters (the loaded CTranslate2 is the fork)."""
+        return self.model.drafting is not None
 
-    def _set(self, name: str, value) -> None:
-        if self.drafting:
-            setattr(self.model, name, value)
-        else:
-            self._undrafted[name] = value
+    def _drafters_field(name: str, doc: str):  # noqa: N805 - builds a property of the class body
+        def get(self):
+            return getattr(self.model.drafting, name) if self.drafting else None
 
-    token_map = property(lambda self: self._get("token_map"), lambda self, v: self._set("token_map", v),
-                         doc="The active map (or list of maps) drafts come from; assign another to switch.")
-    recall = property(lambda self: self._get("recall"), lambda self, v: self._set("recall", v),
-                      doc="The recall index (``tokenmap recall``) drafting segments heard before, or None.")
-    session_cache = property(lambda self: self._get("session_cache"), lambda self, v: self._set("session_cache", v),
-                             doc="The tokens this model decoded earlier, drafted from when they recur (or None).")
+        def set_(self, value):
+            if self.drafting:
+                setattr(self.model.drafting, name, value)
+            elif value is not None:
+                logger.warning("drafting is off (no engine fork): %s is not used", name)
+
+        return property(get, set_, doc=doc)
+
+    token_map = _drafters_field("token_map", "The active map (or list of maps) drafts come from; assign another "
+                                             "to switch.")
+    recall = _drafters_field("recall", "The recall index (``tokenmap recall``) drafting segments heard before, "
+                                       "or None.")
+    session_cache = _drafters_field("session_cache", "The tokens this model decoded earlier, drafted from when they "
+                                                     "recur (or None).")
+    del _drafters_field
 
     @property
     def decoder_compute_type(self) -> str | None:
@@ -334,21 +175,51 @@ class WhisperModel(FirstWindowDetection, faster_whisper.WhisperModel):
         depends on the window's length; None when drafting is off)."""
         return self.model.encoder_engine if self.drafting else None
 
+    @property
+    def shared_encodes(self) -> int:
+        """Encoder passes saved by sharing the first window's with language detection."""
+        return self.model.windows.shared
+
     def encode(self, features):
-        """faster-whisper's ``encode``; notes how much audio the window holds (drafts end with a guess
-        of its closing timestamp) and, on a short audio context, encodes only that much of it."""
-        if not self.drafting:
-            return super().encode(features)
-        array = np.asarray(features)
-        seconds = content_seconds(array)
-        context = getattr(self._context_local, "value", None) or self.audio_context
-        frames = context.frames(seconds) if array.shape[-1] == WINDOW_FRAMES else None
-        if frames is None:
-            self.model.note_window(seconds, features)
-            return super().encode(features)
-        output = super().encode(np.ascontiguousarray(array[..., :frames]))
-        self.model.note_window(seconds, features, short=output)
-        return output
+        """faster-whisper's ``encode``, on this call's audio context: an :class:`tokenmap.windows.EncodedWindow`
+        (the window kept from language detection, when these are its features)."""
+        return self.model.windows.encode(features, self.session)
+
+    def detect_language(self, audio=None, features=None, *args, **kwargs):
+        session = self.session
+        if session.capture is not None and audio is None and features is not None:
+            # the batched pipeline's chunks, joined as it joins them (it hands over placeholders)
+            segments = kwargs.get("language_detection_segments", 1)
+            return super().detect_language(None, session.capture.detection_features(segments), *args, **kwargs)
+        if audio is not None or features is None or not session.transcribing:
+            return super().detect_language(audio, features, *args, **kwargs)
+        window = first_window(features)  # as the first window is transcribed: its encoder pass is kept
+        session.detecting = True
+        try:
+            result = super().detect_language(audio, window, *args, **kwargs)
+        finally:
+            session.detecting = False
+        if window is features or result[1] >= CONFIDENT:
+            return result
+        kept = session.kept  # a near-tie: faster-whisper's own window decides; the first window stays kept
+        result = super().detect_language(audio, features, *args, **kwargs)
+        session.kept = kept
+        return result
+
+    detect_language.__signature__ = inspect.signature(faster_whisper.WhisperModel.detect_language)
+    detect_language.__doc__ = faster_whisper.WhisperModel.detect_language.__doc__
+
+    def for_call(self, context: AudioContext | None = None, capture=None) -> "WhisperModel":
+        """This model for one ``transcribe`` call: a shallow copy (the same parts) with a fresh
+        :class:`~tokenmap.windows.Session` on ``context`` (default: the model's), which
+        :meth:`last_stats` reads from this thread; ``capture``: the batched pipeline's chunk capture."""
+        context = context or self.session.context
+        if not self.drafting and context.mode != "full":
+            logger.warning("audio_context=%r needs the engine fork's guard; encoding 30 s windows", context.mode)
+            context = AudioContext()
+        call = copy.copy(self)
+        call.session = self._last[threading.get_ident()] = Session(context, capture=capture, transcribing=True)
+        return call
 
     def transcribe(self, audio, *args, audio_context=None, **kwargs):
         """faster-whisper's ``transcribe``, with ``beam_size=1`` (greedy) unless the call sets it.
@@ -362,27 +233,21 @@ class WhisperModel(FirstWindowDetection, faster_whisper.WhisperModel):
         bound = inspect.signature(super().transcribe).bind_partial(audio, *args, **kwargs)
         if "beam_size" not in bound.arguments:
             kwargs["beam_size"] = 1
-        context = self.audio_context if audio_context is None else as_audio_context(audio_context)
-        if not self.drafting:
-            if context.mode != "full":
-                logger.warning("audio_context=%r needs the engine fork's guard; encoding 30 s windows", context.mode)
-            return super().transcribe(audio, *args, **kwargs)
-        self.model.take_stats()  # start this thread's counters afresh
-        self._context_local.value = context  # language detection encodes before the segments are read
+        call = self.for_call(None if audio_context is None else as_audio_context(audio_context))
         # the features' BLAS product must leave no threads spinning; the language is detected on the
         # first window as it is transcribed, which the encoder then answers from what it kept
-        with blas_single_thread(), self.detecting_for_transcribe():
-            segments, info = super().transcribe(audio, *args, **kwargs)
-        return self._remember(segments, context.for_language(info.language)), info
+        with blas_single_thread():
+            segments, info = faster_whisper.WhisperModel.transcribe(call, audio, *args, **kwargs)
+        call.session.context = call.session.context.for_language(info.language)
+        return call._segments(segments), info
 
     transcribe.__signature__ = transcribe_signature()
 
-    def _remember(self, segments, context: AudioContext):
-        """``segments`` as faster-whisper yields them, each decoded with ``context`` (and numpy's BLAS
-        on one thread: :func:`tokenmap.runtime.threads.blas_single_thread`)."""
+    def _segments(self, segments):
+        """``segments`` as faster-whisper yields them, decoded with numpy's BLAS on one thread
+        (:func:`tokenmap.runtime.threads.blas_single_thread`), each added to the session cache."""
         segments = iter(segments)
         while True:
-            self._context_local.value = context  # another transcribe in this thread may have set its own
             with blas_single_thread():
                 segment = next(segments, None)
             if segment is None:
@@ -396,4 +261,5 @@ class WhisperModel(FirstWindowDetection, faster_whisper.WhisperModel):
 
         All zero when drafting is off (no engine fork; see ``drafting``).
         """
-        return (self.model.current_stats() if self.drafting else DecodeStats()).as_dict()
+        session = self._last.get(threading.get_ident())
+        return (session.stats if session is not None else DecodeStats()).as_dict()

@@ -22,12 +22,12 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tokenmap.assembly import open_model
 from tokenmap.decode.control import AcceptanceController, ControllerSet
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
 from tokenmap.decode.reference import GREEDY_KW
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import DecodeStats, decode_window
-from tokenmap.runtime.engine import open_model
 
 log = logging.getLogger("tokenmap")
 
@@ -108,7 +108,7 @@ def load_models(model_dir: Path, compute_type: str, threads: int, draft_dir: Pat
     opened = open_model(model_dir, compute_type, threads, decoder_compute_type="same",
                         encoder=encoder if engines == {"openvino"} else "fork")
     vocab = vocabulary(model_dir)
-    eng = BenchModels(opened.model, opened.special, vocab, opened.cost, spec_tokens=spec_tokens)
+    eng = BenchModels(opened, opened.special, vocab, opened.cost, spec_tokens=spec_tokens)
     if draft_dir is not None:
         eng.draft = ctranslate2.models.Whisper(str(draft_dir), device="cpu", compute_type=compute_type,
                                                intra_threads=threads)
@@ -121,7 +121,7 @@ def load_models(model_dir: Path, compute_type: str, threads: int, draft_dir: Pat
 def greedy(eng: BenchModels, enc, prompt):
     """Plain greedy decoding of one window (the baseline): a callable that decodes once and returns its Output."""
     def run() -> Output:
-        result = eng.main.generate(enc, [prompt], **GREEDY_KW)[0]
+        result = eng.main.plain.generate(enc, [prompt], **GREEDY_KW)[0]
         return Output(list(result.sequences_ids[0]))
     return run
 
@@ -139,7 +139,7 @@ def speculative(eng: BenchModels, enc, prompt, token_map, task: str = "", second
     def run() -> Output:
         start = [len(m.log) for m in controllers.members]
         if not controllers.use_speculation():
-            result = eng.main.generate(enc, [prompt], **GREEDY_KW)[0]
+            result = eng.main.plain.generate(enc, [prompt], **GREEDY_KW)[0]
             return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
         drafter = default_drafter(token_map, eng.special, controllers=controllers, cost=eng.cost, seconds=seconds,
                                   recall=recall, audio=enc, mel=mel)

@@ -20,6 +20,7 @@ import numpy as np
 from tokenmap.decode.cost import MAX_TOKENS, CostModel
 from tokenmap.decode.rules import RuleSet
 from tokenmap.decode.special import SpecialTokens
+from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker, stock_installed
 
 log = logging.getLogger("tokenmap")
 
@@ -132,13 +133,11 @@ def time_plain_generate(model_dir: Path, compute_type: str, threads: int, probe:
     (so the window runs to the length); a token costs the time difference over the tokens it added, and
     the prompt what the shorter call took beyond its tokens. ``(0, 0)`` when the worker fails to start.
     """
-    from tokenmap.runtime.stock_worker import StockEncoder, StockEncoderError, stock_installed
-
     worker = None
     generate = probe.model.generate
     if stock_installed():
         try:
-            worker = StockEncoder(model_dir, compute_type, threads)
+            worker = StockWorker(model_dir, compute_type, threads)
             worker.wait_ready()
             generate = worker.generate
         except (StockEncoderError, OSError) as exc:

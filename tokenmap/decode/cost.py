@@ -40,6 +40,8 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tokenmap.runtime.nativelib import row_math_status
+
 log = logging.getLogger("tokenmap")
 
 MAX_TOKENS = 32
@@ -291,8 +293,6 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
 def _check_row_math(data: dict, path: Path) -> None:
     """Warn when the calibration timed the loop's rules on another implementation than this process
     runs (a calibration without the field predates the native row math: numpy)."""
-    from tokenmap.runtime.nativelib import row_math_status
-
     measured, now = ("on" if data.get("row_math") == "on" else "off"), ("on" if row_math_status() == "on" else "off")
     if measured != now:
         log.warning("calibration %s timed the loop's row math %s, this process runs it %s: "

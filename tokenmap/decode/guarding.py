@@ -1,107 +1,242 @@
-"""The guard around every ``generate`` of :class:`tokenmap.whisper.SpeculativeModel`.
+"""The guard: what makes a window's output untrustworthy, and ``generate`` decoding such a window again.
 
-Two failures of Whisper are caught here and decoded again, each as faster-whisper itself would
-decode the window without the cause:
+Two failures of Whisper are caught and decoded again, each as faster-whisper itself would decode the
+window without the cause:
 
-* **A short audio context that broke the window** (:class:`tokenmap.context.Guard`): the window
-  was encoded as its audio plus a margin, and its output repeats itself, runs past the audio, never
-  ends or has a low log-probability. The window is encoded again as 30 s and decoded on that (kept
-  for the window's later calls, e.g. the temperature fallback). In a batch, only the rows the
-  guard rejects are encoded and decoded again.
-* **A copied prompt** (:meth:`tokenmap.context.Guard.copied`): faster-whisper conditions a window on
-  the previous window's text, and Whisper sometimes writes that text again instead of what it hears,
-  at any audio context: whole, or as phrases of it stitched together. A window whose text repeats a
-  run of :attr:`Guard.copy_tokens` tokens of its prompt's previous text, or whose words lie mostly in
-  word n-grams of it, is decoded again without that text, which is faster-whisper's
-  ``condition_on_previous_text=False`` for that window alone (the encoder output is reused). Speech
-  that really repeats is decoded again too: a false alarm costs a decode, and the window's text is
-  then the one faster-whisper writes without the previous text.
+* **A short audio context that broke the window** (:meth:`Guard.reason`): the window was encoded as its
+  audio plus a margin (:mod:`tokenmap.context`), and its output repeats itself, runs past the audio, never
+  ends or has a low log-probability. The window asks its encoder for the full 30 s output and is decoded
+  on that (kept for the window's later calls, e.g. the temperature fallback). In a batch, only the rows
+  the guard rejects are encoded and decoded again.
+* **A copied prompt** (:meth:`Guard.copied`), at every audio context: faster-whisper conditions a window
+  on the previous window's text, and Whisper sometimes writes that text again instead of what it hears:
+  whole, or as phrases of it stitched together. A window whose text repeats a run of
+  :attr:`Guard.copy_tokens` tokens of its prompt's previous text, or whose words lie mostly in word
+  n-grams of it, is decoded again without that text, which is faster-whisper's
+  ``condition_on_previous_text=False`` for that window alone (the encoder output is reused). Speech that
+  really repeats is decoded again too: a false alarm costs a decode.
 
-Every decision is counted in the thread's :class:`tokenmap.decode.speculative.DecodeStats`
+Every decision is counted in the call's :class:`tokenmap.decode.speculative.DecodeStats`
 (``short_windows``, ``guarded``, ``prompt_copies``), which ``WhisperModel.last_stats()`` returns.
+
+Example::
+
+    >>> Guard().reason([50365, 400, 500, 50415], seconds=1.0, score=-0.2, no_speech_prob=0.01,
+    ...                finished=True, timestamp_begin=50365, text="Hello.")
+    >>> Guard().reason([50365, 400, 50565], seconds=1.0, score=-0.2, no_speech_prob=0.01,
+    ...                finished=True, timestamp_begin=50365, text="Hello.")
+    'a timestamp 3.0 s past the audio'
 """
 
 from __future__ import annotations
 
 import logging
+import re
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
-import numpy as np
-
-from tokenmap.context import WINDOW_FRAMES
+from tokenmap.decode.copies import probe_copy
+from tokenmap.decode.loops import decoded_tokens
 
 logger = logging.getLogger("tokenmap")
 
 
-class GuardedGeneration:
-    """``generate`` with both guards, for a class that provides ``_generate`` (the decode itself),
-    ``encode``, ``guard``, ``special``, ``text``, ``_local`` (``seconds``, ``mel``, ``short``, ``full``
-    of the window this thread encoded last), ``_thread_stats`` and ``recorder``."""
+@dataclass(frozen=True)
+class Guard:
+    """What makes a window's output untrustworthy: :meth:`reason` names the first failure of a short-context
+    decode, :meth:`copied` a copy of the prompt's previous text (``copy_*``, at any context).
 
-    def generate(self, features, prompts, **kwargs):
-        short = getattr(self._local, "short", None)
-        if short is not None and features is short:
-            features, results = self._guarded(features, prompts, kwargs)
-        else:
-            results = self._generate(features, prompts, **kwargs)
-        if len(prompts) != 1:
-            return results
-        results = self._unless_copied(features, prompts, kwargs, results)
-        if self.recorder is not None:
-            frames = np.asarray(features)
-            self.recorder.add_window(frames[0] if frames.ndim == 3 else frames, results[0].sequences_ids[0],
-                                     self.special.timestamp_begin, mel=getattr(self._local, "mel", None))
-        return results
+    ``past_audio_s``: a timestamp this far past the window's audio, or past ``min_closing_s`` (Whisper
+    closes a short utterance at a round time, often 2.00 s, with any context); ``compression``:
+    faster-whisper's compression-ratio threshold on the text; ``repeats``: a run of the same 1-8 tokens
+    this many times in a row; ``logprob``: average log-probability per token below this (faster-whisper's
+    ``log_prob_threshold`` is -1.0; a one-word prompt decodes near it with any context, so the guard
+    waits for less); ``no_speech``: ``no_speech_prob`` above this with that low log-probability
+    (faster-whisper would then drop the window as silence); ``tokens_per_s``: more text tokens a second
+    of audio than this.
 
-    def _guarded(self, short, prompts, kwargs):
-        """``(encoder output, results)`` of a window (or batch) encoded on a short context: the short decode
-        where the guard accepts it, else the full context's."""
-        if self._local.full is not None:  # an earlier call on this window was sent back already
-            return self._local.full, self._generate(self._local.full, prompts, **kwargs)
-        results = list(self._generate(short, prompts, **kwargs))
-        rejected = []
-        for row, (result, prompt) in enumerate(zip(results, prompts)):
-            why = self._rejected(result, prompt, kwargs)
-            if why is not None:
-                logger.debug("short audio context rejected (%s): decoding the window with 30 s", why)
-                rejected.append(row)
-        stats = self._thread_stats()
-        stats.short_windows += len(results)
-        stats.guarded += len(rejected)
-        if not rejected:
-            return short, results
-        import ctranslate2
+    The defaults, and :class:`tokenmap.context.AudioContext`'s, were chosen by replaying greedy decodes of 180
+    Asterisk prompts of the train split (60 each of en, es, fr) at several contexts
+    (``research/short_context.py``); the benchmark measures the test split.
+    """
 
-        mel = np.asarray(self._local.mel, dtype=np.float32)
-        mel = mel.reshape(-1, mel.shape[-2], WINDOW_FRAMES)
-        full = self.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(mel[rejected])))
-        if len(results) == 1:
-            self._local.full = full
-            return full, self._generate(full, prompts, **kwargs)
-        for row, result in zip(rejected, self._generate(full, [prompts[i] for i in rejected], **kwargs)):
-            results[row] = result
-        return short, results
+    past_audio_s: float = 1.0
+    min_closing_s: float = 2.0
+    compression: float = 2.4
+    repeats: int = 3
+    logprob: float = -1.5
+    no_speech: float = 0.6
+    tokens_per_s: float = 12.0
+    copy_tokens: int = 12
+    copy_ngram: int = 3
+    copy_share: float = 0.75
+    copy_min_words: int = 8
 
-    def _rejected(self, result, prompt, kwargs) -> str | None:
-        """Why the guard rejects one short-context result (None: it is kept)."""
-        tokens = list(result.sequences_ids[0])
-        score = result.scores[0] if result.scores else 0.0
-        finished = len(prompt) + len(tokens) < kwargs.get("max_length", 448) - 1
-        return self.guard.reason(tokens, seconds=getattr(self._local, "seconds", None) or 30.0, score=score,
-                                 no_speech_prob=getattr(result, "no_speech_prob", 0.0), finished=finished,
-                                 timestamp_begin=self.special.timestamp_begin, text=self.text(tokens))
+    def copied(self, tokens: Sequence[int], history: Sequence[int], text: str, history_text: str) -> str | None:
+        """Why a window's text (``tokens``, ``text``) is a copy of its prompt's previous text (``history``,
+        ``history_text``), or None: a run of ``copy_tokens`` tokens of it, or at least ``copy_min_words``
+        words of which ``copy_share`` lie in word ``copy_ngram``-grams of it (phrases stitched together)."""
+        run = copied_run(tokens, history, self.copy_tokens)
+        if run >= self.copy_tokens:
+            return f"a run of {run} tokens of the previous text"
+        window = words_of(text)
+        if len(window) >= self.copy_min_words:
+            share = copied_share(window, words_of(history_text), self.copy_ngram)
+            if share >= self.copy_share:
+                return f"{share:.0%} of its words in {self.copy_ngram}-word phrases of the previous text"
+        return None
 
-    def _unless_copied(self, features, prompts, kwargs, results):
-        """``results``, or the window decoded again without its previous text when it copied that text."""
-        prompt = list(prompts[0])
-        if not prompt or prompt[0] == self.special.sot:  # no previous text in the prompt
-            return results
-        start = self.special.sot_index(prompt)
-        eot = self.special.eot
-        history = [t for t in prompt[1:start] if t < eot]
-        tokens = [t for t in results[0].sequences_ids[0] if t < eot]
-        why = self.guard.copied(tokens, history, self.text(tokens), self.text(history))
-        if why is None:
-            return results
-        logger.debug("the window copied its prompt (%s): decoding it without the previous text", why)
-        self._thread_stats().prompt_copies += 1
-        return self._generate(features, [prompt[start:]], **kwargs)
+    def reason(self, tokens: Sequence[int], *, seconds: float, score: float, no_speech_prob: float,
+               finished: bool, timestamp_begin: int, text: str) -> str | None:
+        """Why ``tokens`` (a window's output, no prompt, no EOT) should be decoded again with the full
+        context, or None. ``score``: the result's score as CTranslate2 returns it (mean log-probability)."""
+        if not finished:
+            return "no end of text"
+        stamps = [t - timestamp_begin for t in tokens if t >= timestamp_begin]
+        if stamps and max(stamps) * 0.02 > max(seconds + self.past_audio_s, self.min_closing_s):
+            return f"a timestamp {max(stamps) * 0.02 - seconds:.1f} s past the audio"
+        words = [t for t in tokens if t < timestamp_begin]
+        if text and compression_ratio(text) > self.compression:
+            return "repetitive text"
+        if repeated_run(words) >= self.repeats:
+            return "a repeated phrase"
+        low = bool(words) and score * len(tokens) / (len(tokens) + 1) < self.logprob
+        if low and no_speech_prob > self.no_speech:
+            return "no speech"
+        if low:
+            return "a low log-probability"
+        if len(words) > self.tokens_per_s * max(seconds, 1.0):
+            return "more text than the audio can hold"
+        return None
+
+
+def compression_ratio(text: str) -> float:
+    """faster-whisper's: UTF-8 bytes over zlib-compressed bytes (high for repetitive text)."""
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data))
+
+
+def repeated_run(tokens: Sequence[int], longest: int = 8) -> int:
+    """The most times any sequence of 1 to ``longest`` tokens repeats back to back in ``tokens``.
+
+    >>> repeated_run([1, 2, 3, 2, 3, 2, 3, 4]), repeated_run([1, 2, 3]), repeated_run([])
+    (3, 1, 0)
+    """
+    best = 1 if tokens else 0
+    n = len(tokens)
+    for period in range(1, longest + 1):
+        run = 0
+        for i in range(period, n):
+            run = run + 1 if tokens[i] == tokens[i - period] else 0
+            best = max(best, 1 + run // period)
+    return best
+
+
+def copied_run(tokens: Sequence[int], history: Sequence[int], at_least: int) -> int:
+    """The longest run of ``tokens`` that also occurs, in a row, in ``history``, counted only when it
+    reaches ``at_least`` (else 0): a window that copied its prompt instead of transcribing.
+
+    >>> copied_run([5, 1, 2, 3, 4, 9], [7, 1, 2, 3, 4, 8], 3), copied_run([1, 2, 9, 3], [1, 2, 3], 3)
+    (4, 0)
+    """
+    if at_least < 1 or len(tokens) < at_least or len(history) < at_least:
+        return 0
+    starts: dict[tuple, list[int]] = {}  # each run of ``at_least`` tokens of history -> where it starts
+    for j in range(len(history) - at_least + 1):
+        starts.setdefault(tuple(history[j: j + at_least]), []).append(j)
+    best = 0
+    for i in range(len(tokens) - at_least + 1):
+        for j in starts.get(tuple(tokens[i: i + at_least]), ()):
+            n = at_least
+            while i + n < len(tokens) and j + n < len(history) and tokens[i + n] == history[j + n]:
+                n += 1
+            best = max(best, n)
+    return best
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-case words of ``text``, punctuation dropped.
+
+    >>> words_of("Press 1, for Sales!  ¿Qué?")
+    ['press', '1', 'for', 'sales', 'qué']
+    """
+    return re.findall(r"\w+(?:'\w+)?", text.lower())
+
+
+def copied_share(words: Sequence[str], history: Sequence[str], n: int) -> float:
+    """The share of ``words`` inside some run of ``n`` consecutive words that also occurs in ``history``.
+
+    Two phrases of the previous text stitched together are covered whole; a sentence that shares a
+    phrase or two with it is not:
+
+    >>> prev = "the old house stood on the hill and the river ran below it".split()
+    >>> copied_share("the old house stood and the river ran below".split(), prev, 3)
+    1.0
+    >>> copied_share("a new house stood on the hill by the sea".split(), prev, 3)
+    0.5
+    """
+    if not words or len(history) < n:
+        return 0.0
+    seen = {tuple(history[j: j + n]) for j in range(len(history) - n + 1)}
+    covered = [False] * len(words)
+    for i in range(len(words) - n + 1):
+        if tuple(words[i: i + n]) in seen:
+            covered[i: i + n] = [True] * n
+    return sum(covered) / len(words)
+
+
+def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, guard: Guard, special, text):
+    """``(encoder output decoded on, results)`` of ``generate`` on ``window`` with both guards.
+
+    ``decode(output, prompts, kwargs)`` decodes; ``window`` is a :class:`tokenmap.windows.EncodedWindow`
+    (its ``output``, ``seconds``, ``short``, and ``full()`` that encodes the 30 s window); ``text`` turns
+    token ids into text. One prompt's result is checked for a copy of its previous text."""
+    if window.short:
+        output, results = _short_context(decode, window, prompts, kwargs, stats, guard, special, text)
+    else:
+        output, results = window.output, decode(window.output, prompts, kwargs)
+    if len(prompts) != 1:
+        return output, results
+    prompt = list(prompts[0])
+    if not prompt or prompt[0] == special.sot:  # no previous text in the prompt
+        return output, results
+    start = special.sot_index(prompt)
+    history = [t for t in prompt[1:start] if t < special.eot]
+    tokens = [t for t in decoded_tokens(results[0]) if t < special.eot]  # a stopped loop as decoded
+    why = guard.copied(tokens, history, text(tokens), text(history))
+    if why is None:
+        return output, results
+    again = probe_copy(decode, output, prompt[start:], results, history, kwargs, text, special.eot)
+    if again is None:  # the audio says it again (tokenmap.decode.copies): speech that repeats, not a copy
+        return output, results
+    logger.debug("the window copied its prompt (%s): decoding it without the previous text", why)
+    stats.prompt_copies += 1
+    return output, again
+
+
+def _short_context(decode, window, prompts, kwargs, stats, guard: Guard, special, text):
+    """``(encoder output, results)`` of a window (or batch) encoded on a short context: the short decode
+    where the guard accepts it, else the full context's."""
+    if window.sent_back:  # an earlier call on this window was sent back already
+        return window.full(), decode(window.full(), prompts, kwargs)
+    results = list(decode(window.output, prompts, kwargs))
+    rejected = []
+    for row, (result, prompt) in enumerate(zip(results, prompts)):
+        tokens = decoded_tokens(result)  # a stopped loop as decoded
+        why = guard.reason(tokens, seconds=window.seconds or 30.0, score=result.scores[0] if result.scores else 0.0,
+                           no_speech_prob=getattr(result, "no_speech_prob", 0.0),
+                           finished=len(prompt) + len(tokens) < kwargs.get("max_length", 448) - 1,
+                           timestamp_begin=special.timestamp_begin, text=text(tokens))
+        if why is not None:
+            logger.debug("short audio context rejected (%s): decoding the window with 30 s", why)
+            rejected.append(row)
+    stats.short_windows += len(results)
+    stats.guarded += len(rejected)
+    if not rejected:
+        return window.output, results
+    if len(results) == 1:
+        return window.full(), decode(window.full(), prompts, kwargs)
+    for row, result in zip(rejected, decode(window.full(rejected), [prompts[i] for i in rejected], kwargs)):
+        results[row] = result
+    return window.output, results

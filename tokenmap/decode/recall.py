@@ -33,6 +33,7 @@ import numpy as np
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.maps.audio_fingerprints import FRAMES, MAX_FRAMES, as_mel, fingerprint, mel_candidates
 from tokenmap.maps.recallindex import RecallIndex, encoder_identity
+from tokenmap.maps.schema import vocab_fingerprint
 
 log = logging.getLogger("tokenmap")
 
@@ -41,9 +42,7 @@ THRESHOLD = 0.9  # cosine above which a stored segment is drafted (chosen on the
 
 def model_fields(model_dir, hf_tokenizer) -> dict:
     """The header fields an index records of the model in ``model_dir`` and of its tokenizer."""
-    from tokenmap.textok import TextTokenizer
-
-    return {"fingerprint": TextTokenizer(hf_tokenizer).fingerprint,
+    return {"fingerprint": vocab_fingerprint(hf_tokenizer),
             "vocab_size": SpecialTokens.from_model_dir(str(model_dir)).vocab_size,  # timestamps included
             "encoder": encoder_identity(model_dir), "model": Path(model_dir).name}
 

@@ -1,0 +1,49 @@
+"""The encoder room: every engine that encodes Whisper's windows, and the one door to it, :func:`open_encoder`.
+
+Its engines answer one interface (:class:`~tokenmap.encoders.base.Encoder`): OpenVINO
+(:mod:`~tokenmap.encoders.openvino`), the fork in process (:class:`~tokenmap.encoders.base.CTranslate2Encoder`)
+and stock CTranslate2 in its worker (:class:`~tokenmap.encoders.stock.StockEncoder`).
+:mod:`~tokenmap.encoders.choice` decides which of them encodes each window length on this CPU and
+names the engines (:data:`ENCODERS`); :mod:`~tokenmap.encoders.report` is ``tokenmap doctor``'s line.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from tokenmap.encoders.base import CTranslate2Encoder, Encoder
+from tokenmap.encoders.choice import ENCODERS, choose, plan_summary
+from tokenmap.encoders.openvino import OpenVINOEncoder
+from tokenmap.encoders.routed import RoutedEncoder
+from tokenmap.encoders.stock import StockEncoder
+
+__all__ = ["ENCODERS", "Encoder", "open_encoder"]
+
+logger = logging.getLogger("tokenmap")
+
+
+def open_encoder(requested: str, model_dir, compute_type: str, threads: int, fork, worker=None) -> Encoder:
+    """The :class:`Encoder` this CPU should use for ``requested`` (one of :data:`ENCODERS`).
+
+    ``fork`` is the fork's ``ctranslate2.models.Whisper`` already loaded at ``compute_type`` (it encodes off
+    the CPU, and wherever it is chosen or the worker fails); ``worker``, stock CTranslate2's started
+    :class:`~tokenmap.runtime.stock_worker.StockWorker`, encodes the lengths the choice gives ``"stock"``.
+    """
+    if getattr(fork, "device", "cpu") != "cpu":
+        return CTranslate2Encoder(fork, compute_type)
+    stock = StockEncoder(worker=worker, fallback=fork) if worker is not None else None
+    plan = choose(requested, model_dir, compute_type, threads, ct2_encoder=stock or fork)
+    logger.info("encoder: %s", plan_summary(plan))
+    made: dict[tuple[str, str], Encoder] = {}
+    routes = []
+    for choice in plan.choices:
+        key = (choice.engine, choice.precision)
+        if key not in made:
+            if choice.engine == "openvino":
+                made[key] = OpenVINOEncoder(model_dir, choice.precision, threads)
+            elif choice.engine == "stock":
+                made[key] = stock
+            else:
+                made[key] = CTranslate2Encoder(fork, compute_type)
+        routes.append((choice.max_frames, made[key]))
+    return routes[0][1] if len(routes) == 1 else RoutedEncoder(routes)

@@ -6,7 +6,7 @@ engine produced it, so the encoder can run on another runtime than the decoder. 
 
 * :class:`tokenmap.encoders.openvino.OpenVINOEncoder`: OpenVINO, built from the model's own weights;
 * :class:`CTranslate2Encoder`: a ``ctranslate2.models.Whisper`` in this process (the fork);
-* :class:`tokenmap.runtime.stock_worker.StockEncoder`: stock CTranslate2 in a worker process.
+* :class:`tokenmap.encoders.stock.StockEncoder`: stock CTranslate2 in a worker process.
 
 Example::
 

@@ -33,9 +33,19 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmap.encoders.openvino import (PRECISIONS, EncoderUnavailable, OpenVINOEncoder, has_bf16, int8_units,
-                                        openvino_available)
+from tokenmap.decode.cost import calibration_path
+from tokenmap.encoders.openvino import (
+    PRECISIONS,
+    EncoderUnavailable,
+    OpenVINOEncoder,
+    has_bf16,
+    int8_units,
+    openvino_available,
+)
 from tokenmap.encoders.quantize import nncf_missing
+from tokenmap.encoders.stock import StockEncoder
+from tokenmap.runtime import memory
+from tokenmap.runtime.stock_worker import StockEncoderError, stock_dir, stock_installed
 
 logger = logging.getLogger("tokenmap")
 
@@ -110,8 +120,6 @@ def cpu_identity() -> str:
 def measurement_path(model_dir: Path, compute_type: str, threads: int) -> Path:
     """Where the encoder timings of this model, compute type, thread count, CTranslate2 setting
     (:func:`ct2_setting`) and oneDNN cap are kept."""
-    from tokenmap.decode.cost import calibration_path
-
     path = calibration_path(Path(model_dir), compute_type, threads)
     cap = os.environ.get("ONEDNN_MAX_CPU_ISA")
     setting = "".join(c if c.isalnum() else "-" for c in ct2_setting() + (f"-cap-{cap}" if cap else ""))
@@ -120,8 +128,6 @@ def measurement_path(model_dir: Path, compute_type: str, threads: int) -> Path:
 
 def ctranslate2_engine() -> str:
     """``"stock"`` when ``make stock-encoder`` installed stock CTranslate2 for the worker, else ``"fork"``."""
-    from tokenmap.runtime.stock_worker import stock_installed
-
     return "stock" if stock_installed() else "fork"
 
 
@@ -139,8 +145,6 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
     import openvino as ov
 
     if ct2 is None and ctranslate2_engine() == "stock":
-        from tokenmap.runtime.stock_worker import StockEncoder  # the worker's package imports this one
-
         ct2 = StockEncoder(model_dir, compute_type, threads)
     elif ct2 is None:
         ct2 = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
@@ -177,8 +181,6 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
 def ct2_setting() -> str:
     """What CTranslate2's encoder speed depends on besides the CPU: the engine, and in this process the
     malloc policy (:mod:`tokenmap.runtime.memory`; the stock worker always has it)."""
-    from tokenmap.runtime import memory
-
     engine = ctranslate2_engine()
     return engine if engine == "stock" else f"fork, malloc {memory.status or 'default'}"
 
@@ -238,8 +240,6 @@ def choose(requested: str, model_dir: Path, compute_type: str, threads: int, ct2
     ct2 = ctranslate2_engine()  # the CTranslate2 engine's name: stock or fork
     if engine in ("fork", "stock"):
         if engine == "stock" and ct2 != "stock":
-            from tokenmap.runtime.stock_worker import StockEncoderError, stock_dir
-
             raise StockEncoderError(f"no stock CTranslate2 in {stock_dir()}; run `make stock-encoder`")
         return EncoderPlan((Choice(engine, compute_type),), f"ctranslate2 {compute_type} ({engine}, asked for)")
     if engine == "ctranslate2":

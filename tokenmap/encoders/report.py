@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from tokenmap.encoders.choice import choose, plan_summary
+from tokenmap.encoders.openvino import OpenVINOEncoder
 
 #: the node types whose kernels say where the time goes
 HEAVY = ("FullyConnected", "MatMul", "Convolution", "ScaledDotProductAttention")
@@ -18,8 +19,6 @@ HEAVY = ("FullyConnected", "MatMul", "Convolution", "ScaledDotProductAttention")
 
 def openvino_kernels(model_dir, precision: str, threads: int, frames: int = 400) -> dict[str, str]:
     """Per heavy node type, the kernels OpenVINO ran for one ``frames``-frame encode at ``precision``."""
-    from tokenmap.encoders.openvino import OpenVINOEncoder
-
     enc = OpenVINOEncoder(model_dir, precision, threads, perf_count=True)
     enc.encode_array(np.zeros((1, enc.n_mels, frames), np.float32))
     kernels: dict[str, list[str]] = {}

@@ -1,4 +1,4 @@
-"""The encoders an :class:`~tokenmap.encoders.choice.EncoderPlan` asks for, behind one ``encode``.
+"""Several encoders behind one ``encode``, each taking the windows of its lengths.
 
 A plan may give short windows to one engine and 30 s windows to another (whichever measured faster at
 each length); :class:`RoutedEncoder` sends each call to the engine of its frame count.
@@ -22,8 +22,7 @@ import logging
 
 import numpy as np
 
-from tokenmap.encoders.base import CTranslate2Encoder, Encoder
-from tokenmap.encoders.choice import EncoderPlan
+from tokenmap.encoders.base import Encoder
 
 logger = logging.getLogger("tokenmap")
 
@@ -49,24 +48,3 @@ class RoutedEncoder(Encoder):
     def close(self) -> None:
         for _, enc in self.routes:
             enc.close()
-
-
-def make_encoder(plan: EncoderPlan, model_dir, compute_type: str, threads: int, fork, stock=None) -> Encoder:
-    """The :class:`Encoder` of ``plan``: ``fork`` (the ``ctranslate2.models.Whisper`` already loaded) for
-    ``"fork"``, ``stock`` (a started :class:`~tokenmap.runtime.stock_worker.StockEncoder`) for ``"stock"``,
-    an :class:`~tokenmap.encoders.openvino.OpenVINOEncoder` for ``"openvino"``."""
-    from tokenmap.encoders.openvino import OpenVINOEncoder
-
-    made: dict[tuple[str, str], Encoder] = {}
-    routes = []
-    for choice in plan.choices:
-        key = (choice.engine, choice.precision)
-        if key not in made:
-            if choice.engine == "openvino":
-                made[key] = OpenVINOEncoder(model_dir, choice.precision, threads)
-            elif choice.engine == "stock":
-                made[key] = stock
-            else:
-                made[key] = CTranslate2Encoder(fork, compute_type)
-        routes.append((choice.max_frames, made[key]))
-    return routes[0][1] if len(routes) == 1 else RoutedEncoder(routes)

@@ -29,6 +29,8 @@ True
 
 from __future__ import annotations
 
+import hashlib
+import json
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -192,3 +194,10 @@ def stream_markers(vocab_size: int) -> tuple[int, int]:
     """``(BOS, SEP)`` of a build's token stream and of a token map's trie: the first two ids past the
     vocabulary, so that no text token can be mistaken for them."""
     return vocab_size, vocab_size + 1
+
+
+def vocab_fingerprint(tokenizer) -> str:
+    """The sha256 of a ``tokenizers.Tokenizer``'s vocabulary (ids and pieces, added tokens included): what a
+    map or a recall index records of the tokenizer it was built for."""
+    items = sorted((i, t) for t, i in tokenizer.get_vocab(with_added_tokens=True).items())
+    return hashlib.sha256(json.dumps(items, ensure_ascii=False, separators=(",", ":")).encode("utf-8")).hexdigest()

@@ -1,11 +1,9 @@
 """What runs a Whisper model on this machine: the engine, its precision, its encoder worker and the host.
 
-* :mod:`~tokenmap.runtime.engine`: the CTranslate2 engine (the fork with a decoder-step API, or
-  stock) and :func:`~tokenmap.runtime.engine.open_model`, the one way a model is opened;
-* :mod:`~tokenmap.runtime.precision`: which compute type decodes and which engine encodes, and the
-  :class:`~tokenmap.runtime.precision.SplitModel` that pairs them;
-* :mod:`~tokenmap.runtime.stock_worker` (and its worker script ``stock_encoder_child.py``): stock
-  CTranslate2's encoder in a worker process;
+* :mod:`~tokenmap.runtime.engine`: the CTranslate2 engine (the fork with a decoder-step API, or stock);
+* :mod:`~tokenmap.runtime.precision`: which compute type decodes;
+* :mod:`~tokenmap.runtime.stock_worker` (and its worker script ``stock_worker_child.py``): stock
+  CTranslate2 in a worker process, which encodes and decodes plain windows;
 * :mod:`~tokenmap.runtime.threads` and :mod:`~tokenmap.runtime.memory`: the process-wide thread wait
   and malloc policies;
 * :mod:`~tokenmap.runtime.nativelib` (sources in ``native/``): tokenmap's small C library for the

@@ -1,4 +1,4 @@
-"""The engine: the CTranslate2 build that runs Whisper, and the one way a model is opened on it.
+"""The engine: the CTranslate2 build that runs Whisper, whether it can draft, and its threads.
 
 An **engine** here is a CTranslate2 build. Stock ``ctranslate2`` offers Whisper only
 ``encode``/``generate``/``detect_language``/``align``. Speculative decoding needs to feed draft
@@ -11,18 +11,7 @@ The fork ships manylinux x86-64 wheels only. Elsewhere (macOS, Windows, Linux on
 CTranslate2 is the engine: :func:`drafting_off_reason` says why drafting is off and
 :func:`warn_drafting_off` logs it once, while transcription goes on as plain faster-whisper.
 
-Opening a model is one path for every caller (``tokenmap.WhisperModel``, ``tokenmap transcribe``,
-live streaming, the benchmarks): :func:`open_model` resolves the model name once and loads it on
-the fork; :func:`setup_model` (which ``open_model`` ends with, and which a caller that loaded the
-fork's model itself calls directly) checks the fork, chooses the encoder and decoder precision
-(:func:`tokenmap.runtime.precision.split_model`) and loads the maps (:func:`load_token_maps`).
-Both return an :class:`OpenedModel`; nothing is changed in place.
-
-Example::
-
-    >>> opened = open_model("base", "int8", threads=2, token_map="ivr.tmap")   # doctest: +SKIP
-    >>> opened.model.encoder_engine, opened.model.decoder_compute_type          # doctest: +SKIP
-    ('stock', 'int8')
+Models are assembled on it by :mod:`tokenmap.assembly`.
 """
 
 from __future__ import annotations
@@ -32,19 +21,6 @@ import os
 import platform
 import sys
 from dataclasses import dataclass
-from functools import cached_property
-from pathlib import Path
-
-from tokenizers import Tokenizer
-
-from tokenmap.decode.cost import CostModel, load_cost_model
-from tokenmap.decode.special import SpecialTokens
-from tokenmap.maps.mapfile import load_maps
-from tokenmap.models import resolve_model
-from tokenmap.runtime import packing
-from tokenmap.runtime.precision import SplitModel, split_model
-from tokenmap.runtime.threads import warn_if_late
-from tokenmap.textok import TextTokenizer
 
 FORK_DIST = "ctranslate2-crisperwhisper"
 FORK_VERSION = "4.7.1.post3"
@@ -59,6 +35,16 @@ _warned: set[str] = set()  # drafting-off messages already logged by this proces
 
 class EngineError(RuntimeError):
     """The installed CTranslate2 cannot run tokenmap's decoder."""
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """The fields of ``ctranslate2.models.WhisperGenerationResult`` faster-whisper reads, for results that
+    do not come from ``ctranslate2.models.Whisper.generate`` in this process."""
+
+    sequences_ids: list
+    scores: list
+    no_speech_prob: float
 
 
 def missing_step_api(ctranslate2_module=None) -> list[str]:
@@ -145,106 +131,3 @@ def default_threads() -> int:
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         cores = os.cpu_count() or 1
     return max(1, min(cores, 8))
-
-
-@dataclass
-class OpenedModel:
-    """A Whisper model opened by :func:`open_model` or :func:`setup_model`.
-
-    ``model`` is what decodes: a :class:`~tokenmap.runtime.precision.SplitModel` (its encoder and
-    decoder) when ``drafting``, else the ``ctranslate2.models.Whisper`` it was given (stock
-    CTranslate2 cannot draft); ``tokenizer`` is the model's ``tokenizers.Tokenizer`` and
-    ``token_map`` what :func:`load_token_maps` made of the maps asked for.
-    """
-
-    model_dir: Path
-    threads: int
-    model: object
-    tokenizer: object
-    token_map: object
-    drafting: bool
-
-    @property
-    def decoder_compute_type(self) -> str | None:
-        """The decoder's compute type (None when not drafting)."""
-        return self.model.decoder_compute_type if isinstance(self.model, SplitModel) else None
-
-    @property
-    def encoder_engine(self) -> str | None:
-        """The engine that encodes: ``"openvino"``, ``"stock"`` or ``"fork"`` (None when not drafting)."""
-        return self.model.encoder_engine if isinstance(self.model, SplitModel) else None
-
-    @cached_property
-    def special(self) -> SpecialTokens:
-        """The model's special token ids."""
-        return SpecialTokens.from_model_dir(str(self.model_dir))
-
-    @cached_property
-    def cost(self) -> CostModel:
-        """The verify-pass cost curve calibrated for this decoder precision and thread count (else the built-in one)."""
-        return load_cost_model(self.model_dir, self.decoder_compute_type, self.threads)
-
-
-def open_model(model: str | os.PathLike = "base", compute_type: str = "int8", threads: int | None = None,
-               decoder_compute_type: str | None = "auto", encoder: str = "auto", *, token_map=None,
-               without_fork: str = "raise", exact: bool = False, **load_kwargs) -> OpenedModel:
-    """Open ``model`` (anything :func:`tokenmap.models.resolve_model` accepts) on the CPU of this machine.
-
-    Resolves ``model`` once, loads it on the fork at ``compute_type`` with ``threads`` (default
-    :func:`default_threads`) and ends with :func:`setup_model`, whose other arguments these are.
-    """
-    model_dir = resolve_model(model)
-    threads = threads or default_threads()
-    ct2 = _import_ctranslate2()
-    fork = ct2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type, intra_threads=threads)
-    return setup_model(model_dir, fork, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
-                       without_fork=without_fork, exact=exact, **load_kwargs)
-
-
-def setup_model(model_dir: Path, fork, compute_type: str, threads: int, decoder_compute_type: str | None = "auto",
-                encoder: str = "auto", *, token_map=None, tokenizer=None, without_fork: str = "raise",
-                exact: bool = False, **load_kwargs) -> OpenedModel:
-    """Set up ``fork``, the ``ctranslate2.models.Whisper`` already loaded from the resolved ``model_dir``.
-
-    Without the fork's decoder-step API, ``without_fork`` decides: ``"raise"`` :class:`EngineError`,
-    ``"warn"`` (log why once, :func:`warn_drafting_off`) or ``"quiet"``; the last two return
-    ``fork`` itself with ``drafting`` False. With the fork, ``decoder_compute_type``, ``exact`` and
-    ``encoder`` choose the precision of each half (:func:`tokenmap.runtime.precision.split_model`;
-    ``load_kwargs``, e.g. ``device``, ``device_index``, ``num_workers``, go to a second decoder copy).
-    ``token_map`` (a path, a loaded map, or a list of them) is loaded for ``tokenizer`` (default:
-    ``model_dir``'s ``tokenizer.json``) by :func:`load_token_maps`. The caller puts the returned
-    ``model`` where it decodes.
-    """
-    packing.loaded()  # the fork has read the packed-GEMM switch: children must not inherit it
-    if without_fork == "raise":
-        require_step_api()
-    drafting = warn_drafting_off() if without_fork == "warn" else drafting_off_reason() is None
-    warn_if_late()
-    if tokenizer is None:
-        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    maps = load_token_maps(token_map, tokenizer)
-    if not drafting:
-        return OpenedModel(model_dir, threads, fork, tokenizer, maps, False)
-    model = split_model(fork, str(model_dir), compute_type, decoder_compute_type, encoder, cpu_threads=threads,
-                        exact=exact, **load_kwargs)
-    return OpenedModel(model_dir, threads, model, tokenizer, maps, True)
-
-
-def load_token_maps(token_map, hf_tokenizer):
-    """One map, or a list of maps (several paths, or a map set's sections) for
-    :class:`tokenmap.decode.drafters.MapSetDrafter`; None for None.
-
-    ``token_map`` is a path or a loaded map, or a list of them; paths are loaded
-    for ``hf_tokenizer`` (a ``tokenizers.Tokenizer``), whose fingerprint they must carry.
-    """
-    if token_map is None:
-        return None
-    tok = None
-    maps = []
-    for m in token_map if isinstance(token_map, (list, tuple)) else [token_map]:
-        if isinstance(m, (str, os.PathLike)):
-            tok = tok or TextTokenizer(hf_tokenizer)
-            maps.extend(load_maps(m, tok.fingerprint, vocab_size=tok.vocab_size))
-        else:
-            maps.append(m)
-    return maps[0] if len(maps) == 1 else maps

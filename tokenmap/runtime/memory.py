@@ -55,6 +55,9 @@ import os
 import sys
 from typing import Mapping
 
+from tokenmap.runtime import packing
+from tokenmap.runtime.threads import child_policy
+
 logger = logging.getLogger("tokenmap")
 
 MIB = 2 ** 20
@@ -177,10 +180,7 @@ def worker_environment(environ: Mapping[str, str] | None = None) -> dict:
     ('1', False)
     >>> worker_environment({"TOKENMAP_THREAD_WAIT": "default"}).get("OMP_WAIT_POLICY")
     """
-    from tokenmap.runtime.packing import child_environment
-    from tokenmap.runtime.threads import child_policy
-
-    env = child_policy(child_environment(os.environ if environ is None else environ))
+    env = child_policy(packing.child_environment(os.environ if environ is None else environ))
     if env.get(OPT_OUT, "").lower() in ("default", "0", "off", "no") or _user_set(env):
         return env
     env.update(ENVIRONMENT)

@@ -58,10 +58,12 @@ def cpu_report(model_dir, timeout: float = 120.0) -> dict:
     return report
 
 
-def doctor_info(model_dir=None) -> dict:
+def doctor_info(model_dir=None, encoder_line=None) -> dict:
     """Everything `tokenmap doctor` prints, as a dict.
 
-    ``model_dir`` (optional) is loaded in a subprocess to read CTranslate2's CPU report.
+    ``model_dir`` (optional) is loaded in a subprocess to read CTranslate2's CPU report;
+    ``encoder_line(model_dir, compute_type, threads, cpu_report)`` (optional, the encoder room's
+    :func:`tokenmap.encoders.report.encoder_line`) names what encodes it on this CPU.
     """
     info = {
         "platform": engine.platform_name(),
@@ -107,18 +109,12 @@ def doctor_info(model_dir=None) -> dict:
     if model_dir is not None:
         report = cpu_report(model_dir)
         info.update({("cpu" if k == "cpu" else f"cpu {k}"): v for k, v in report.items()})
-        if reason is None:
-            info["encoder"] = _encoder_line(model_dir, report)
+        if reason is None and encoder_line is not None:
+            try:
+                info["encoder"] = encoder_line(model_dir, "int8", engine.default_threads(), report)
+            except Exception as exc:  # doctor reports; it never stops on what it inspects
+                info["encoder"] = f"could not be chosen: {exc}"
     return info
-
-
-def _encoder_line(model_dir, report: dict) -> str:
-    from tokenmap.encoders.report import encoder_line
-
-    try:
-        return encoder_line(model_dir, "int8", engine.default_threads(), report)
-    except Exception as exc:  # doctor reports; it never stops on what it inspects
-        return f"could not be chosen: {exc}"
 
 
 def runtime_settings() -> str:

@@ -1,15 +1,15 @@
-"""Stock CTranslate2 in a worker process: the encoder, and plain ``generate``, through shared memory.
+"""Stock CTranslate2 in a worker process: ``encode``, ``generate`` and ``detect_language`` through shared memory.
 
 Stock CTranslate2 is the engine stock faster-whisper runs, and stock
 CTranslate2 and the engine fork cannot be loaded into one process.
-:class:`StockEncoder` starts :mod:`tokenmap.runtime.stock_worker_child` with
+:class:`StockWorker` starts :mod:`tokenmap.runtime.stock_worker_child` with
 a private copy of stock CTranslate2 first on ``PYTHONPATH`` (installed by
 ``make stock-encoder`` into :func:`stock_dir`; never fetched at run time) and
-exposes ``encode(features) -> StorageView`` like ``ctranslate2.models.Whisper``,
-so :class:`tokenmap.runtime.precision.SplitModel` can pair it with the fork's decoder.
-It also exposes ``generate``: a window that is decoded without drafts runs on stock's
-decoder, where it stays in the worker's memory from its encoding (on Intel CPUs stock
-CTranslate2's MKL GEMM is packed and the fork's is not, so stock decodes faster there).
+answers ``encode(features) -> StorageView`` like ``ctranslate2.models.Whisper``; the
+encoder room's face of it is :class:`tokenmap.encoders.stock.StockEncoder`. Its ``generate``
+and ``detect_language`` serve :class:`tokenmap.decode.plain.PlainDecoder`: a window decoded
+without drafts runs on stock's decoder, where it stays in the worker's memory from its encoding
+(on Intel CPUs stock CTranslate2's MKL GEMM is packed and the fork's is not, so stock decodes faster there).
 
 What happens when things go wrong:
 
@@ -19,8 +19,8 @@ What happens when things go wrong:
 * The worker does not answer within ``timeout`` seconds a window (default
   :data:`DEFAULT_TIMEOUT`, or ``$TOKENMAP_ENCODER_TIMEOUT``; loading the model
   has the same limit): it is killed and the call gives up.
-* Giving up: with a ``fallback`` (the fork's model), one warning is logged and
-  every later ``encode`` runs on it; without, :class:`StockEncoderError` (one line).
+* Giving up: :class:`StockEncoderError` (one line); the encoder's face and the plain decoder
+  then go on with the fork.
 * The process owning the encoder dies: the worker sees its stdin close (or its
   parent change), removes the shared-memory blocks and exits.
 * ``os.fork()``: the child lets go of the parent's worker and blocks without
@@ -28,15 +28,15 @@ What happens when things go wrong:
 
 The shared-memory blocks are created and removed without
 ``multiprocessing``'s resource tracker: the owner removes them in
-:meth:`StockEncoder.close`, the worker when its owner is gone. A tracker that
+:meth:`StockWorker.close`, the worker when its owner is gone. A tracker that
 was killed with the worker would otherwise be restarted empty and print a
 ``KeyError`` traceback for every block removed later.
 
 Example::
 
-    >>> enc = StockEncoder(model_dir, "int8", threads=2)          # doctest: +SKIP
-    >>> out = enc.encode(features)   # StorageView [1, 1500, 512]  # doctest: +SKIP
-    >>> enc.close()                                                # doctest: +SKIP
+    >>> worker = StockWorker(model_dir, "int8", threads=2)        # doctest: +SKIP
+    >>> out = worker.encode(features)   # StorageView [1, 1500, 512]  # doctest: +SKIP
+    >>> worker.close()                                              # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -47,12 +47,11 @@ import os
 import sys
 import threading
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from tokenmap.encoders.base import Encoder
+from tokenmap.runtime.engine import GenerationResult
 from tokenmap.runtime.memory import worker_environment
 from tokenmap.runtime.worker import (  # noqa: F401 (the worker's errors are this module's too)
     TIMEOUT_ENV,
@@ -65,14 +64,6 @@ from tokenmap.runtime.worker import (  # noqa: F401 (the worker's errors are thi
 
 logger = logging.getLogger("tokenmap")
 
-
-@dataclass(frozen=True)
-class GenerationResult:
-    """The fields of ``ctranslate2.models.WhisperGenerationResult`` faster-whisper reads."""
-
-    sequences_ids: list
-    scores: list
-    no_speech_prob: float
 
 CHILD = Path(__file__).with_name("stock_worker_child.py")
 MAX_D_MODEL = 1280  # Whisper large; the output block is sized for it
@@ -115,7 +106,7 @@ def encoder_timeout(seconds: float | None = None) -> float:
     return value
 
 
-_LIVE: "weakref.WeakSet[StockEncoder]" = weakref.WeakSet()
+_LIVE: "weakref.WeakSet[StockWorker]" = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
@@ -127,17 +118,16 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class StockEncoder(Encoder):
-    """``encode`` by stock CTranslate2 in a worker process (one request at a time; thread-safe).
+class StockWorker:
+    """Stock CTranslate2 in a worker process (one request at a time; thread-safe).
 
-    The worker loads its model while the caller goes on (the first ``encode``
-    waits for it). ``fallback`` (optional, e.g. the fork's model): if the worker
-    fails, one warning is logged and every later ``encode`` runs on it.
-    ``timeout``: seconds a window may take (:func:`encoder_timeout`).
+    The worker loads its model while the caller goes on (the first request waits for it).
+    ``timeout``: seconds a window may take (:func:`encoder_timeout`). ``failed`` says why the
+    worker was given up, once a user of it did.
     """
 
     def __init__(self, model_dir, compute_type: str = "int8", threads: int = 2, directory: Path | None = None,
-                 fallback=None, timeout: float | None = None):
+                 timeout: float | None = None):
         directory = Path(directory or stock_dir())
         if not stock_installed(directory):
             raise StockEncoderError(f"no stock CTranslate2 in {directory}; run `make stock-encoder`")
@@ -152,18 +142,11 @@ class StockEncoder(Encoder):
         self._lock = threading.Lock()
         self._blocks: dict[str, SharedBlock] = {}
         self._closed = False
-        self.fallback = fallback
         self.failed: str | None = None  # why the worker was given up, once it was
         self.version: str | None = None  # stock CTranslate2's version, once the worker is ready
         self._worker: Worker | None = Worker(self._argv, self._env)
         self._kept = (None, None)  # (worker, the StorageView last returned): the worker keeps its own copy
         _LIVE.add(self)
-
-    engine = "stock"
-
-    def describe(self) -> str:
-        version = self.version or "(not started yet)"
-        return f"ctranslate2 {version} (stock, worker process), {self.compute_type}"
 
     @property
     def _proc(self):
@@ -198,21 +181,9 @@ class StockEncoder(Encoder):
             block = self._blocks[kind] = SharedBlock(size)
         return block
 
-    def encode(self, features, to_cpu: bool = False):
+    def encode(self, features):
         """Encoder output of ``features`` (StorageView or array, [batch, n_mels, frames]) as a StorageView."""
-        if self.failed is None:
-            try:
-                return self._encode(features)
-            except (StockEncoderError, OSError, ValueError) as exc:
-                if self.fallback is None:
-                    raise
-                self.failed = str(exc)
-                logger.warning("the stock encoder worker failed (%s); encoding with the fork from now on", exc)
-                self.close()
-        return self.fallback.encode(features, to_cpu=to_cpu)
-
-    def _encode(self, features):
-        import ctranslate2
+        import ctranslate2  # the fork, in this process; loaded when a window is first encoded
 
         array = np.ascontiguousarray(np.asarray(features), dtype=np.float32)
         if array.ndim == 2:
@@ -264,7 +235,7 @@ class StockEncoder(Encoder):
 
     def generate(self, features, prompts, **options) -> list[GenerationResult]:
         """Stock CTranslate2's ``generate`` in the worker, with ``options`` as ``ctranslate2.models.Whisper``
-        takes them. ``features`` that this encoder returned last are decoded from the worker's own copy
+        takes them. ``features`` that :meth:`encode` returned last are decoded from the worker's own copy
         (nothing crosses the pipe but the prompt and the tokens); other features (encoder output or mel) go
         through shared memory. Raises :class:`StockEncoderError` (one line) when the worker fails or has
         failed before: the caller decodes on the fork then."""
@@ -280,7 +251,7 @@ class StockEncoder(Encoder):
         return [[(str(token), float(prob)) for token, prob in row] for row in results]
 
     def _on_worker(self, features, request: dict, rows: int) -> list:
-        """The worker's ``results`` for ``request`` on ``features``: its own copy when this encoder returned
+        """The worker's ``results`` for ``request`` on ``features``: its own copy when :meth:`encode` returned
         ``features`` last, else the array through shared memory."""
         if self.failed is not None:
             raise StockEncoderError(f"the stock worker was given up: {self.failed}")

@@ -5,7 +5,7 @@ directory the parent puts first on ``PYTHONPATH``) and numpy, because stock
 CTranslate2 and the fork cannot share one process. The parent
 (:mod:`tokenmap.runtime.stock_worker`) starts it by path::
 
-    python tokenmap/runtime/stock_encoder_child.py MODEL_DIR COMPUTE_TYPE THREADS
+    python tokenmap/runtime/stock_worker_child.py MODEL_DIR COMPUTE_TYPE THREADS
 
 and talks one JSON line per request, each answered by one line (``{"error": "..."}`` on failure):
 

@@ -56,19 +56,21 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 from faster_whisper.feature_extractor import FeatureExtractor
 
+from tokenmap.assembly import open_model
 from tokenmap.audio import SAMPLE_RATE
-from tokenmap.context import WINDOW_FRAMES, Guard, as_audio_context
+from tokenmap.context import WINDOW_FRAMES, AudioContext, as_audio_context
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.drafters import default_drafter, lcp
+from tokenmap.decode.guarding import Guard
 from tokenmap.decode.reference import GREEDY_KW, greedy_decode
 from tokenmap.decode.rules import DISABLED
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
-from tokenmap.runtime.engine import open_model
 from tokenmap.stream.draft import PreviousHypothesisDrafter
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
 from tokenmap.stream.segments import TS_SECONDS, TokenSegment, agreed_segments, parse_segments, shift_timestamps
+from tokenmap.windows import Session
 
 logger = logging.getLogger("tokenmap")
 
@@ -114,8 +116,8 @@ class StreamUpdate:
 
 
 class StreamModel:
-    """The fork's Whisper model with what streaming needs: features, tokenizer, special ids, map, and the
-    audio ``context`` a buffer is encoded with (``"auto"``, ``"full"`` or an :class:`AudioContext`)."""
+    """A :class:`tokenmap.assembly.Model` with what streaming needs: features, tokenizer, special ids, map, and
+    the audio ``context`` a buffer is encoded with (``"auto"``, ``"full"`` or an :class:`AudioContext`)."""
 
     def __init__(self, model, special: SpecialTokens, tokenizer, token_map=None, cost=None, context="auto",
                  guard: Guard = Guard()):
@@ -130,13 +132,12 @@ class StreamModel:
              token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto",
              exact: bool = False, audio_context="auto") -> "StreamModel":
         """Load ``model``; ``decoder_compute_type``, ``encoder`` and ``exact`` as in
-        :func:`tokenmap.runtime.engine.open_model`. Returns once the encoder is ready (the stock
+        :func:`tokenmap.assembly.assemble`. Returns once the encoder is ready (the stock
         worker has loaded its model), so that the first update costs what the others do."""
         opened = open_model(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
                             exact=exact, device="cpu")
-        if hasattr(opened.model, "wait_ready"):  # a live stream's first update must not wait for the worker
-            opened.model.wait_ready()
-        return cls(opened.model, opened.special, opened.tokenizer, opened.token_map, opened.cost, audio_context)
+        opened.wait_ready()  # a live stream's first update must not wait for the worker
+        return cls(opened, opened.special, opened.tokenizer, opened.token_map, opened.cost, audio_context)
 
     def token_id(self, token: str) -> int:
         found = self.tokenizer.token_to_id(token)
@@ -149,13 +150,12 @@ class StreamModel:
         return (None if full else self.context.frames(len(audio) / SAMPLE_RATE)) or WINDOW_FRAMES
 
     def encode(self, audio: np.ndarray, full: bool = False):
-        """Encoder output of ``audio`` (<= 30 s): features zero-padded to 3000 frames as faster-whisper does,
-        of which the first :meth:`frames` are encoded (all of them when ``full``)."""
-        import ctranslate2
-
+        """Encoder output of ``audio`` (<= 30 s) by the model's window encoder: features zero-padded to 3000
+        frames as faster-whisper does, of which the first :meth:`frames` are encoded (all when ``full``)."""
         feats = self.features(audio)[:, :WINDOW_FRAMES]
-        feats = np.pad(feats, ((0, 0), (0, WINDOW_FRAMES - feats.shape[1])))[None][..., :self.frames(audio, full)]
-        return self.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats, np.float32)))
+        feats = np.pad(feats, ((0, 0), (0, WINDOW_FRAMES - feats.shape[1])))
+        session = Session(AudioContext() if full else self.context)
+        return self.model.windows.encode(feats, session, seconds=len(audio) / SAMPLE_RATE).output
 
     def rejected(self, tokens: Sequence[int], seconds: float, score: float, no_speech: float) -> str | None:
         """Why the guard rejects ``tokens`` decoded on a short context (None: kept)."""
@@ -326,7 +326,7 @@ class StreamTranscriber:
         if self.options.scratch == "reference":
             out = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **GREEDY_KW).tokens
         else:
-            out = self.engine.model.generate(enc, [prompt], **GREEDY_KW)[0].sequences_ids[0]
+            out = self.engine.model.plain.generate(enc, [prompt], **GREEDY_KW)[0].sequences_ids[0]
         return time.perf_counter() - t, list(out) == list(tokens)
 
     def _commit_count(self, segments: list[TokenSegment], buffer_seconds: float) -> int:

@@ -1,0 +1,233 @@
+"""One assembly: the model faster-whisper decodes with, composed from its parts by :func:`assemble`.
+
+A :class:`Model` is what faster-whisper calls ``self.model``, built from three parts:
+
+* an :class:`~tokenmap.encoders.base.Encoder`, the one :func:`tokenmap.encoders.open_encoder` opens for this
+  CPU, behind a :class:`~tokenmap.windows.WindowEncoder` (audio context, first-window reuse, full output);
+* a decoder: the fork's ``ctranslate2.models.Whisper`` at the precision :mod:`tokenmap.runtime.precision`
+  chooses (its step API for drafts, ``align``), and a :class:`~tokenmap.decode.plain.PlainDecoder` for
+  ``generate`` and ``detect_language`` without drafts (stock CTranslate2 in its worker where installed);
+* drafters (:class:`~tokenmap.decode.drafting.Drafting`), or none where the installed CTranslate2 has no
+  step API (stock CTranslate2 shadowed the fork, or no fork wheel for this platform).
+
+Every ``generate`` goes through the guard (:mod:`tokenmap.decode.guarding`). ``tokenmap.WhisperModel``
+(with a map or without), ``tokenmap transcribe``, the batched pipeline, live streaming and the benchmarks
+all build their model here: :func:`assemble` around a loaded ``ctranslate2.models.Whisper``, or
+:func:`open_model`, which loads it first.
+
+Example::
+
+    >>> model = open_model("base", "int8", threads=2, token_map="ivr.tmap")   # doctest: +SKIP
+    >>> model.encoder_engine, model.decoder_compute_type                     # doctest: +SKIP
+    ('stock', 'int8')
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from tokenmap.decode.cost import load_cost_model
+from tokenmap.decode.drafters import SessionCache
+from tokenmap.decode.drafting import Drafting
+from tokenmap.decode.guarding import Guard, guarded_generate
+from tokenmap.decode.loops import LoopOptions, StoppingDecoder
+from tokenmap.decode.plain import PlainDecoder
+from tokenmap.decode.recall import load_recall
+from tokenmap.decode.special import SpecialTokens
+from tokenmap.encoders import CTranslate2Encoder, Encoder, open_encoder
+from tokenmap.maps.mapfile import load_maps
+from tokenmap.models import resolve_model
+from tokenmap.runtime import packing, precision
+from tokenmap.runtime.engine import default_threads, drafting_off_reason, require_step_api, warn_drafting_off
+from tokenmap.runtime.stock_worker import StockWorker, stock_installed
+from tokenmap.runtime.threads import warn_if_late
+from tokenmap.textok import TextTokenizer
+from tokenmap.windows import EncodedWindow, Session, WindowEncoder
+
+logger = logging.getLogger("tokenmap")
+
+
+class Model:
+    """An ``encoder``, a ``decoder`` with its ``plain`` decoder, and ``drafting`` (or None), composed.
+
+    ``generate`` takes an :class:`~tokenmap.windows.EncodedWindow` (what ``tokenmap.WhisperModel.encode``
+    returns) or a bare encoder output; ``detect_language`` and ``align`` take either too. Anything else a
+    ``ctranslate2.models.Whisper`` answers (``is_multilingual``, ``n_mels``, ...) is the decoder's.
+    ``guard`` judges every decoded window, ``recorder`` (a :class:`~tokenmap.maps.recallindex.RecallIndex`,
+    or None) records it (``tokenmap recall``), and ``session`` counts the calls made outside a
+    ``transcribe`` (:meth:`take_stats`).
+    """
+
+    def __init__(self, encoder: Encoder, decoder, plain: PlainDecoder, drafting: Drafting | None, *,
+                 special: SpecialTokens, tokenizer, model_dir: Path, threads: int, decoder_compute_type: str):
+        self.encoder = encoder
+        self.windows = WindowEncoder(encoder)
+        self.decoder = decoder
+        self.plain = plain
+        self.drafting = drafting
+        self.special = special
+        self.tokenizer = tokenizer
+        self.model_dir = model_dir
+        self.threads = threads
+        self.decoder_compute_type = decoder_compute_type
+        self.guard = Guard()
+        self.recorder = None
+        self.session = Session()
+        self.loop: LoopOptions | None = LoopOptions()  # stop decodes that start to repeat (decode.loops); None: off
+
+    @property
+    def encoder_engine(self) -> str:
+        """The engine that encodes: ``"openvino"``, ``"stock"`` or ``"fork"`` (``"openvino+stock"`` when it
+        depends on the window's length)."""
+        return self.encoder.engine
+
+    @property
+    def token_map(self):
+        """The active map (or list of maps) drafts come from; None without drafters."""
+        return self.drafting.token_map if self.drafting is not None else None
+
+    @cached_property
+    def cost(self):
+        """The verify-pass cost curve calibrated for this decoder precision and thread count (else the built-in one)."""
+        return load_cost_model(self.model_dir, self.decoder_compute_type, self.threads)
+
+    def text(self, ids) -> str:
+        """The text of token ids (special tokens left out)."""
+        return self.tokenizer.decode([t for t in ids if t < self.special.eot])
+
+    def encode(self, features, to_cpu: bool = False):
+        """The encoder output of ``features`` as they are (no audio context): a ``ctranslate2.StorageView``."""
+        return self.encoder.encode(features, to_cpu=to_cpu)
+
+    def generate(self, features, prompts, **kwargs):
+        """CTranslate2's ``generate``, guarded, with greedy windows drafted where the drafters pay."""
+        window = features if isinstance(features, EncodedWindow) else EncodedWindow(features, session=self.session)
+        stats = (window.session or self.session).stats
+
+        plain = StoppingDecoder(self.plain, self.loop, self.special, self.text, window.seconds, stats)
+
+        def decode(output, prompts, kwargs):
+            if self.drafting is None:
+                return plain.generate(output, prompts, **kwargs)
+            return self.drafting.generate(self.decoder, plain, output, prompts, stats, window.seconds,
+                                          window.mel, **kwargs)
+
+        output, results = guarded_generate(decode, window, prompts, kwargs, stats, self.guard, self.special,
+                                           self.text)
+        if self.recorder is not None and len(prompts) == 1:
+            self.recorder.add_window(_rows(output)[0], results[0].sequences_ids[0], self.special.timestamp_begin,
+                                     mel=window.mel)
+        return results
+
+    def detect_language(self, features):
+        return self.plain.detect_language(_output(features))
+
+    def align(self, features, *args, **kwargs):
+        return self.decoder.align(_output(features), *args, **kwargs)
+
+    def take_stats(self):
+        """The statistics of the calls made outside a ``transcribe`` since the last call; resets them."""
+        stats, self.session.stats = self.session.stats, type(self.session.stats)()
+        return stats
+
+    def wait_ready(self) -> None:
+        """Block until the stock worker, where it runs, has loaded its model (the first call waits otherwise)."""
+        self.plain.wait_ready()
+
+    def __getattr__(self, name):
+        if name in ("decoder", "__setstate__"):  # not set yet (a copy being made): never recurse
+            raise AttributeError(name)
+        return getattr(self.decoder, name)
+
+
+def _output(features):
+    return features.output if isinstance(features, EncodedWindow) else features
+
+
+def _rows(output):
+    frames = np.asarray(output)
+    return frames if frames.ndim == 3 else frames[None]
+
+
+def assemble(fork, model_dir: Path, compute_type: str, threads: int, *, decoder_compute_type: str | None = "auto",
+             encoder: str = "auto", exact: bool = False, token_map=None, recall=None, tokenizer=None,
+             without_fork: str = "raise", prompt_lookup: bool = True, session_cache: bool = True,
+             adaptive: bool = True, cost_model=None, **load_kwargs) -> Model:
+    """The :class:`Model` around ``fork``, the ``ctranslate2.models.Whisper`` loaded from ``model_dir`` at
+    ``compute_type`` with ``threads``.
+
+    Without the fork's step API, ``without_fork`` decides: ``"raise"`` :class:`~tokenmap.runtime.engine.EngineError`,
+    ``"warn"`` (log why once) or ``"quiet"``; the model then has no drafters and ``fork`` encodes and decodes.
+    With it, ``decoder_compute_type`` and ``exact`` choose the decoder's precision (a second copy of the
+    model, given ``load_kwargs``, when it differs from ``compute_type``), ``encoder`` the encoder
+    (:func:`tokenmap.encoders.open_encoder`), and the drafters draft from ``token_map`` (a path, a loaded map,
+    or a list of them: :func:`load_token_maps`), ``recall``, prompt lookup and the session cache, ``adaptive``
+    on ``cost_model`` (default: this machine's calibration, or the built-in curve).
+    """
+    packing.loaded()  # the fork has read the packed-GEMM switch: children must not inherit it
+    if without_fork == "raise":
+        require_step_api()
+    drafts = warn_drafting_off() if without_fork == "warn" else drafting_off_reason() is None
+    warn_if_late()
+    model_dir = Path(model_dir)
+    tokenizer = tokenizer or Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    special = SpecialTokens.from_model_dir(str(model_dir))
+    parts = dict(special=special, tokenizer=tokenizer, model_dir=model_dir, threads=threads)
+    if not drafts:
+        return Model(CTranslate2Encoder(fork, compute_type), fork, PlainDecoder(fork), None,
+                     decoder_compute_type=compute_type, **parts)
+    decoder_type = precision.decoder_compute_type(compute_type, decoder_compute_type, exact)
+    decoder = fork if decoder_type == compute_type else precision.load_decoder(str(model_dir), decoder_type,
+                                                                                cpu_threads=threads, **load_kwargs)
+    on_cpu = getattr(fork, "device", "cpu") == "cpu"
+    # the worker decodes the windows nobody drafts wherever it is installed, and encodes where it is chosen to
+    worker = StockWorker(model_dir, compute_type, threads) if on_cpu and encoder != "fork" and stock_installed() \
+        else None
+    model = Model(open_encoder(encoder, model_dir, compute_type, threads, fork, worker), decoder,
+                  PlainDecoder(decoder, worker, decoder_type), None, decoder_compute_type=decoder_type, **parts)
+    model.drafting = Drafting(special, cost_model if cost_model is not None else model.cost, adaptive,
+                              token_map=load_token_maps(token_map, tokenizer),
+                              recall=load_recall(recall, tokenizer, model_dir),
+                              session_cache=SessionCache(timestamp_begin=special.timestamp_begin) if session_cache
+                              else None, prompt_lookup=prompt_lookup)
+    return model
+
+
+def open_model(model: str | os.PathLike = "base", compute_type: str = "int8", threads: int | None = None,
+               decoder_compute_type: str | None = "auto", encoder: str = "auto", **options) -> Model:
+    """:func:`assemble` around ``model`` (anything :func:`tokenmap.models.resolve_model` accepts), loaded on
+    the fork at ``compute_type`` with ``threads`` (default :func:`~tokenmap.runtime.engine.default_threads`);
+    ``options`` are :func:`assemble`'s."""
+    import ctranslate2  # the engine loads with the first model, not on ``import tokenmap``
+
+    model_dir = resolve_model(model)
+    threads = threads or default_threads()
+    fork = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type, intra_threads=threads)
+    return assemble(fork, model_dir, compute_type, threads, decoder_compute_type=decoder_compute_type,
+                    encoder=encoder, **options)
+
+
+def load_token_maps(token_map, hf_tokenizer):
+    """One map, or a list of maps (several paths, or a map set's sections) for
+    :class:`tokenmap.decode.drafters.MapSetDrafter`; None for None.
+
+    ``token_map`` is a path or a loaded map, or a list of them; paths are loaded
+    for ``hf_tokenizer`` (a ``tokenizers.Tokenizer``), whose fingerprint they must carry.
+    """
+    if token_map is None:
+        return None
+    tok = None
+    maps = []
+    for m in token_map if isinstance(token_map, (list, tuple)) else [token_map]:
+        if isinstance(m, (str, os.PathLike)):
+            tok = tok or TextTokenizer(hf_tokenizer)
+            maps.extend(load_maps(m, tok.fingerprint, vocab_size=tok.vocab_size))
+        else:
+            maps.append(m)
+    return maps[0] if len(maps) == 1 else maps
