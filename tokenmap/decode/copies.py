@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from tokenmap.decode.loops import steps_of
+from tokenmap.decode.loops import decoded_tokens, steps_of
 
 WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -70,7 +70,7 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
     ``decode(output, prompts, kwargs)`` decodes (as the guard's); ``prompt`` is the window's prompt without
     the previous text; ``results`` what the window decoded with it; ``text`` turns ids into text.
     """
-    tokens = list(results[0].sequences_ids[0])
+    tokens = decoded_tokens(results[0])  # a stopped loop as decoded
     start = copy_start(tokens, history, probe.min_run)
     max_length = kwargs.get("max_length", 448)
     if start is None:
