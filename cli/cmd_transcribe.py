@@ -189,6 +189,10 @@ def _failure(path: str, exc: Exception, partials: list[Path]) -> str:
                    "audio plus a margin (several times faster on commands and prompts); a guard sends a window "
                    "whose output looks broken (no end, repeats, timestamps past the audio, low confidence) back "
                    "to 30 s. auto may change a transcript by a word: see docs/BENCHMARKS.md, 'Short audio'.")
+@click.option("--loop-stop/--no-loop-stop", default=True, show_default=True,
+              help="Stop a window's decode once it repeats the same 1-16 tokens back to back (24 tokens, 4 times) "
+                   "and keep its text up to there; faster-whisper's temperature fallback still sees it as the "
+                   "loop it is. --no-loop-stop decodes loops to the maximum length, as faster-whisper does.")
 @click.option("--threads", type=click.IntRange(1, 64), default=None,
               help="CPU threads for CTranslate2 [default: all visible cores, at most 8].")
 @click.option("--beam-size", type=click.IntRange(1, 16), default=1, show_default=True,
@@ -216,8 +220,8 @@ def _failure(path: str, exc: Exception, partials: list[Path]) -> str:
                    "segment by segment into FILE-stem.FORMAT.partial, renamed when the file is done.")
 @decoding_options
 def transcribe(files, model, map_path, recall_path, language, task, compute_type, decoder_compute_type, exact,
-               encoder, audio_context, threads, beam_size, vad, batch_size, word_timestamps, fmt, output_dir,
-               **decoding):
+               encoder, audio_context, loop_stop, threads, beam_size, vad, batch_size, word_timestamps, fmt,
+               output_dir, **decoding):
     """Transcribe audio FILES (any format FFmpeg reads) with Whisper.
 
     \b
@@ -251,7 +255,7 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
     try:
         whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=list(map_path) or None,
                              decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall_path,
-                             exact=exact, audio_context=audio_context)
+                             exact=exact, audio_context=audio_context, loop_stop=loop_stop)
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
         fail(exc, exit_code=2)
     if output_dir is not None:

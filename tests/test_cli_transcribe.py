@@ -208,6 +208,17 @@ def test_vad_is_on_unless_turned_off(monkeypatch, tmp_path):
     assert run("--no-vad", "-l", "en", audio).exit_code == 0 and fake.kwargs["vad_filter"] is False
 
 
+def test_the_loop_stop_is_on_unless_turned_off(monkeypatch, tmp_path):
+    import tokenmap.transcriber as transcriber
+
+    loaded = []
+    monkeypatch.setattr(transcriber, "load_model", lambda *a, **k: loaded.append(k) or _FakeModel())
+    audio = tmp_path / "tone.wav"
+    _write_wav(audio, (3000 * np.sin(np.arange(16000) / 5)).astype(int))
+    assert run("-l", "en", audio).exit_code == 0 and loaded[-1]["loop_stop"] is True
+    assert run("--no-loop-stop", "-l", "en", audio).exit_code == 0 and loaded[-1]["loop_stop"] is False
+
+
 def _segments(n):
     from types import SimpleNamespace
 

@@ -68,7 +68,7 @@ class TranscribeOptions:
 
 def load_model(model: str = "base", compute_type: str = "int8", threads: int | None = None, token_map=None,
                decoder_compute_type: str = "auto", encoder: str = "auto", recall=None, exact: bool = False,
-               audio_context: str = "full"):
+               audio_context: str = "full", loop_stop: bool = True):
     """Load a Whisper model for CPU decoding.
 
     ``model`` is anything :func:`tokenmap.models.resolve_model` accepts;
@@ -83,14 +83,15 @@ def load_model(model: str = "base", compute_type: str = "int8", threads: int | N
     ``audio_context`` (``auto``: short windows
     are encoded as their audio plus a margin, guarded; :mod:`tokenmap.context`)
     needs the engine fork, with or without a map. ``recall``
-    (a ``tokenmap recall`` index) drafts segments heard before, with or without a map. Raises ``ModelError``.
+    (a ``tokenmap recall`` index) drafts segments heard before, with or without a map. ``loop_stop``: stop a
+    decode that starts to repeat (:mod:`tokenmap.decode.loops`). Raises ``ModelError``.
     """
     threads = threads or default_threads()
     logger.info("loading %s (%s, %d threads)", model, compute_type, threads)
     return WhisperModel(  # which resolves the model
         str(model), token_map=token_map, device="cpu", compute_type=compute_type, cpu_threads=threads,
         decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall, exact=exact,
-        audio_context=audio_context,
+        audio_context=audio_context, loop_stop=loop_stop,
     )
 
 
