@@ -47,7 +47,7 @@ def engines(model_dir: Path, threads: int, cache: Path, stock_worker: bool = Tru
     out["ctranslate2 int8 (fork)"] = lambda x: np.asarray(fork.encode(ctranslate2.StorageView.from_array(x)))
     if stock_worker and stock_installed():
         stock = StockEncoder(model_dir, "int8", threads)
-        stock.wait_ready()
+        stock.worker.wait_ready()
         out["ctranslate2 int8 (stock worker)"] = lambda x: np.asarray(stock.encode(x))
     return out, fork.n_mels
 

@@ -76,9 +76,9 @@ def main() -> None:
     from tokenmap.runtime.memory import worker_environment
 
     model = tokenmap.WhisperModel("base", compute_type="int8", cpu_threads=2)
-    encoder = model.model.encoder
-    encoder.wait_ready()
-    pid = encoder._proc.pid
+    worker = model.model.plain.worker
+    worker.wait_ready()
+    pid = worker._proc.pid
     print(f"worker RSS after loading {rss_mb(pid):.0f} MB; main {rss_mb(os.getpid()):.0f} MB")
     env = {k: v for k, v in worker_environment().items() if not k.startswith("PYTHONPATH")}
     for _ in range(args.rounds):

@@ -60,8 +60,7 @@ class Model:
     returns) or a bare encoder output; ``detect_language`` and ``align`` take either too. Anything else a
     ``ctranslate2.models.Whisper`` answers (``is_multilingual``, ``n_mels``, ...) is the decoder's.
     ``guard`` judges every decoded window, ``recorder`` (a :class:`~tokenmap.maps.recallindex.RecallIndex`,
-    or None) records it (``tokenmap recall``), and ``session`` counts the calls made outside a
-    ``transcribe`` (:meth:`take_stats`).
+    or None) records it (``tokenmap recall``), and ``session`` counts the calls made outside a ``transcribe``.
     """
 
     def __init__(self, encoder: Encoder, decoder, plain: PlainDecoder, drafting: Drafting | None, *,
@@ -130,11 +129,6 @@ class Model:
 
     def align(self, features, *args, **kwargs):
         return self.decoder.align(_output(features), *args, **kwargs)
-
-    def take_stats(self):
-        """The statistics of the calls made outside a ``transcribe`` since the last call; resets them."""
-        stats, self.session.stats = self.session.stats, type(self.session.stats)()
-        return stats
 
     def wait_ready(self) -> None:
         """Block until the stock worker, where it runs, has loaded its model (the first call waits otherwise)."""
