@@ -4,8 +4,7 @@ Examples::
 
     tokenmap bench --quick                                   # bench-data/quick.jsonl, < 10 min on 2 cores
     tokenmap bench --systems greedy,tokenmap,oracle --reps 5 --limit 50
-    tokenmap bench --map-mode per-task,multi,balanced --update-docs docs/FULL_RUN.md
-                                        # the full run (bench-data/full.jsonl, < 1 h), regenerate the docs
+    tokenmap bench --map-mode per-task,multi,balanced   # the full run (bench-data/full.jsonl, < 1 h)
     tokenmap bench --manifest bench-data/manifest.jsonl      # every utterance (about 3 h)
 """
 
@@ -115,7 +114,8 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
                    "on a run over bench-data/dev.jsonl. Refused if it holds an utterance this run decodes.")
 @encoder_option
 @click.option("--update-docs", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Regenerate the generated section of this Markdown file (e.g. docs/FULL_RUN.md).")
+              help="Write the report into the generated section of this Markdown file (docs/BENCHMARKS.md is "
+                   "written by `make bench-report` from results/kept/ instead).")
 def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, limit, threads, compute_type, model,
           draft_model, spec_tokens, timestamps, out, stock_python, map_modes, learn, recall, recall_inventory, teacher,
           encoder, update_docs):
