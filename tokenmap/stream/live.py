@@ -316,7 +316,8 @@ class StreamTranscriber:
         history = prompt[1: e.special.sot_index(prompt)]
         r = decode_window(e.model, enc, prompt, e.special, drafter, history=history,
                           accept=biased_accept(self.options.beta, drafter),
-                          recheck_margin=self.options.recheck_margin, **GREEDY_KW)
+                          recheck_margin=self.options.recheck_margin, loop=getattr(e.model, "loop", None),
+                          **GREEDY_KW)  # loop: the loop stop's rule (tokenmap.decode.loops), None when off
         return Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
                         r.stats.drafted, r.stats.accepted)
 
