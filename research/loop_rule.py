@@ -29,9 +29,9 @@ rule's thresholds), and for each loop the token at which the rule stops it::
 
     .venv/bin/python research/loop_rule.py analyze results/loops/ct2.jsonl results/loops/ov.jsonl
 
-``cost`` times the 53 s reading with the loop stop on and off (alternated, ``--reps``)::
+``cost`` times windows that loop (and the 53 s reading) with the loop stop on and off (alternated, ``--reps``)::
 
-    .venv/bin/python research/loop_rule.py cost --encoder openvino
+    .venv/bin/python research/loop_rule.py cost --encoder ctranslate2 --cases silence,noise,reading
 """
 
 from __future__ import annotations
@@ -44,15 +44,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "research"))
 
 VOICES = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 
 
 def _telephony(split: str, per_lang: int | None):
-    from tokenmap_bench.teacher import decode_g722
+    from tokenmap_bench import decode_g722
 
     for lang, voice in VOICES.items():
         rows = []
@@ -82,10 +80,8 @@ def utterances(per_lang: int, wer_manifest: Path, sets: set[str] | None, per_set
     for path in sorted(LIBRIVOX.glob("*.wav")):
         items.append({"set": "librivox", "split": "test", "id": path.stem, "lang": "en", "text": "",
                       "load": lambda p=path: load_audio(str(p))})
-    from vad_table import joined_librivox
-
     items.append({"set": "librivox-paused", "split": "test", "id": "librivox-paused", "lang": "en", "text": "",
-                  "load": lambda: joined_librivox(1, 7.0)[:-7 * 16000], "long": True})
+                  "load": paused_reading, "long": True})
     items = [item for item in items if sets is None or item["set"] in sets]
     if per_set:  # at most per_set of each (set, split), in the order of a hash of their ids
         items.sort(key=lambda item: hashlib.sha256(item["id"].encode()).hexdigest())
@@ -98,6 +94,17 @@ def utterances(per_lang: int, wer_manifest: Path, sets: set[str] | None, per_set
                 kept.append(item)
         items = kept
     return items
+
+
+def paused_reading():
+    """The 5 LibriVox clips in name order with 7 s of silence between them (53 s; research/vad_table.py's)."""
+    import numpy as np
+
+    from tokenmap.audio import load_audio
+
+    pause = np.zeros(7 * 16000, dtype=np.float32)
+    clips = [load_audio(str(path)) for path in sorted(LIBRIVOX.glob("*.wav"))]
+    return np.concatenate([piece for clip in clips for piece in (clip, pause)][:-1])
 
 
 class Recorder:
@@ -119,7 +126,9 @@ class Recorder:
                 "temperature": kwargs.get("sampling_temperature", 0.0) if kwargs.get("sampling_topk", 1) != 1 else 0.0,
                 "hypotheses": [list(map(int, seq)) for seq in result.sequences_ids],
                 "scores": [float(s) for s in (result.scores or [])],
-                "audio_seconds": getattr(self.model._local, "seconds", None), "decode_seconds": seconds})
+                "audio_seconds": getattr(features, "seconds", None) or getattr(getattr(self.model, "_local", None),
+                                                                               "seconds", None),
+                "decode_seconds": seconds})
         return results
 
 
@@ -258,37 +267,44 @@ def analyze(args) -> int:
     return 0
 
 
-def cost(args) -> int:
-    """The 53 s LibriVox reading (VAD on, faster-whisper's default temperatures) with the loop stop on and off,
-    alternated: wall time, ``generate`` calls and hypotheses decoded, loops stopped, the transcript."""
-    from vad_table import joined_librivox
+def cost_cases(names):
+    """``{name: (audio, transcribe kwargs)}``: the 53 s reading (VAD on), and windows crafted to loop on the
+    machines measured: 5 s of silence and 12 s of faint noise after a prompt of "Thank you." said 3 times."""
+    import numpy as np
 
+    prompt = {"initial_prompt": " Thank you. Thank you. Thank you.", "vad_filter": False}
+    noise = (0.003 * np.random.default_rng(0).standard_normal(16000 * 12)).astype(np.float32)
+    cases = {"reading": (paused_reading, {"vad_filter": True}),
+             "silence": (lambda: np.zeros(16000 * 5, dtype=np.float32), prompt), "noise": (lambda: noise, prompt)}
+    return {name: (cases[name][0](), cases[name][1]) for name in names}
+
+
+def cost(args) -> int:
+    """Each case with the loop stop on and off, alternated (faster-whisper's default temperatures): wall time,
+    ``generate`` calls, the temperatures sampled, loops stopped, the transcript."""
     from tokenmap import WhisperModel
 
-    audio = joined_librivox(1, 7.0)[:-7 * 16000]
     models = {on: WhisperModel(args.model, compute_type="int8", cpu_threads=args.threads, encoder=args.encoder,
                                malloc_policy=True, loop_stop=on) for on in (False, True)}
     recorders = {on: Recorder(model.model) for on, model in models.items()}
-    for on, model in models.items():  # warm: the first call loads VAD and pages the weights in
-        list(model.transcribe(audio[:16000 * 5], language="en", vad_filter=True)[0])
-    texts = {}
-    for rep in range(args.reps):
-        for on in ((False, True) if rep % 2 == 0 else (True, False)):
-            recorders[on].calls.clear()
-            started = time.perf_counter()
-            segments, _ = models[on].transcribe(audio, language="en", vad_filter=True)
-            text = " ".join(s.text.strip() for s in segments)
-            seconds = time.perf_counter() - started
-            calls = recorders[on].calls
-            tokens = sum(len(h) for c in calls for h in c["hypotheses"])
-            stats = models[on].last_stats()
-            print(f"loop stop {'on ' if on else 'off'} rep {rep}: {seconds:.2f} s, {len(calls)} generate calls, "
-                  f"{tokens} tokens returned, temperatures {[c['temperature'] for c in calls]}, "
-                  f"loops stopped {stats.get('loops_stopped')}", flush=True)
-            texts.setdefault(on, set()).add(text)
-    for on, seen in texts.items():
-        print(f"loop stop {'on ' if on else 'off'}: {len(seen)} transcript(s): {sorted(seen)[0][:300]!r}")
-    print("same transcript:", texts[False] == texts[True])
+    for name, (audio, kwargs) in cost_cases(args.cases.split(",")).items():
+        for on, model in models.items():  # warm: the first call loads VAD and pages the weights in
+            list(model.transcribe(audio[:16000], language="en", vad_filter=True)[0])
+        texts = {}
+        for rep in range(args.reps):
+            for on in ((False, True) if rep % 2 == 0 else (True, False)):
+                recorders[on].calls.clear()
+                started = time.perf_counter()
+                segments, _ = models[on].transcribe(audio, language="en", **kwargs)
+                text = " ".join(s.text.strip() for s in segments)
+                seconds = time.perf_counter() - started
+                calls = recorders[on].calls
+                print(f"{name}: loop stop {'on ' if on else 'off'} {seconds:.2f} s, {len(calls)} generate calls "
+                      f"(temperatures {[c['temperature'] for c in calls]}, longest hypothesis "
+                      f"{[max(map(len, c['hypotheses'])) for c in calls]} tokens), loops stopped "
+                      f"{models[on].last_stats().get('loops_stopped')}: {text[:60]!r}", flush=True)
+                texts.setdefault(on, set()).add(text)
+        print(f"{name}: same transcript on and off: {texts[False] == texts[True]}")
     return 0
 
 
@@ -314,6 +330,7 @@ def main(argv=None) -> int:
     k.add_argument("--model", default="base")
     k.add_argument("--threads", type=int, default=2)
     k.add_argument("--reps", type=int, default=2)
+    k.add_argument("--cases", default="reading,silence,noise")
     args = ap.parse_args(argv)
     return {"collect": collect, "analyze": analyze, "cost": cost}[args.command](args)
 
