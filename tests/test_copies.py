@@ -55,3 +55,27 @@ def test_the_passage_start_and_its_words():
     assert copy_start([TS, 5] + PREVIOUS[4:9], PREVIOUS, 3) == 2
     assert not says_again("Press one for sales", "press two for sales", 4)
     assert says_again("Press one, for sales.", "Welcome. Press one for sales and", 4)
+
+
+def test_the_guard_keeps_speech_that_repeats_and_still_decodes_a_copy_again():
+    """Through the guard (tokenmap.decode.guarding.guarded_generate): a window whose previous text is said again
+    keeps its text after one short probe; a copy is decoded without the previous text, counted."""
+    from types import SimpleNamespace
+
+    from tokenmap.decode.guarding import Guard, guarded_generate
+    from tokenmap.decode.speculative import DecodeStats
+    from tokenmap.windows import EncodedWindow
+
+    prev = 50361
+    special = SimpleNamespace(sot=TASK[0], eot=EOT, timestamp_begin=TS, sot_index=lambda p: list(p).index(TASK[0]))
+    said_again = [TS] + PREVIOUS + [TS + 50]
+    heard = [TS, 7, 8, 9, TS + 50]
+    for without_prompt, copy in ((said_again, False), (heard, True)):
+        decode = Decoder({tuple([prev] + PREVIOUS + TASK): said_again, tuple(TASK): without_prompt})
+        stats = DecodeStats()
+        _, results = guarded_generate(lambda output, prompts, kwargs: decode(output, prompts, kwargs),
+                                      EncodedWindow("features"), [[prev] + PREVIOUS + TASK], {}, stats, Guard(),
+                                      special, text)
+        assert results[0].sequences_ids[0] == (heard if copy else said_again)
+        assert stats.prompt_copies == copy and len(decode.calls) == 2
+        assert steps_of(decode.calls[1], len(TASK)) < 40  # the second call is the probe
