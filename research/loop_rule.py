@@ -191,7 +191,7 @@ def longest_repetitions(tokens, special, max_unit: int) -> dict:
 def analyze(args) -> int:
     from tokenizers import Tokenizer
 
-    from tokenmap.decode.loops import LoopOptions, compression_ratio, find_loop, steps_of
+    from tokenmap.decode.loops import LoopOptions, compression_ratio, cut_tokens, find_loop, steps_of
     from tokenmap.decode.special import SpecialTokens
     from tokenmap.models import resolve_model
 
@@ -256,6 +256,26 @@ def analyze(args) -> int:
         print(f"   most tokens in a window: {entry['tokens'][0]} ({entry['tokens'][1]})")
         print(f"   plain generate's first cap: highest share a legit window used {entry['cap_share'][0]:.2f} "
               f"({entry['cap_share'][1]}); windows decoded twice: {entry.get('recapped', 0)}")
+    print("WER at temperature 0, the loop stop off / on (a stopped window's text cut where its repetition began):")
+    from tokenmap_bench.metrics import wer
+
+    pairs: dict = {}
+    for path in args.files:
+        for line in Path(path).read_text().splitlines():
+            row = json.loads(line)
+            greedy = [w for w in row["windows"] if w["temperature"] == 0.0]
+            if not row["text"] or row.get("long") or len(greedy) != 1:
+                continue
+            tokens = greedy[0]["hypotheses"][0]
+            loop = find_loop(tokens, options, special.timestamp_begin, special.eot)
+            cut = cut_tokens(tokens, loop, special.timestamp_begin) if loop else tokens
+            entry = pairs.setdefault((row["encoder"], row["set"]), ([], [], [0]))
+            entry[0].append((row["text"], text(tokens)))
+            entry[1].append((row["text"], text(cut)))
+            entry[2][0] += loop is not None
+    for (encoder, set_), (off, on, stopped) in sorted(pairs.items()):
+        print(f"   {encoder:12s} {set_:16s} {len(off):3d} files, loops {stopped[0]}: "
+              f"WER {wer(off):.1%} / {wer(on):.1%}")
     print(f"loops {len(loops)}:")
     for row, window, unfinished, ratio, loop, prompt_len in loops:
         budget = steps_of(window["max_length"], prompt_len)
