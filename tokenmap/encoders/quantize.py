@@ -68,7 +68,8 @@ def _audio_windows(rng: np.random.Generator) -> list[tuple[np.ndarray, int]]:
     speech = _speech()
     out: list[tuple[np.ndarray, int]] = []
     for i, clip in enumerate(speech):  # one short utterance, then padding: the commonest window
-        out.append((clip * (0.3 + 0.7 * (i % 3) / 2), LENGTHS[0]))
+        for frames in LENGTHS:
+            out.append((clip * (0.3 + 0.7 * ((i + frames) % 3) / 2), frames))
     order = rng.permutation(len(speech))
     joined = np.concatenate([speech[i] for i in order])
     for frames, count in ((LENGTHS[0], 8), (LENGTHS[1], 10)):
@@ -101,7 +102,7 @@ def calibration_windows(n_mels: int = 80, limit: int | None = None, seed: int = 
     return windows
 
 
-def quantize_encoder(model, n_mels: int):
+def quantize_encoder(model, n_mels: int, windows: list[np.ndarray] | None = None, ignored_types=()):
     """``model`` (the float ``openvino.Model`` of :func:`~tokenmap.encoders.openvino_graph.build_encoder`) with its
     weights and activations quantized to int8; raises RuntimeError (one line) when NNCF is missing."""
     missing = nncf_missing()
@@ -110,13 +111,13 @@ def quantize_encoder(model, n_mels: int):
     import nncf
     from nncf.quantization.advanced_parameters import AdvancedQuantizationParameters, AdvancedSmoothQuantParameters
 
-    windows = calibration_windows(n_mels)
+    windows = calibration_windows(n_mels) if windows is None else windows
     names = {op.get_friendly_name() for op in model.get_ops()}
     ignored = [name for name in FLOAT_LAYERS if name in names]
     logger.info("quantizing the encoder to int8 on %d calibration windows (NNCF %s)", len(windows), nncf.__version__)
     nncf.set_log_level(logging.WARNING)  # its progress bars stay; its per-layer notes go
     return nncf.quantize(
         model, nncf.Dataset(windows), model_type=nncf.ModelType.TRANSFORMER, subset_size=len(windows),
-        ignored_scope=nncf.IgnoredScope(names=ignored, validate=False),
+        ignored_scope=nncf.IgnoredScope(names=ignored, types=list(ignored_types), validate=False),
         advanced_parameters=AdvancedQuantizationParameters(
             smooth_quant_alphas=AdvancedSmoothQuantParameters(matmul=SMOOTH_QUANT_ALPHA)))
