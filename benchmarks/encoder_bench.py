@@ -1,7 +1,8 @@
 """The encoder engines on this CPU: time per window length, load time, and output against float32.
 
 For each model, every engine encodes the same features, interleaved round by round (medians):
-OpenVINO f32, OpenVINO int8 weights, OpenVINO bf16 (where the CPU computes bfloat16), CTranslate2
+the OpenVINO precisions ``auto`` times on this CPU that compile and run here (f32, int8 weights, bf16
+where the CPU computes bfloat16, int8-full where it has int8 matrix instructions), CTranslate2
 int8 in process (the fork) and stock CTranslate2 int8 in its worker (what faster-whisper runs; where
 ``make stock-encoder`` installed it). Then what ``encoder="auto"`` would choose from these timings.
 With ``--speech`` the features are a real clip's (padded, as Whisper pads), and each engine's output is
@@ -32,17 +33,22 @@ import numpy as np
 import tokenmap.runtime.memory
 
 
-def engines(model_dir: Path, threads: int, cache: Path, stock_worker: bool = True) -> dict:
+def engines(model_dir: Path, threads: int, cache: Path | None, stock_worker: bool = True) -> dict:
     """name -> encode(features array) -> array, for every engine this machine has."""
     import ctranslate2
 
-    from tokenmap.encoders.openvino import OpenVINOEncoder, has_bf16
+    from tokenmap.encoders.choice import openvino_candidates
+    from tokenmap.encoders.openvino import EncoderUnavailable, OpenVINOEncoder
     from tokenmap.encoders.stock import StockEncoder
     from tokenmap.runtime.stock_worker import stock_installed
 
     out = {}
-    for precision in ("f32", "int8") + (("bf16",) if has_bf16() else ()):
-        out[f"openvino {precision}"] = OpenVINOEncoder(model_dir, precision, threads, cache=cache).encode_array
+    for candidate in openvino_candidates(model_dir):
+        precision = candidate.split(":")[1]
+        try:
+            out[f"openvino {precision}"] = OpenVINOEncoder(model_dir, precision, threads, cache=cache).encode_array
+        except EncoderUnavailable as exc:
+            print(f"  openvino {precision}: {exc}", flush=True)
     fork = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type="int8", intra_threads=threads)
     out["ctranslate2 int8 (fork)"] = lambda x: np.asarray(fork.encode(ctranslate2.StorageView.from_array(x)))
     if stock_worker and stock_installed():
@@ -113,18 +119,15 @@ def time_engines(fns: dict, n_mels: int, frames_list, reps: int, speech: str | N
 def auto_choice(timings: dict) -> str:
     """What ``encoder="auto"`` picks from these timings (the measurement's rule), per length."""
     from tokenmap.encoders.choice import plan_from_measurement, plan_summary
-    from tokenmap.encoders.openvino import has_bf16
 
-    if has_bf16():
-        return "openvino bf16 (this CPU computes bfloat16)"
     lengths = [f for f in (1000, 3000) if f in timings]
     if not lengths:
         return "not measured at 1000 and 3000 frames"
-    ms = {"openvino:f32": {}, "openvino:int8": {}, "ctranslate2": {}}
-    for f in lengths:
-        ms["openvino:f32"][str(f)] = timings[f]["openvino f32"]
-        ms["openvino:int8"][str(f)] = timings[f]["openvino int8"]
-        ms["ctranslate2"][str(f)] = timings[f]["ctranslate2 int8 (fork)"]
+    ct2 = "ctranslate2 int8 (stock worker)" if "ctranslate2 int8 (stock worker)" in timings[lengths[0]] else \
+        "ctranslate2 int8 (fork)"
+    names = [n for n in timings[lengths[0]] if n.startswith("openvino ")]
+    ms = {f"openvino:{n.split()[1]}": {str(f): timings[f][n] for f in lengths} for n in names}
+    ms["ctranslate2"] = {str(f): timings[f][ct2] for f in lengths}
     return plan_summary(plan_from_measurement({"ms": ms}, "ctranslate2", "int8"))
 
 
@@ -150,13 +153,12 @@ def main(argv=None) -> int:
         print(f"{name} ({model_dir})", flush=True)
         entry = {"load": load_times(model_dir, args.threads)}
         print(f"  OpenVINO load: {entry['load']}", flush=True)
-        with tempfile.TemporaryDirectory() as cache:
-            fns, n_mels = engines(model_dir, args.threads, Path(cache), stock_worker=not args.no_stock)
-            entry["ms"] = time_engines(fns, n_mels, frames_list, args.reps, args.speech)
-            if args.speech:
-                features, speech_frames = speech_features(args.speech, n_mels, 3000)
-                entry["accuracy"] = accuracy(model_dir, fns, features, speech_frames)
-                print(f"  against float32: {entry['accuracy']}", flush=True)
+        fns, n_mels = engines(model_dir, args.threads, None, stock_worker=not args.no_stock)  # the user's cache
+        entry["ms"] = time_engines(fns, n_mels, frames_list, args.reps, args.speech)
+        if args.speech:
+            features, speech_frames = speech_features(args.speech, n_mels, 3000)
+            entry["accuracy"] = accuracy(model_dir, fns, features, speech_frames)
+            print(f"  against float32: {entry['accuracy']}", flush=True)
         entry["auto"] = auto_choice(entry["ms"])
         print(f"  auto: {entry['auto']}", flush=True)
         report["models"][name] = entry

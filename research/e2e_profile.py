@@ -124,7 +124,7 @@ def main():
     same = exact = 0
     for i, u in enumerate(utts):
         audio = str(base / u["audio"])
-        key = f"{u['domain']}-{u['lang']}"
+        key = f"{u.get('domain', u['set'])}-{u['lang']}"
         if key not in maps:
             path = Path(args.maps) / f"{key}.tmap"
             maps[key] = load_maps(str(path))[0] if path.exists() else None

@@ -1,6 +1,7 @@
 """The encoder engines: model.bin read without CTranslate2, the OpenVINO graph, its cache, the choice."""
 
 import json
+import os
 import struct
 
 import numpy as np
@@ -79,9 +80,16 @@ def test_one_compiled_graph_takes_any_batch_and_length():
 
 
 def test_int8_weights_stay_close_to_float():
+    """Where they run: with oneDNN capped below the CPU's ISA (tests/capped_isa.py) OpenVINO picks a compressed
+    kernel the cap then refuses, which no real CPU of the capped kind does (the encoder reports it in one line)."""
     v = random_encoder_variables(n_mels=8, d_model=64, heads=2, layers=2, frames=40)
     features = np.random.default_rng(3).standard_normal((1, 8, 60)).astype(np.float32)
-    full, int8 = (_compile(build_encoder(v, weights))({0: features})[0] for weights in ("float", "int8"))
+    full = _compile(build_encoder(v, "float"))({0: features})[0]
+    try:
+        int8 = _compile(build_encoder(v, "int8"))({0: features})[0]
+    except RuntimeError as exc:
+        assert os.environ.get("ONEDNN_MAX_CPU_ISA") and "FullyConnectedCompressed" in str(exc), exc
+        return
     cosine = float((full * int8).sum() / np.linalg.norm(full) / np.linalg.norm(int8))
     assert cosine > 0.999 and not np.array_equal(full, int8)
 
@@ -151,17 +159,62 @@ def test_the_plan_keeps_ctranslate2_unless_openvino_is_clearly_faster():
     assert slow.choices == (Choice("stock", "int8", 3000),)
 
 
-def test_auto_takes_bf16_openvino_where_the_cpu_has_it(monkeypatch, tmp_path):
-    monkeypatch.setattr(choice, "has_bf16", lambda: True)
-    monkeypatch.setattr(choice, "measure", lambda *a, **k: pytest.fail("no measurement where bf16 decides"))
-    plan = choice.choose("auto", tmp_path, "int8", 2)
-    assert plan.choices == (Choice("openvino", "bf16"),) and "AMX" in plan.reason
-    assert choice.choose("ctranslate2", tmp_path, "int8", 2).engines() <= {"stock", "fork"}
+class _Timed:
+    """A stand-in OpenVINO encoder that takes ``ms[precision]`` milliseconds, or fails to compile."""
+
+    ms = {"f32": 3.0, "int8": 2.0, "bf16": None, "int8-full": 1.0}
+
+    def __init__(self, model_dir, precision, threads):
+        if self.ms[precision] is None:
+            raise choice.EncoderUnavailable(f"OpenVINO cannot compile the {precision} encoder on this CPU: Softmax")
+        self.precision, self.n_mels = precision, 4
+
+    def encode_array(self, features):
+        import time
+
+        time.sleep(self.ms[self.precision] * features.shape[-1] / 1000 / 1000)
+        return features
+
+
+class _CT2:
+    n_mels = 4
+
+    def encode(self, features):
+        import time
+
+        time.sleep(4.0 * np.asarray(features).shape[-1] / 1000 / 1000)
+
+
+def test_auto_times_what_compiles_and_takes_the_fastest(monkeypatch, tmp_path):
+    monkeypatch.setattr(choice, "OpenVINOEncoder", _Timed)
+    monkeypatch.setattr(choice, "openvino_candidates", lambda model_dir=None: tuple(
+        f"openvino:{p}" for p in _Timed.ms))
+    data = choice.measure(tmp_path, "int8", 2, ct2=_CT2(), reps=1, lengths=(100, 300))
+    assert set(data["ms"]) == {"openvino:f32", "openvino:int8", "openvino:int8-full", "ctranslate2"}
+    assert data["unavailable"] == {"openvino:bf16": "OpenVINO cannot compile the bf16 encoder on this CPU: Softmax"}
+    data["ms"] = {name: {"1000": ms["100"], "3000": ms["300"]} for name, ms in data["ms"].items()}
+    assert plan_from_measurement(data, "stock", "int8").choices == (Choice("openvino", "int8-full"),)
+    assert choice._fastest_openvino(data).choices == (Choice("openvino", "int8-full"),)
+    assert choice.choose("openvino:bf16", tmp_path, "int8", 2).choices == (Choice("openvino", "bf16"),)  # forced
+
+
+def test_full_int8_is_timed_only_with_int8_matrix_units(monkeypatch):
+    from tokenmap.encoders import openvino
+
+    monkeypatch.setattr(choice, "has_bf16", lambda: False)
+    monkeypatch.setattr(choice, "nncf_missing", lambda: None)
+    monkeypatch.setattr(choice, "int8_units", lambda: False)
+    assert choice.openvino_candidates() == ("openvino:f32", "openvino:int8")
+    monkeypatch.setattr(choice, "int8_units", lambda: True)
+    assert choice.openvino_candidates()[-1] == "openvino:int8-full"
+    monkeypatch.setattr(choice, "nncf_missing", lambda: "NNCF is not installed")
+    assert "openvino:int8-full" not in choice.openvino_candidates()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # oneDNN capped below VNNI: no int8 units, whatever the CPU
+    assert not openvino.int8_units()
 
 
 def test_auto_measures_once_and_keeps_the_measurement(monkeypatch, tmp_path):
     (tmp_path / "model.bin").write_bytes(b"x")
-    monkeypatch.setattr(choice, "has_bf16", lambda: False)
     calls = []
 
     def fake_measure(model_dir, compute_type, threads, ct2=None):
@@ -169,7 +222,7 @@ def test_auto_measures_once_and_keeps_the_measurement(monkeypatch, tmp_path):
         import openvino as ov
 
         return dict(_measured(300, 100, 900, 700), cpu=choice.cpu_identity(), openvino=ov.__version__,
-                    ctranslate2=choice.ct2_setting())
+                    ctranslate2=choice.ct2_setting(), candidates=list(choice.openvino_candidates(model_dir)))
 
     monkeypatch.setattr(choice, "measure", fake_measure)
     first = choice.choose("auto", tmp_path, "int8", 2)
@@ -180,6 +233,10 @@ def test_auto_measures_once_and_keeps_the_measurement(monkeypatch, tmp_path):
     path.write_text(json.dumps(dict(data, cpu="another CPU")))  # measured elsewhere: measured again here
     choice.choose("auto", tmp_path, "int8", 2)
     assert calls == [2, 2]
+    other = "AVX" if os.environ.get("ONEDNN_MAX_CPU_ISA") == "AVX2" else "AVX2"
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", other)  # another oneDNN cap: another measurement, kept apart
+    choice.choose("auto", tmp_path, "int8", 2)
+    assert calls == [2, 2, 2] and choice.measurement_path(tmp_path, "int8", 2) != path
 
 
 def test_without_openvino_auto_falls_back_and_openvino_fails_in_one_line(monkeypatch, tmp_path):
@@ -192,3 +249,32 @@ def test_without_openvino_auto_falls_back_and_openvino_fails_in_one_line(monkeyp
 def test_routed_encoder_and_plan_lines():
     plan = EncoderPlan((Choice("stock", "int8", 2000), Choice("openvino", "f32", 3000)), "measured")
     assert choice.plan_summary(plan) == "stock int8 up to 20 s, openvino f32 up to 30 s: measured"
+
+
+def test_quantizing_keeps_the_named_layers_float_and_the_output_near_float():
+    """The full-int8 recipe on a small random encoder of Whisper's layout: activations quantized
+    (FakeQuantize nodes) except into conv2 and layer 0's QKV projection, the output close to the float one."""
+    from tokenmap.encoders.quantize import FLOAT_LAYERS, calibration_windows, quantize_encoder
+
+    v = random_encoder_variables(n_mels=80, d_model=64, heads=2, layers=2, frames=1500)
+    windows = calibration_windows(80, limit=4)
+    quantized = quantize_encoder(build_encoder(v), 80, windows=windows)
+    ops = {op.get_friendly_name(): op for op in quantized.get_ops()}
+    assert sum(op.get_type_name() == "FakeQuantize" for op in ops.values()) >= 8
+    for name in FLOAT_LAYERS:
+        producer = ops[name].input_value(0).get_node()
+        assert producer.get_type_name() != "FakeQuantize", name
+    features = windows[0][:, :, :600]
+    full, int8 = _compile(build_encoder(v))({0: features})[0], _compile(quantized)({0: features})[0]
+    cosine = float((full * int8).sum() / np.linalg.norm(full) / np.linalg.norm(int8))
+    assert 0.98 < cosine < 1.0
+
+
+def test_without_nncf_the_full_int8_encoder_is_unavailable_in_one_line(monkeypatch, tmp_path):
+    from tokenmap.encoders import openvino
+
+    monkeypatch.setattr(openvino.quantize, "nncf_missing", lambda: "NNCF is not installed; pip install nncf")
+    (tmp_path / "model.bin").write_bytes(b"")
+    monkeypatch.setattr(openvino, "read_model_bin", lambda path: pytest.fail("nothing is read before NNCF is there"))
+    with pytest.raises(openvino.EncoderUnavailable, match="int8-full encoder cannot be built: NNCF is not installed"):
+        openvino.OpenVINOEncoder(tmp_path, "int8-full", threads=2, cache=tmp_path)

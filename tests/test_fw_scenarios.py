@@ -382,8 +382,14 @@ def test_clip_timestamps_sequential(tm, context, fw_model, once, audio):
     segments, _ = transcribe(tm, menu, language="en", clip_timestamps=clips)
     assert segments
     spans = list(zip(clips[::2], clips[1::2]))
+    # faster-whisper pads a clip's last window and keeps the timestamp the model predicts there, so a segment may
+    # end a little past its clip (by how much depends on the encoder's numbers): tokenmap's by at most what
+    # faster-whisper's own segments do on these clips, or the context's timing tolerance
+    overshoot = max([WORD_TIME_TOLERANCE[context]] + [s.end - end for s in expected for start, end in spans
+                                                      if start <= s.start < end])
     for segment in segments:
-        assert any(start <= segment.start and segment.end <= end for start, end in spans), (segment, spans)
+        assert any(start <= segment.start < end and segment.end <= end + overshoot for start, end in spans), (
+            segment, spans, overshoot)
     assert any(s.end <= 10.4 for s in segments) and any(s.start >= 13.7 for s in segments)
     assert_same_text(context, joined(segments), joined(expected))
 

@@ -85,6 +85,32 @@ def test_every_precision_here_stays_near_float32(runnable, ov_f32, base_model_di
             assert cosine >= bound, (name, precision, enc.inference_precision, cosine)
 
 
+def test_auto_opens_an_encoder_that_runs_here(base_model_dir, data_dir):
+    """``auto`` measures what compiles on this CPU (or under its oneDNN cap) and opens an encoder that runs."""
+    import ctranslate2
+
+    from tokenmap.encoders import open_encoder
+    from tokenmap.encoders.choice import choose
+
+    fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
+    encoder = open_encoder("auto", base_model_dir, "int8", 2, fork=fork)
+    features = ctranslate2.StorageView.from_array(_features(data_dir, "en-agent-pass.flac"))
+    assert np.asarray(encoder.encode(features)).shape == (1, 1500, 512)
+    plan = choose("auto", base_model_dir, "int8", 2)
+    assert all(c.precision in runnable_here(base_model_dir) for c in plan.choices if c.engine == "openvino")
+
+
+def runnable_here(base_model_dir) -> set[str]:
+    out = set()
+    for candidate in openvino_candidates(base_model_dir):
+        try:
+            OpenVINOEncoder(base_model_dir, candidate.split(":")[1], threads=2)
+        except EncoderUnavailable:
+            continue
+        out.add(candidate.split(":")[1])
+    return out
+
+
 def test_a_precision_that_cannot_compile_is_one_line(base_model_dir, monkeypatch):
     import openvino as ov
 
@@ -101,7 +127,7 @@ def test_a_precision_that_cannot_compile_is_one_line(base_model_dir, monkeypatch
 def test_the_cached_ir_is_reused_stores_float16_and_is_rebuilt_only_with_force(base_model_dir, tmp_path, monkeypatch):
     import openvino as ov
 
-    import tokenmap.encoders.openvino_graph as graph
+    import tokenmap.encoders.openvino as room
 
     xml = cached_ir(base_model_dir, "float", tmp_path)
     weights = xml.with_suffix(".bin").stat().st_size
@@ -112,7 +138,7 @@ def test_the_cached_ir_is_reused_stores_float16_and_is_rebuilt_only_with_force(b
     def built_again(*args, **kwargs):
         raise RuntimeError("the cached IR was built again")
 
-    monkeypatch.setattr(graph, "build_encoder", built_again)
+    monkeypatch.setattr(room, "build_encoder", built_again)
     assert cached_ir(base_model_dir, "float", tmp_path) == xml
     OpenVINOEncoder(base_model_dir, "f32", threads=2, cache=tmp_path)  # compiles from the cache
     with pytest.raises(RuntimeError, match="built again"):

@@ -27,7 +27,8 @@ def open_encoder(requested: str, model_dir, compute_type: str, threads: int, for
 
     ``fork`` is the fork's ``ctranslate2.models.Whisper`` already loaded at ``compute_type`` (it encodes off
     the CPU, and wherever it is chosen or the worker fails); ``worker``, stock CTranslate2's started
-    :class:`~tokenmap.runtime.stock_worker.StockWorker`, encodes the lengths the choice gives ``"stock"``.
+    :class:`~tokenmap.runtime.stock_worker.StockWorker`, encodes the lengths the choice gives ``"stock"`` (the fork
+    does without one).
     """
     if getattr(fork, "device", "cpu") != "cpu":
         return CTranslate2Encoder(fork, compute_type)
@@ -41,7 +42,7 @@ def open_encoder(requested: str, model_dir, compute_type: str, threads: int, for
         if key not in made:
             if choice.engine == "openvino":
                 made[key] = OpenVINOEncoder(model_dir, choice.precision, threads)
-            elif choice.engine == "stock":
+            elif choice.engine == "stock" and stock is not None:
                 made[key] = stock
             else:
                 made[key] = CTranslate2Encoder(fork, compute_type)

@@ -17,7 +17,8 @@ Precisions (``precision``):
   matrix instructions (AVX512_VNNI, AVX-VNNI, AMX); built once with NNCF, then cached like the others.
 
 A precision OpenVINO lists is not always one it can compile: with oneDNN capped at AVX2 it still reports
-BF16, yet a bf16 model fails to compile. :class:`OpenVINOEncoder` turns such failures into
+BF16, yet a bf16 model fails to compile, and an int8-weights model fails on its first inference.
+:class:`OpenVINOEncoder` compiles and runs one tiny window when it opens, turns such failures into
 :class:`EncoderUnavailable` (one line), and the choice (:mod:`tokenmap.encoders.choice`) skips them.
 
 Example::
@@ -41,10 +42,10 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenmap.encoders import quantize
 from tokenmap.encoders.base import Encoder
 from tokenmap.encoders.modelbin import read_model_bin
 from tokenmap.encoders.openvino_graph import EncoderShape, build_encoder
-from tokenmap.encoders.quantize import quantize_encoder
 
 logger = logging.getLogger("tokenmap")
 
@@ -124,11 +125,18 @@ def cached_ir(model_dir: Path, weights: str, root: Path | None = None, force: bo
     xml = target / "encoder.xml"
     if xml.is_file() and (target / "meta.json").is_file() and not force:
         return xml
-    logger.info("building the OpenVINO encoder of %s (%s weights) into %s", model_dir, weights, target)
+    missing = quantize.nncf_missing() if weights == "int8-full" else None
+    if missing:
+        raise RuntimeError(missing)
+    if weights == "int8-full":  # a minute, once: say so where the command line shows it
+        logger.warning("building the full-int8 OpenVINO encoder of %s once (about a minute; kept in %s)",
+                       Path(model_dir).name, target)
+    else:
+        logger.info("building the OpenVINO encoder of %s (%s weights) into %s", model_dir, weights, target)
     spec = read_model_bin(Path(model_dir) / "model.bin")
     model = build_encoder(spec.variables, "int8" if weights == "int8" else "float", get=spec.float32)
     if weights == "int8-full":
-        model = quantize_encoder(model, EncoderShape(spec.variables).n_mels)
+        model = quantize.quantize_encoder(model, EncoderShape(spec.variables).n_mels)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
@@ -200,6 +208,11 @@ class OpenVINOEncoder(Encoder):
         self.inference_precision = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
         meta = json.loads((self.ir.parent / "meta.json").read_text(encoding="utf-8"))
         self.n_mels = int(meta["shape"]["n_mels"])
+        try:  # some kernels fail only when first run (int8 weights with oneDNN capped below the CPU's ISA)
+            self.compiled.create_infer_request().infer({0: np.zeros((1, self.n_mels, 4), np.float32)})
+        except RuntimeError as exc:
+            raise EncoderUnavailable(f"OpenVINO cannot run the {precision} encoder on this CPU: "
+                                     f"{_first_line(exc)}") from exc
         self.max_frames = 2 * int(meta["shape"]["positions"])
         self.version = ov.__version__
         self._local = threading.local()
