@@ -16,7 +16,7 @@ The recipe, found by cosine against OpenVINO's float32 encoder on held-out speec
   encoder meets it (full windows, short speech padded to 30 s, 10 s contexts), plus noise, tones and silence.
 
 NNCF is needed only here, when the model is built: running it needs OpenVINO alone. Building takes about a
-minute for base on 2 cores and is cached like the float IR (:func:`tokenmap.encoders.openvino.cached_ir`).
+minute for base on 2 cores (57 windows) and is cached like the float IR (:func:`tokenmap.encoders.openvino.cached_ir`).
 
 Example::
 
@@ -102,9 +102,10 @@ def calibration_windows(n_mels: int = 80, limit: int | None = None, seed: int = 
     return windows
 
 
-def quantize_encoder(model, n_mels: int, windows: list[np.ndarray] | None = None, ignored_types=()):
+def quantize_encoder(model, n_mels: int, windows: list[np.ndarray] | None = None):
     """``model`` (the float ``openvino.Model`` of :func:`~tokenmap.encoders.openvino_graph.build_encoder`) with its
-    weights and activations quantized to int8; raises RuntimeError (one line) when NNCF is missing."""
+    weights and activations quantized to int8, calibrated on ``windows`` (default :func:`calibration_windows`);
+    raises RuntimeError (one line) when NNCF is missing."""
     missing = nncf_missing()
     if missing:
         raise RuntimeError(missing)
@@ -118,6 +119,6 @@ def quantize_encoder(model, n_mels: int, windows: list[np.ndarray] | None = None
     nncf.set_log_level(logging.WARNING)  # its progress bars stay; its per-layer notes go
     return nncf.quantize(
         model, nncf.Dataset(windows), model_type=nncf.ModelType.TRANSFORMER, subset_size=len(windows),
-        ignored_scope=nncf.IgnoredScope(names=ignored, types=list(ignored_types), validate=False),
+        ignored_scope=nncf.IgnoredScope(names=ignored, validate=False),
         advanced_parameters=AdvancedQuantizationParameters(
             smooth_quant_alphas=AdvancedSmoothQuantParameters(matmul=SMOOTH_QUANT_ALPHA)))
