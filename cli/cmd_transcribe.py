@@ -66,6 +66,8 @@ def _summary(t, encoder: str, drafting: str) -> str:
                  "by the guard (may differ from the 30 s transcript by a word)")
     if s.get("prompt_copies"):
         line += f"; {s['prompt_copies']} window(s) copied the previous text and were decoded again without it"
+    if s.get("loops_stopped"):
+        line += f"; {s['loops_stopped']} decode(s) stopped as they started to repeat (--no-loop-stop: decode on)"
     return line
 
 

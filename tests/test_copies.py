@@ -77,5 +77,5 @@ def test_the_guard_keeps_speech_that_repeats_and_still_decodes_a_copy_again():
                                       EncodedWindow("features"), [[prev] + PREVIOUS + TASK], {}, stats, Guard(),
                                       special, text)
         assert results[0].sequences_ids[0] == (heard if copy else said_again)
-        assert stats.prompt_copies == copy and len(decode.calls) == 2
+        assert stats.prompt_copies == copy and stats.copies_kept == (not copy) and len(decode.calls) == 2
         assert steps_of(decode.calls[1], len(TASK)) < 40  # the second call is the probe

@@ -209,6 +209,7 @@ def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, gua
         return output, results
     again = probe_copy(decode, output, prompt[start:], results, history, kwargs, text, special.eot)
     if again is None:  # the audio says it again (tokenmap.decode.copies): speech that repeats, not a copy
+        stats.copies_kept += 1
         return output, results
     logger.debug("the window copied its prompt (%s): decoding it without the previous text", why)
     stats.prompt_copies += 1

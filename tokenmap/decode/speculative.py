@@ -46,6 +46,7 @@ class DecodeStats:
     ``short_windows``: windows decoded on a short audio context (:mod:`tokenmap.context`);
     ``guarded``: of those, windows the guard sent back to the full context;
     ``prompt_copies``: windows that copied their prompt's previous text, decoded again without it;
+    ``copies_kept``: windows the copy guard suspected whose probe found the text said again (kept);
     ``loops_stopped``: decodes stopped as they started to repeat (:mod:`tokenmap.decode.loops`);
     ``decoder_seconds``: wall time inside the decoding loop.
     """
@@ -62,6 +63,7 @@ class DecodeStats:
     short_windows: int = 0
     guarded: int = 0
     prompt_copies: int = 0
+    copies_kept: int = 0
     loops_stopped: int = 0
     decoder_seconds: float = 0.0
 
