@@ -146,14 +146,36 @@ def cpu_kind(cpuinfo: str | None = None) -> str:
     return "Intel Xeon or Core without AMX (AVX2 or AVX-512)"
 
 
+README = ROOT / "README.md"
+README_BEGIN, README_END = "<!-- how-fast -->", "<!-- /how-fast -->"
+
+
+def render_readme(readme: str, kept: Path = KEPT) -> str:
+    """``readme`` with its how-fast block (between the markers) rewritten from the one kept table whose
+    ``readme`` field holds the block's opening paragraph: README's speed table is BENCHMARKS' own."""
+    chosen = [t for t in load_tables(kept) if t.get("readme")]
+    if len(chosen) != 1:
+        raise ValueError(f"{len(chosen)} kept tables have a readme field; one must")
+    t = chosen[0]
+    rows = [t["readme"]["text"].strip() + f" {t['section']}: {commands(t['command'])} ({t['date']}, git "
+            f"{t['commit']}; {t['model']}, {t['compute_type']}, {t['threads']} threads; the encoder `auto` chose: "
+            f"{t['encoder_auto']}).", ""]
+    rows += render_table(dict(t, notes=[], text=""))[4:]
+    rows += [t["readme"].get("after", "").strip()]
+    block = "\n".join(rows).strip("\n")
+    head, rest = readme.split(README_BEGIN, 1)
+    return f"{head}{README_BEGIN}\n{block}\n{README_END}{rest.split(README_END, 1)[1]}"
+
+
 # -- the adapter: a `tokenmap bench` run -> kept table files -------------------------------------------------
 
 def _f(x, digits=2):
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), digits)
+    """``x`` as a string with ``digits`` decimals (a table's column reads alike), None for a missing value."""
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else f"{float(x):.{digits}f}"
 
 
 def _p(x):
-    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(100 * float(x), 1)
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * float(x):.1f}"
 
 
 def _loops(summary: dict) -> str:
@@ -167,12 +189,13 @@ def _wer_loops(summary: dict | None):
     return wer + (f" ({summary['loops']})" if summary.get("loops") else "")
 
 
-E2E_LABELS = {"tokenmap-e2e": "default, map", "tokenmap-nomap-e2e": "default, no map",
-              "tokenmap-exact-e2e": "`--exact`, map", "tokenmap-short-e2e": "`auto`, map",
-              "tokenmap-short-nomap-e2e": "`auto`, no map", "tokenmap-mismatch-e2e": "default, another domain's map",
-              "fw-e2e": "faster-whisper greedy on the fork", "stock-e2e": "tuned stock (anchor)",
-              "stock-untuned-e2e": "untuned stock, greedy",
-              "stock-defaults-e2e": "faster-whisper's defaults (untuned, beam 5)"}
+E2E_LABELS = {"stock-e2e": "tuned stock (the anchor)",
+              "stock-defaults-e2e": "faster-whisper's defaults (untuned, beam 5)",
+              "stock-untuned-e2e": "untuned stock, greedy", "fw-e2e": "faster-whisper greedy on the fork",
+              "tokenmap-nomap-e2e": "tokenmap default, no map", "tokenmap-e2e": "tokenmap default, with a map",
+              "tokenmap-short-nomap-e2e": "`--audio-context auto`, no map",
+              "tokenmap-short-e2e": "`--audio-context auto`, with a map", "tokenmap-exact-e2e": "`--exact`, with a map",
+              "tokenmap-mismatch-e2e": "default, another domain's map"}
 DECODER_LABELS = {"greedy": "plain greedy (baseline)", "tokenmap": "token map", "tokenmap-balanced":
                   "token map set, `--balance`", "oracle": "oracle (the greedy output as draft: the ceiling)",
                   "distil-spec": "distil-spec (tiny.en drafts for base)", "stock": "tuned stock `generate`",
@@ -180,8 +203,11 @@ DECODER_LABELS = {"greedy": "plain greedy (baseline)", "tokenmap": "token map", 
                   "tokenmap-recall": "+ a recall index of the train split", "tokenmap-inferred": "every task's map"}
 
 
+TABLES = ("e2e", "e2e-wer", "decoder", "tasks", "fairness")
+
+
 def keep_run(result: dict, section: str, order: int, prefix: str, encoder_auto: str, notes: list[str],
-             kept: Path) -> list[Path]:
+             kept: Path, readme: str = "", tables=TABLES) -> list[Path]:
     """Kept table files of one ``tokenmap bench`` run: end to end against tuned stock per set, the decoder
     systems (S, A_r, A_l, WER), the paper's metrics per task, the fairness table before and after
     ``--balance``. Returns the paths written."""
@@ -196,22 +222,23 @@ def keep_run(result: dict, section: str, order: int, prefix: str, encoder_auto: 
     e2e = [s for s in E2E_LABELS if s in systems]
     sets = agg["groups"]["set"]
     if "stock-e2e" in systems:
-        cols = ["set (files)"] + [E2E_LABELS[s] for s in e2e if s != "stock-e2e"]
-        rows = []
-        for name, g in list(sets.items()) + [("all", systems)]:
-            n = (g.get("stock-e2e") or {}).get("n")
-            if not n:
-                continue
-            rows.append([f"{name} ({n})"] + [_f((g.get(s) or {}).get("S_vs_stock")) for s in e2e if s != "stock-e2e"])
-        wer = [[f"{name}"] + [_wer_loops(g.get(s)) for s in e2e] for name, g in list(sets.items())
-               + [("all", systems)] if (g.get("stock-e2e") or {}).get("n")]
+        groups = [(name, g) for name, g in list(sets.items()) + [("all", systems)]
+                  if (g.get("stock-e2e") or {}).get("n")]
+        cols = ["system"] + [f"{name} ({g['stock-e2e']['n']})" for name, g in groups] + ["WER, all (%)"]
+        rows = [[E2E_LABELS[s]] + [_f((g.get(s) or {}).get("S_vs_stock")) if s != "stock-e2e" else "1.00"
+                                   for _, g in groups] + [_wer_loops(systems[s])]
+                for s in e2e if s != "tokenmap-mismatch-e2e"]
         out["e2e"] = dict(base, order=order, title="End to end against tuned stock, per set", columns=cols, rows=rows,
                           text="Tuned stock's `transcribe()` time over each system's (> 1: the system is faster), "
-                               "on the files every end-to-end system ran.", notes=[run_note] + notes)
+                               "per set (files), on the files every end-to-end system ran; WER over all of them, "
+                               "in brackets the transcripts that loop (past faster-whisper's compression ratio).",
+                          notes=[run_note] + notes)
+        if readme:
+            out["e2e"]["readme"] = {"text": readme, "after": ""}
+        wer = [[E2E_LABELS[s]] + [_wer_loops(g.get(s)) for _, g in groups] for s in e2e]
         out["e2e-wer"] = dict(base, order=order + 1, title="WER per set, end to end (%)",
-                              text="WER (%) of each system's transcripts; in brackets the transcripts that loop (past "
-                                   "faster-whisper's compression ratio) where any do.",
-                              columns=["set"] + [E2E_LABELS[s] for s in e2e], rows=wer, notes=[])
+                              text="WER (%) of each system's transcripts per set; in brackets the transcripts that "
+                                   "loop.", columns=["system"] + [name for name, _ in groups], rows=wer, notes=[])
     dec = [s for s in DECODER_LABELS if s in systems]
     rows = [[DECODER_LABELS[s], systems[s]["n"], _f(systems[s].get("S")), _f(systems[s].get("S_vs_stock")),
              _p(systems[s].get("A_r")), _f(systems[s].get("A_l")), _p(systems[s].get("identity")),
@@ -234,26 +261,24 @@ def keep_run(result: dict, section: str, order: int, prefix: str, encoder_auto: 
                                "/ 1.37, A_r 38.6 / 85.6 %, A_l 3.42 / 3.92 (CI-AVSR / internal data); "
                                "distil-spec S 1.02 / 1.27."])
     modes = agg.get("map_modes") or {"tokenmap": agg["fairness"]}
-    fair_rows = []
-    for name, f in modes.items():
-        sp = f["S_spread"]
-        fair_rows.append([f"`{name}`", _f(f["U"], 4), _f(sp["mean"]), _f(sp["std"], 3),
-                          f"{_f(sp['min'])} ({sp.get('argmin', '–')})", f"{_f(sp['max'])} ({sp.get('argmax', '–')})"])
-    per_task = []
     names = list(modes)
-    for t, g in tasks.items():
-        per_task.append([t] + [_f((g.get(n) or {}).get("S")) for n in names])
+    rows = [[t] + [_f((g.get(n) or {}).get("S")) for n in names] + [_p((g.get(n) or {}).get("A_r")) for n in names]
+            for t, g in tasks.items()]
+    rows.append(["**U** (D_T = 1 − A_r)"] + [f"**{_f(modes[n]['U'], 4)}**" for n in names] + [None] * len(names))
+    for label, key in (("mean S (std)", "mean"), ("min S", "min"), ("max S", "max")):
+        rows.append([label] + [f"{_f(modes[n]['S_spread'][key])}" + (f" ({_f(modes[n]['S_spread']['std'], 3)})"
+                                                                      if key == "mean" else "")
+                               for n in names] + [None] * len(names))
     out["fairness"] = dict(base, order=order + 4, title="Fairness across tasks: before and after `--balance`",
-                           text="U = the disparate-impacts paper's unfairness with D_T = 1 − A_r over tasks "
-                                "(domain × language); `tokenmap` drafts from each task's own map, "
-                                "`tokenmap-balanced` from the map set of `tokenmap build --balance`.",
-                           columns=["system", "U", "mean S", "std S", "min S (task)", "max S (task)"],
-                           rows=fair_rows, notes=["S per task, " + ", ".join(f"`{n}`" for n in names) + ": "
-                                                  + "; ".join(f"{r[0]} " + " / ".join(str(x) for x in r[1:])
-                                                              for r in per_task) + "."])
+                           text="Decoder S and A_r per task (domain × language) with each task's own map "
+                                "(`tokenmap`) and with the map set of `tokenmap build --balance` over the same "
+                                "corpora (`tokenmap-balanced`, the task inferred while decoding); U is the "
+                                "disparate-impacts paper's unfairness over the tasks.",
+                           columns=["task"] + [f"S `{n}`" for n in names] + [f"A_r % `{n}`" for n in names],
+                           rows=rows, notes=[])
     written = []
     kept.mkdir(parents=True, exist_ok=True)
-    for key, table in out.items():
+    for key, table in ((k, t) for k, t in out.items() if k in tables):
         path = kept / f"{prefix}-{key}.json"
         path.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(path)
@@ -270,24 +295,33 @@ def main(argv=None) -> int:
         ap.add_argument("--prefix", required=True, help="file name prefix in results/kept/")
         ap.add_argument("--encoder-auto", required=True, help="the encoder `--encoder auto` chose (tokenmap doctor)")
         ap.add_argument("--note", action="append", default=[])
+        ap.add_argument("--readme", default="", help="make the end-to-end table README's, with this opening")
+        ap.add_argument("--tables", default=",".join(TABLES),
+                        help=f"which tables to keep  [default: {','.join(TABLES)}]")
         ap.add_argument("--kept", type=Path, default=KEPT)
         a = ap.parse_args(argv[1:])
         result = json.loads(a.results.read_text(encoding="utf-8"))
-        for p in keep_run(result, a.section, a.order, a.prefix, a.encoder_auto, a.note, a.kept):
+        tables = tuple(a.tables.split(","))
+        for p in keep_run(result, a.section, a.order, a.prefix, a.encoder_auto, a.note, a.kept, a.readme, tables):
             print(p)
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kept", type=Path, default=KEPT)
     ap.add_argument("-o", "--out", type=Path, default=OUT)
-    ap.add_argument("--check", action="store_true", help="compare with --out instead of writing it")
+    ap.add_argument("--readme", type=Path, default=README,
+                    help="also rewrite this README's how-fast block from the kept table marked readme")
+    ap.add_argument("--check", action="store_true", help="compare with --out (and --readme) instead of writing")
     a = ap.parse_args(argv)
-    text = render(a.kept)
+    outputs = {a.out: render(a.kept)}
+    if a.readme:
+        outputs[a.readme] = render_readme(a.readme.read_text(encoding="utf-8"), a.kept)
     if a.check:
-        same = a.out.is_file() and a.out.read_text(encoding="utf-8") == text
-        print(f"{a.out}: {'up to date' if same else 'stale: run make bench-report'}")
-        return 0 if same else 1
-    a.out.write_text(text, encoding="utf-8")
-    print(f"wrote {a.out} ({text.count(chr(10))} lines) from {a.kept}")
+        stale = [p for p, text in outputs.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+        print(f"stale: {', '.join(map(str, stale))}; run make bench-report" if stale else "up to date")
+        return 1 if stale else 0
+    for path, text in outputs.items():
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path} ({text.count(chr(10))} lines) from {a.kept}")
     return 0
 
 

@@ -17,11 +17,15 @@ _spec.loader.exec_module(report)
 
 
 def test_benchmarks_md_regenerates_byte_for_byte(tmp_path):
-    out = tmp_path / "BENCHMARKS.md"
-    assert report.main(["-o", str(out)]) == 0
+    out, readme = tmp_path / "BENCHMARKS.md", tmp_path / "README.md"
+    readme.write_bytes((ROOT / "README.md").read_bytes())
+    assert report.main(["-o", str(out), "--readme", str(readme)]) == 0
     assert out.read_bytes() == (ROOT / "docs" / "BENCHMARKS.md").read_bytes(), \
         "docs/BENCHMARKS.md differs from results/kept/: run `make bench-report` and commit both"
+    assert readme.read_bytes() == (ROOT / "README.md").read_bytes(), \
+        "README.md's how-fast table differs from its kept table: run `make bench-report` and commit both"
     assert len(out.read_text(encoding="utf-8").splitlines()) <= 500
+    assert len(readme.read_text(encoding="utf-8").splitlines()) <= 200
 
 
 def test_every_table_names_its_source():
