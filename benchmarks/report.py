@@ -278,7 +278,10 @@ def keep_run(result: dict, section: str, order: int, prefix: str, encoder_auto: 
                            rows=rows, notes=[])
     written = []
     kept.mkdir(parents=True, exist_ok=True)
-    for key, table in ((k, t) for k, t in out.items() if k in tables):
+    kept_tables = [(k, t) for k, t in out.items() if k in tables]
+    for key, table in kept_tables[1:]:  # the run's notes once, under its first table
+        table["notes"] = [n for n in table["notes"] if n != run_note and n not in notes]
+    for key, table in kept_tables:
         path = kept / f"{prefix}-{key}.json"
         path.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(path)
