@@ -113,7 +113,7 @@ def render(kept: Path = KEPT) -> str:
         lines += ["## CPU kinds not measured yet", "",
                   "Nothing here was measured on these; the one command that fills a section (after `make bench-data "
                   "bench-stock`), then `make bench-report`:", "", "| CPU kind | command |", "| --- | --- |"]
-        lines += [f"| {s['section']} | `{s['command']}` |" for s in unmeasured]
+        lines += [f"| {s['section']} | {commands(s['command'])} |" for s in unmeasured]
         lines.append("")
     lines += ["## Method", "", (kept / "method.md").read_text(encoding="utf-8").strip(), ""]
     tried = json.loads((kept / "tried.json").read_text(encoding="utf-8"))
