@@ -145,13 +145,14 @@ $(STOCK)/.installed:
 
 # The mission's comparisons (map, plain greedy, distil-spec, oracle, fairness before and after --balance,
 # end to end against tuned stock), kept for docs/BENCHMARKS.md under the CPU kind KIND names.
-KIND ?= $(shell $(PY) -c "import sys; sys.path[:0] = ['benchmarks']; import report; print(report.cpu_kind())")
+KIND ?= $(shell $(PY) benchmarks/report.py kind)
+KIND_SLUG ?= $(shell $(PY) benchmarks/report.py kind --slug)
 ENCODER_AUTO ?= $(shell $(BIN)/tokenmap doctor 2>/dev/null | sed -n 's/^encoder  *//p' | cut -d' ' -f1-3)
 KEEP = $(PY) benchmarks/report.py keep "$$(ls -td results/2*/ | head -1)results.json" --section "$(KIND)" \
 	--encoder-auto "$(ENCODER_AUTO)"
 bench-quick: bench-data bench-stock
 	$(BIN)/tokenmap bench --quick --map-mode per-task,balanced
-	$(KEEP) --order 100 --prefix quick
+	$(KEEP) --order 100 --prefix $(KIND_SLUG)-quick --tables e2e,decoder,tasks,fairness
 	$(MAKE) --no-print-directory bench-report
 
 # docs/BENCHMARKS.md from results/kept/ (results/kept/README.md: the schema); byte for byte on a clean checkout.
@@ -181,10 +182,10 @@ $(LEARN): benchmarks/telephone_teacher.py | bench-data
 bench: bench-data bench-stock bench-learn
 	$(BIN)/tokenmap calibrate --reps 15
 	$(BIN)/tokenmap calibrate --exact --reps 15
-	$(BIN)/tokenmap bench --map-mode per-task,inferred --learn $(LEARN) --recall $(RECALL) \
+	$(BIN)/tokenmap bench --map-mode per-task,balanced,inferred --learn $(LEARN) --recall $(RECALL) \
 		--recall-inventory $(RECALL_INVENTORY) \
 		--heavy-per-group 2 --reps-open 15
-	$(KEEP) --order 200 --prefix full
+	$(KEEP) --order 200 --prefix $(KIND_SLUG)-full
 	$(MAKE) --no-print-directory bench-report
 
 # Map against no map, file by file, on every set and at both audio contexts (docs/BENCHMARKS.md, "Map

@@ -9,6 +9,7 @@ files only (sorted, no clock, no machine), so a clean checkout regenerates it by
 
     .venv/bin/python benchmarks/report.py                 # results/kept/ -> docs/BENCHMARKS.md
     .venv/bin/python benchmarks/report.py --check         # exit 1 if docs/BENCHMARKS.md is stale
+    .venv/bin/python benchmarks/report.py kind            # this machine's CPU kind, as sections.json names it
 
 ``keep`` turns a ``tokenmap bench`` run (its results.json) into kept table files, the thin adapter
 between the bench and this report::
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -290,6 +292,10 @@ def keep_run(result: dict, section: str, order: int, prefix: str, encoder_auto: 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["kind"]:  # this machine's CPU kind, or with --slug a file-name prefix of it
+        kind = cpu_kind()
+        print(re.sub(r"[^a-z0-9]+", "-", kind.lower()).strip("-") if "--slug" in argv else kind)
+        return 0
     if argv[:1] == ["keep"]:
         ap = argparse.ArgumentParser(prog="report.py keep", description=keep_run.__doc__)
         ap.add_argument("results", type=Path)
