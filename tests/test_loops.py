@@ -143,6 +143,18 @@ def test_plain_generate_is_stopped_by_a_short_maximum_length():
     assert gen.calls[-1] == 448 and len(gen.calls) >= 2
 
 
+def test_a_long_previous_text_keeps_the_first_call_its_steps():
+    """A short window after a long previous text (the tail of a long file): the first call's ``max_length``
+    leaves the steps the audio needs after the prompt (CTranslate2 refuses a length the prompt fills)."""
+    prompt = list(range(1, 200))
+    looping = [TS] + [40, 41, 42] * 200
+    gen = ScriptedGenerate([looping], [False])
+    results, report = generate_stopping(gen, None, [prompt], LoopOptions(), TS, seconds=0.3)
+    first = gen.calls[0]
+    assert steps_of(first, len(prompt)) >= LoopOptions().cap_tokens and first < 448
+    assert results[0].sequences_ids[0] == [TS, 40, 41, 42] and len(gen.calls) == 1
+
+
 def test_plain_generate_without_a_loop_is_one_call():
     gen = ScriptedGenerate([[TS, 5, 6, TS + 10]], [True])
     results, report = generate_stopping(gen, None, [[1, 2, 3]], LoopOptions(), TS, seconds=2.0)

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from tokenmap.decode.loops import decoded_tokens, steps_of
+from tokenmap.decode.loops import decoded_tokens, length_for, steps_of
 
 WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -76,7 +76,7 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
     if start is None:
         return decode(output, [list(prompt)], kwargs)
     steps = start + probe.tokens
-    cap = min(max_length, 2 * steps)
+    cap = length_for(steps, len(prompt), max_length)
     if steps_of(cap, len(prompt)) >= steps_of(max_length, len(prompt)):
         cap = max_length
     first = decode(output, [list(prompt)], dict(kwargs, max_length=cap))

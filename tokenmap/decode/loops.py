@@ -243,6 +243,16 @@ def steps_of(max_length: int, prompt_length: int) -> int:
     return min(max_length // 2, max_length - (prompt_length - 1))
 
 
+def length_for(steps: int, prompt_length: int, max_length: int) -> int:
+    """The ``max_length`` that gives a prompt of ``prompt_length`` at least ``steps`` decoding steps (at most
+    ``max_length``): a long previous text takes its share of it.
+
+    >>> length_for(50, 4, 448), length_for(50, 200, 448), steps_of(length_for(50, 200, 448), 200)
+    (100, 249, 50)
+    """
+    return min(max_length, max(2 * steps, prompt_length - 1 + steps))
+
+
 def generate_stopping(generate, features, prompts, options: LoopOptions, timestamp_begin: int,
                       seconds: float | None = None, eot: int | None = None, **kwargs):
     """``generate(features, prompts, **kwargs)`` whose looping hypotheses are stopped and cut.
@@ -255,7 +265,7 @@ def generate_stopping(generate, features, prompts, options: LoopOptions, timesta
     max_length = kwargs.pop("max_length", 448)
     longest = max(len(p) for p in prompts)
     steps_needed = int(options.cap_tokens + options.cap_rate * (30.0 if seconds is None else seconds))
-    cap = min(max_length, 2 * steps_needed)
+    cap = length_for(steps_needed, longest, max_length)
     report = StoppedGeneration()
     results: list = [None] * len(prompts)
     pending = list(range(len(prompts)))
@@ -277,7 +287,8 @@ def generate_stopping(generate, features, prompts, options: LoopOptions, timesta
             else:
                 results[row] = cut
         pending = again
-        cap *= 2
+        steps_needed *= 2
+        cap = length_for(steps_needed, longest, max_length)
     return results, report
 
 
