@@ -34,13 +34,12 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import tokenmap  # noqa: E402,F401  (the runtime policies apply before CTranslate2 loads)
+import tokenmap  # noqa: F401  (the runtime policies apply before CTranslate2 loads)
 
 # isort: split
-from wer_table import delta_ci, normalize, word_errors  # noqa: E402
+from wer_table import delta_ci, normalize, word_errors  # the script beside this one
+
+ROOT = Path(__file__).resolve().parents[1]
 
 ASTERISK = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")

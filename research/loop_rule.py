@@ -257,7 +257,7 @@ def analyze(args) -> int:
         print(f"   plain generate's first cap: highest share a legit window used {entry['cap_share'][0]:.2f} "
               f"({entry['cap_share'][1]}); windows decoded twice: {entry.get('recapped', 0)}")
     print("WER at temperature 0, the loop stop off / on (a stopped window's text cut where its repetition began):")
-    from tokenmap_bench.metrics import wer
+    from tokenmap_bench import wer
 
     pairs: dict = {}
     for path in args.files:

@@ -12,7 +12,7 @@ The recipe, found by cosine against OpenVINO's float32 encoder on held-out speec
 * two layers stay in float: ``encoder/conv2`` and layer 0's fused QKV projection, each found by switching one
   activation quantizer on at a time (:data:`FLOAT_LAYERS`);
 * calibration on :func:`calibration_windows`: synthesized speech shipped with the package
-  (``calibration/*.flac``, made by ``research/make_calibration_audio.py``; no benchmark set's audio), laid out as the
+  (``calibration/*.flac``, made by ``benchmarks/make_calibration_audio.py``; no benchmark set's audio), laid out as the
   encoder meets it (full windows, short speech padded to 30 s, 10 s contexts), plus noise, tones and silence.
 
 NNCF is needed only here, when the model is built: running it needs OpenVINO alone. Building takes about a

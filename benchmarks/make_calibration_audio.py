@@ -5,7 +5,7 @@ this purpose and is in no corpus the project builds maps from, and the voices an
 benchmark sets' TTS (make bench-data), so the encoder never calibrates on audio it is measured on. Needs
 Debian's flite, espeak-ng and sox; run once, then commit the FLAC files:
 
-    python research/make_calibration_audio.py tokenmap/encoders/calibration
+    python benchmarks/make_calibration_audio.py tokenmap/encoders/calibration
 """
 
 from __future__ import annotations
