@@ -217,8 +217,9 @@ def keep_run(result: dict, section: str, order: int, prefix: str, encoder_auto: 
     base = {"section": section, "command": m["command"], "commit": m["git_commit"], "date": m["date"][:10],
             "model": o["model"], "compute_type": o["compute_type"], "threads": o["threads"],
             "encoder_auto": encoder_auto}
-    run_note = (f"Manifest `{result['manifest']}` ({result['utterances']} utterances), {o['reps']} repetitions "
-                f"(end to end {o['e2e_reps']}), medians, systems interleaved on each utterance.")
+    reps = f"{o['reps']} repetition{'s' if o['reps'] != 1 else ''} (end to end {o['e2e_reps']})"
+    run_note = (f"Manifest `{result['manifest']}` ({result['utterances']} utterances), {reps}, medians, systems "
+                "interleaved on each utterance.")
     out = {}
     systems = agg["systems"]
     e2e = [s for s in E2E_LABELS if s in systems]
@@ -237,7 +238,8 @@ def keep_run(result: dict, section: str, order: int, prefix: str, encoder_auto: 
                           notes=[run_note] + notes)
         if readme:
             out["e2e"]["readme"] = {"text": readme, "after": ""}
-        wer = [[E2E_LABELS[s]] + [_wer_loops(g.get(s)) for _, g in groups] for s in e2e]
+        wer = [[E2E_LABELS[s]] + [_wer_loops(g.get(s)) for _, g in groups] for s in e2e
+               if s != "tokenmap-mismatch-e2e"]
         out["e2e-wer"] = dict(base, order=order + 1, title="WER per set, end to end (%)",
                               text="WER (%) of each system's transcripts per set; in brackets the transcripts that "
                                    "loop.", columns=["system"] + [name for name, _ in groups], rows=wer, notes=[])
