@@ -232,7 +232,7 @@ def test_whisper_model_checks_arrays_with_drafting_off(spec_model, speech, monke
     """Without the engine fork (stock CTranslate2) transcribe is faster-whisper's own: arrays are checked too."""
     from tokenmap.audio import AudioError
 
-    monkeypatch.setattr(spec_model, "drafting", False)
+    monkeypatch.setattr(spec_model.model, "drafting", None)
     with pytest.raises(AudioError, match=r"shape \(2, \d+\).*mono"):
         spec_model.transcribe(np.stack([speech, speech]), language="en")
 
