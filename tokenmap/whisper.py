@@ -19,14 +19,8 @@ Each ``transcribe`` call runs on a shallow copy of the model holding that call's
 concurrent calls share the parts and nothing else.
 
 Speculative verification reproduces greedy decoding: the model checks one drafted path and keeps the
-prefix its own argmax agrees with. The decoder runs at ``compute_type`` (int8 by default: batched int8
-logits may swap a near-tie, so a word may differ from plain decoding); ``exact=True`` decodes an int8
-model with a float32 copy, whose batched logits equal its step logits (:mod:`tokenmap.runtime.precision`).
-Beam search keeps several hypotheses and has no single path to verify, so ``transcribe()`` here defaults
-to ``beam_size=1`` (faster-whisper's default is 5); pass ``beam_size`` to choose.
-
-Without the engine fork (stock CTranslate2, e.g. on macOS, Windows or Linux on ARM) the model has no
-drafters and decodes as plain faster-whisper with that same greedy default.
+prefix its own argmax agrees with (precision: :mod:`tokenmap.runtime.precision`). Beam search has no single
+path to verify, so ``transcribe()`` here defaults to ``beam_size=1`` (faster-whisper's default is 5).
 
 Example::
 
