@@ -148,7 +148,9 @@ def _transcribe_held(model, held: list, name: str, options: TranscribeOptions, p
         progress(duration, duration)
     stats = _timing(duration, started)
     decoder_stats = getattr(model, "last_stats", None)
-    if callable(decoder_stats) and getattr(model, "drafting", True):
+    asked = getattr(model, "token_map", None) is not None or getattr(model, "recall", None) is not None \
+        or getattr(getattr(model, "audio_context", None), "mode", "full") != "full"  # plain greedy: no counters
+    if callable(decoder_stats) and getattr(model, "drafting", True) and asked:
         stats.update(decoder_stats())
     return Transcript(name, info.language, duration, segments, info.language_probability, stats)
 
