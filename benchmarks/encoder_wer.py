@@ -193,6 +193,7 @@ def main(argv=None) -> int:
     ap.add_argument("--encoders", default=",".join(ENCODERS))
     ap.add_argument("--baseline", default="ctranslate2")
     ap.add_argument("--per-set", type=int, default=40, help="files per set at most [40]")
+    ap.add_argument("--sets", default=None, help="comma-separated sets (default: all)")
     ap.add_argument("--manifest", type=Path, default=ROOT / "bench-data" / "wer" / "manifest.jsonl")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--from-json", type=Path, default=None, help="print the table of an earlier run, no decoding")
@@ -212,6 +213,8 @@ def main(argv=None) -> int:
     if args.manifest.is_file():
         rows += manifest_rows(args.manifest, args.per_set)
     rows += librivox_rows()
+    if args.sets:
+        rows = [r for r in rows if r["set"] in args.sets.split(",")]
     print(f"{len(rows)} files in {len({r['set'] for r in rows})} sets", file=sys.stderr)
     results, described = decode(rows, encoders, args.model)
     table = summarize(results, encoders, args.baseline)

@@ -108,7 +108,8 @@ def model_key(model_dir: Path, weights: str) -> str:
     """A name for ``model_dir``'s encoder in ``weights`` format: its ``model.bin`` path, size and time."""
     path = (Path(model_dir) / "model.bin").resolve()
     stat = path.stat()
-    digest = hashlib.sha256(f"{FORMAT_VERSION}|{path}|{stat.st_size}|{stat.st_mtime_ns}|{weights}".encode())
+    recipe = f"|recipe {quantize.RECIPE}" if weights == "int8-full" else ""
+    digest = hashlib.sha256(f"{FORMAT_VERSION}|{path}|{stat.st_size}|{stat.st_mtime_ns}|{weights}{recipe}".encode())
     return f"{Path(model_dir).name}-{weights}-{digest.hexdigest()[:16]}"
 
 
