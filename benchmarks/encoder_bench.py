@@ -43,7 +43,7 @@ def engines(model_dir: Path, threads: int, cache: Path | None, stock_worker: boo
     from tokenmap.runtime.stock_worker import stock_installed
 
     out = {}
-    for candidate in openvino_candidates(model_dir):
+    for candidate in openvino_candidates():
         precision = candidate.split(":")[1]
         try:
             out[f"openvino {precision}"] = OpenVINOEncoder(model_dir, precision, threads, cache=cache).encode_array

@@ -187,7 +187,7 @@ class _CT2:
 
 def test_auto_times_what_compiles_and_takes_the_fastest(monkeypatch, tmp_path):
     monkeypatch.setattr(choice, "OpenVINOEncoder", _Timed)
-    monkeypatch.setattr(choice, "openvino_candidates", lambda model_dir=None: tuple(
+    monkeypatch.setattr(choice, "openvino_candidates", lambda: tuple(
         f"openvino:{p}" for p in _Timed.ms))
     data = choice.measure(tmp_path, "int8", 2, ct2=_CT2(), reps=1, lengths=(100, 300))
     assert set(data["ms"]) == {"openvino:f32", "openvino:int8", "openvino:int8-full", "ctranslate2"}
@@ -222,7 +222,7 @@ def test_auto_measures_once_and_keeps_the_measurement(monkeypatch, tmp_path):
         import openvino as ov
 
         return dict(_measured(300, 100, 900, 700), cpu=choice.cpu_identity(), openvino=ov.__version__,
-                    ctranslate2=choice.ct2_setting(), candidates=list(choice.openvino_candidates(model_dir)))
+                    ctranslate2=choice.ct2_setting(), candidates=list(choice.openvino_candidates()))
 
     monkeypatch.setattr(choice, "measure", fake_measure)
     first = choice.choose("auto", tmp_path, "int8", 2)

@@ -36,7 +36,7 @@ def ov_f32(base_model_dir):
 def runnable(base_model_dir):
     """Every OpenVINO precision ``auto`` would time on this CPU that compiles here, by name (f32 everywhere)."""
     out = {}
-    for candidate in openvino_candidates(base_model_dir):
+    for candidate in openvino_candidates():
         precision = candidate.split(":")[1]
         try:
             out[precision] = OpenVINOEncoder(base_model_dir, precision, threads=2)
@@ -102,7 +102,7 @@ def test_auto_opens_an_encoder_that_runs_here(base_model_dir, data_dir):
 
 def runnable_here(base_model_dir) -> set[str]:
     out = set()
-    for candidate in openvino_candidates(base_model_dir):
+    for candidate in openvino_candidates():
         try:
             OpenVINOEncoder(base_model_dir, candidate.split(":")[1], threads=2)
         except EncoderUnavailable:

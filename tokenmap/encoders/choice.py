@@ -86,7 +86,7 @@ class EncoderPlan:
         return {c.engine for c in self.choices}
 
 
-def openvino_candidates(model_dir: Path | None = None) -> tuple[str, ...]:
+def openvino_candidates() -> tuple[str, ...]:
     """The OpenVINO precisions worth timing on this CPU: f32 and int8 weights everywhere, bf16 where OpenVINO
     reports bfloat16, full int8 where the CPU has int8 matrix instructions and the model is built or NNCF can
     build it. Whether each compiles is found out by timing it (:func:`measure`)."""
@@ -149,7 +149,7 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
     elif ct2 is None:
         ct2 = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
                                          intra_threads=threads)
-    candidates = openvino_candidates(model_dir)
+    candidates = openvino_candidates()
     engines, unavailable, n_mels = {}, {}, getattr(ct2, "n_mels", 80)
     for name in candidates:
         try:
@@ -194,7 +194,7 @@ def load_measurement(model_dir: Path, compute_type: str, threads: int) -> dict |
     except (OSError, ValueError):
         return None
     if (data.get("cpu"), data.get("openvino"), data.get("ctranslate2"), data.get("candidates")) != (
-            cpu_identity(), ov.__version__, ct2_setting(), list(openvino_candidates(model_dir))):
+            cpu_identity(), ov.__version__, ct2_setting(), list(openvino_candidates())):
         return None
     return data
 
