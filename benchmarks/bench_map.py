@@ -132,8 +132,7 @@ def test_build_100k(benchmark, tmp_path, tok):
 def test_style_bridge_acceptance(tmp_path, tok):
     """What each bridge buys: maps from written transcripts, replayed on Whisper-style text."""
     from tokenmap import load_maps
-    from tokenmap.build.builder import BuildOptions, build_map
-    from tokenmap.build.selftest import self_test
+    from tokenmap.build.builder import BuildOptions, build_map, self_test
     from tokenmap.build.style import StyleOptions
     from tokenmap.decode.cost import DEFAULT
     corpus = write_corpus(tmp_path / "written.txt", 20_000, seed=3, transform=written_style)

@@ -1,7 +1,7 @@
 """Teacher transcripts: a bench run's greedy output as a corpus for ``build --balance --teacher``.
 
 The map analogue of s-CDF learns from the verifier's own output on each task
-(:mod:`tokenmap.balance.teacher`). This turns the greedy rows of a ``tokenmap bench``
+(:mod:`tokenmap.balance.divergence`). This turns the greedy rows of a ``tokenmap bench``
 run over audio the benchmark never measures (``bench-data/dev.jsonl``) into
 that corpus::
 

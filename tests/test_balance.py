@@ -15,9 +15,8 @@ from tokenmap.balance.budget import (
     protected_tasks,
     shares,
 )
-from tokenmap.balance.divergence import cross_entropy
+from tokenmap.balance.divergence import cross_entropy, split_dev
 from tokenmap.balance.sections import summed_tests
-from tokenmap.balance.streams import split_dev
 from tokenmap.maps.suffixmap import TokenMap
 from tokenmap.models import resolve_model
 from tokenmap_bench.metrics import ranks, spearman

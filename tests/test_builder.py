@@ -6,7 +6,7 @@ import pytest
 
 from tokenmap.build.builder import BuildError, BuildOptions, build_map
 from tokenmap.build.style import NO_BRIDGE, StyleOptions, bridge
-from tokenmap.maps.mapfile import load_map
+from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap_bench.synthetic import synthetic_corpus
 
@@ -47,7 +47,7 @@ def test_determinism_byte_identical(tmp_path, corpus, tok, monkeypatch):
     a = _build(corpus, tmp_path / "a.tmap", tok)
     b = _build(corpus, tmp_path / "b.tmap", tok)
     assert Path(a.path).read_bytes() == Path(b.path).read_bytes()
-    assert load_map(a.path).header["created"] == "2023-11-14T22:13:20Z"
+    assert load_maps(a.path)[0].header["created"] == "2023-11-14T22:13:20Z"
 
 
 def test_parallel_equals_serial(tmp_path, corpus, tok, monkeypatch):

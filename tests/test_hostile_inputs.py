@@ -50,7 +50,7 @@ def refused(path, match, **load) -> str:
     with pytest.raises(MapFormatError) as info:
         RecallIndex.load(path, **load)
     message = str(info.value)
-    # the container's array table is checked as a token map's (tokenmap.maps.checks), the arrays as an index's
+    # the container's array table is checked as a token map's (tokenmap.maps.mapfile), the arrays as an index's
     assert "\n" not in message and message.startswith(f"{path}: corrupt "), message
     assert match in message, message
     return message

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tokenmap.maps.mapfile import load_map, load_maps, write_map, write_map_set
+from tokenmap.maps.mapfile import load_maps, write_map, write_map_set
 from tokenmap.maps.schema import MAGIC, MAP_VERSION, SET_VERSION, MapFormatError
 from tokenmap.maps.suffixmap import TokenMap
 
@@ -33,7 +33,7 @@ def tiny_map(tmp_path):
 
 
 def test_round_trip_and_lookup(tiny_map):
-    tm = load_map(tiny_map, "ab" * 32)
+    (tm,) = load_maps(tiny_map, "ab" * 32)
     assert tm.header["model"] == "base" and tm.depth == 4 and tm.task is None
     node = tm.walk([BOS, 5, 6])
     assert tm.count(node) == 3 and tm.token(tm.best(node)) == 7 and tm.count(tm.best(node)) == 2
@@ -56,7 +56,7 @@ def test_layout_alignment_and_header(tiny_map):
 
 def test_foreign_tokenizer_message(tiny_map):
     with pytest.raises(MapFormatError, match="made for another tokenizer.*tokenmap build --model base"):
-        load_map(tiny_map, "cd" * 32)
+        load_maps(tiny_map, "cd" * 32)
 
 
 @pytest.mark.parametrize("mutate, message", [
@@ -71,12 +71,12 @@ def test_foreign_tokenizer_message(tiny_map):
 def test_bad_files(tiny_map, mutate, message):
     tiny_map.write_bytes(mutate(tiny_map.read_bytes()))
     with pytest.raises(MapFormatError, match=message):
-        load_map(tiny_map)
+        load_maps(tiny_map)
 
 
 def test_missing_file(tmp_path):
     with pytest.raises(MapFormatError, match="cannot read"):
-        load_map(tmp_path / "nope.tmap")
+        load_maps(tmp_path / "nope.tmap")
 
 
 def _check_loader(path):
@@ -107,12 +107,6 @@ def test_map_set_round_trip(tmp_path):
     assert maps[0].count(maps[0].walk([BOS, 5, 6])) == 3 and maps[1].count(maps[1].walk([BOS, 105, 106])) == 3
     assert maps[1].walk([BOS, 5]) == 0  # "5" is not in section b/fr: back to the root
     assert maps[1].header["min_count"] == 1 and maps[1].header["model"] == "base"  # section over file header
-    assert load_map(path, section="b/fr").task == "b/fr"
-    assert load_map(path, section=0).task == "a/en"
-    with pytest.raises(MapFormatError, match="map set of 2 task sections .a/en, b/fr.*load_maps"):
-        load_map(path)
-    with pytest.raises(MapFormatError, match="no section 'c/de'"):
-        load_map(path, section="c/de")
     with pytest.raises(MapFormatError, match="another tokenizer"):
         load_maps(path, "cd" * 32)
 
@@ -133,10 +127,9 @@ def test_a_retired_format_says_to_rebuild_it(tmp_path, version, what):
     """The n-gram maps of earlier releases are refused in one line that names the fix."""
     path = tmp_path / "old.tmap"
     write_map(path, HEADER, tiny_arrays(), version=version)
-    for load in (load_map, load_maps):
-        with pytest.raises(MapFormatError, match=rf"{what} of format {version}, which this tokenmap no longer "
-                                                 r"reads: rebuild it with `tokenmap build"):
-            load(path)
+    with pytest.raises(MapFormatError, match=rf"{what} of format {version}, which this tokenmap no longer "
+                                             r"reads: rebuild it with `tokenmap build"):
+        load_maps(path)
 
 
 @settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])

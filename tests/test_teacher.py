@@ -1,4 +1,4 @@
-"""Teacher transcripts for `build --balance --teacher` (tokenmap.balance.teacher) and benchmarks/teacher_texts.py."""
+"""Teacher transcripts for `build --balance --teacher` (tokenmap.balance.divergence) and benchmarks/teacher_texts.py."""
 import importlib.util
 import json
 import math
@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from tokenmap.balance.budget import DEFAULT_BUDGET, Budget, allocate
-from tokenmap.balance.teacher import with_teacher
+from tokenmap.balance.divergence import with_teacher
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 

@@ -50,10 +50,7 @@ def load_audio(path: str | os.PathLike) -> np.ndarray:
 @functools.cache
 def _resampler_cycles() -> bool:
     """True for PyAV releases before 18, whose resampler graphs sit in reference cycles that only a
-    full garbage collection frees (faster-whisper's ``decode_audio`` collects after every file for
-    them). PyAV 18 broke the cycle between a filter graph and its links: decoding then frees
-    everything by reference counting (``tests/test_memory.py`` decodes 300 files with the
-    collector off and checks the process's memory)."""
+    full garbage collection frees (docs/ENGINE.md, "Audio decoding")."""
     import av
 
     try:
@@ -63,13 +60,11 @@ def _resampler_cycles() -> bool:
 
 
 def decode_pcm(path, sampling_rate: int = SAMPLE_RATE) -> np.ndarray:
-    """faster-whisper's ``decode_audio`` (PyAV: frames grouped, resampled to 16-bit mono, scaled by
-    1/32768) with the same samples, in less memory and time: each resampled piece is scaled straight
-    into one float32 array sized from the container's duration (grown if that was short), instead of
-    growing a 16-bit buffer and converting it in two more copies (for an hour of audio 0.23 GB at
-    the peak instead of about 0.7 GB); and the full garbage collection faster-whisper runs after
-    every file (7-10 ms in a process holding a Whisper model, more in a larger program) only with
-    PyAV releases that need it (:func:`_resampler_cycles`). ``path``: a path or a binary file object.
+    """faster-whisper's ``decode_audio`` with the same samples, in less memory and time: each resampled
+    piece is scaled straight into one float32 array sized from the container's duration (grown if that
+    was short), instead of a growing 16-bit buffer converted in two more copies; and the full garbage
+    collection after every file only with PyAV releases that need it (:func:`_resampler_cycles`).
+    ``path``: a path or a binary file object.
 
     >>> from faster_whisper.audio import decode_audio
     >>> path = "tests/data/en-agent-pass.flac"

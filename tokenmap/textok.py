@@ -91,10 +91,9 @@ class TextTokenizer:
 
     CACHE_LIMIT = 1_000_000
 
-    def __init__(self, tokenizer, source: str = "", repairs: Sequence[str] = ()) -> None:
+    def __init__(self, tokenizer, repairs: Sequence[str] = ()) -> None:
         self._tok = tokenizer
         self._cache: dict[str, list[int]] = {}
-        self.source = source
         self.repairs = list(repairs)  # merges restored by :func:`repair_merges`
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         self.fingerprint = vocab_fingerprint(tokenizer)
@@ -117,7 +116,7 @@ class TextTokenizer:
         if repairs:
             log.info("%s: restored %d missing BPE merge(s) (%s) so text encodes as Whisper emits it",
                      path, len(repairs), ", ".join(repairs[:5]))
-        return cls(tok, source=str(path), repairs=repairs)
+        return cls(tok, repairs=repairs)
 
     @classmethod
     def from_model(cls, name_or_path: str | os.PathLike) -> "TextTokenizer":
@@ -171,7 +170,3 @@ class TextTokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         """Text of ids (special tokens kept)."""
         return self._tok.decode(list(ids), skip_special_tokens=False)
-
-    def token_strings(self, ids: Sequence[int]) -> list[str]:
-        """Readable surface form of each id (``Ġ`` shown as a space)."""
-        return [self.decode([i]) for i in ids]

@@ -1,14 +1,12 @@
 """faster-whisper's Silero VAD over a long file without a second copy of the file in memory.
 
 faster-whisper's ``SileroVADModel`` turns the whole (padded) file into rows of 512 samples, each
-with the 64 samples before it, in one new array (1.125x the audio: 260 MB for an hour) before it
-runs the model 10,000 rows at a time. :class:`PiecewiseVad` builds those rows one batch of
-:data:`BATCH` at a time instead, with the same context, the recurrent state carried from batch to
-batch and the same quirk (the last row's own last 64 samples are zero). The model's output for a
-row does not depend on how rows are batched (checked below against faster-whisper's own call), so
-the speech probabilities, and so the speech chunks, are the same; a smaller batch keeps the
-model's own working memory small too (its arena is off, and under tokenmap's malloc policy freed
-memory stays resident). :func:`install` puts it behind
+with the 64 samples before it, in one new array (1.125x the audio) before it runs the model 10,000
+rows at a time. :class:`PiecewiseVad` builds those rows one batch of :data:`BATCH` at a time
+instead, with the same context, the recurrent state carried from batch to batch and the same quirk
+(the last row's own last 64 samples are zero). The model's output for a row does not depend on how
+rows are batched (checked below), so the speech chunks are the same; a smaller batch keeps the
+model's own working memory small too. :func:`install` puts it behind
 ``faster_whisper.vad.get_vad_model``, which ``get_speech_timestamps`` asks for its model.
 
 Then faster-whisper joins the speech chunks into one array for sequential decoding; its

@@ -209,7 +209,7 @@ MAP_MODES = ("per-task", "multi", "balanced", "inferred", "taught")
 def ensure_shared_map(mode: str, tasks, corpora: Path, cache: Path, model: str, teacher=()) -> Path | None:
     """The cached ``multi``, ``balanced`` or ``taught`` map over the train corpora of ``tasks``
     (``(domain, lang)`` pairs; those without a corpus are left out), or None.  ``teacher``: the
-    ``taught`` set's teacher transcripts (:mod:`tokenmap.balance.teacher`)."""
+    ``taught`` set's teacher transcripts (:mod:`tokenmap.balance.divergence`)."""
     corpus = [corpus_path(corpora, d, lang) for d, lang in sorted(tasks) if corpus_path(corpora, d, lang).is_file()]
     if not corpus:
         return None

@@ -49,9 +49,8 @@ from pathlib import Path
 from typing import Sequence
 
 from tokenmap.balance.budget import Budget
-from tokenmap.balance.divergence import cross_entropy
+from tokenmap.balance.divergence import cross_entropy, split_dev
 from tokenmap.balance.sections import build_balanced
-from tokenmap.balance.streams import split_dev
 from tokenmap.build.builder import BuildOptions, build_map
 from tokenmap.decode.cost import DEFAULT, CostModel
 from tokenmap.decode.drafters import map_drafter
@@ -128,7 +127,7 @@ def split_corpora(out: Path, split: str) -> tuple[dict, dict]:
     """``({task: training file}, {task: evaluation lines})`` for ``split``.
 
     ``test``: the corpora's train.txt / test.txt.  ``dev``: train.txt split as
-    :func:`tokenmap.balance.streams.split_dev` does (every 10th line is dev), the rest
+    :func:`tokenmap.balance.divergence.split_dev` does (every 10th line is dev), the rest
     written to ``out/split-dev/<domain>/<lang>/train.txt``; choices tuned on
     ``dev`` never see a test sentence.
     """

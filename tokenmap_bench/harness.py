@@ -72,7 +72,7 @@ class BenchOptions:
     stock_python: str = ".venv-stock/bin/python"
     heavy_per_group: int = 0  # distil-spec, e2e, stock only on the first N of each set/domain/lang (0 = all)
     map_modes: tuple = ("per-task",)  # "multi" / "balanced" add systems tokenmap-multi / tokenmap-balanced
-    teacher: tuple = ()  # teacher transcript files of map mode "taught" (tokenmap.balance.teacher)
+    teacher: tuple = ()  # teacher transcript files of map mode "taught" (tokenmap.balance.divergence)
     learn: str = ""  # the model's transcripts of other prompts' recordings (tokenmap-learned)
     recall: str = ""  # a recall index of other prompts' recordings (`tokenmap recall`): system tokenmap-recall
     # a recall index of the whole prompt inventory, the measured prompts' own studio takes through another codec

@@ -4,24 +4,19 @@ A task is a corpus ``domain/lang``, and a map set holds one token map per task
 (:mod:`tokenmap.balance.sections`).  A thin task (few lines, e.g. the
 telephony prompts) gets short, rare drafts from its map, and so a small
 speed-up.  s-CDF (disparate-impacts paper, eq. 9) weights each task's update
-by its *excess divergence* ``D_T - D_min``; here the "update" is how generous
-the task's map is (:data:`GENEROUS` is the worst task's):
+by its *excess divergence* ``D_T - D_min`` (:mod:`tokenmap.balance.divergence`);
+here the "update" is how generous the task's map is:
 
 * ``min_count``: the count a context needs to stay in the task's map (lower
   keeps rarer contexts, so more drafts); 0 is the builder's rule
   (:func:`tokenmap.build.builder.context_min_count`);
-* ``teacher``: with teacher transcripts (the model's own greedy output on
-  the task's audio, :mod:`tokenmap.balance.teacher`), how many times the task's
-  map counts them; ``D_T`` is then measured on them instead of the dev split.
+* ``teacher``: how many times the task's map counts its teacher transcripts.
 
 :func:`allocate` moves every setting from its default towards the generous
-bound in proportion to ``w_T = (D_T - D_min) / (D_max - D_min)``: the best
-task (``w = 0``) keeps the defaults, the worst (``w = 1``) gets the bound.
-Tasks within :data:`PROTECT` of the best (``w_T <= PROTECT``) are
-*protected* and keep the defaults too.  ``D_T`` comes from
-:mod:`tokenmap.balance.divergence` on a dev split of each task's training corpus
-(every 10th line), never on test sentences, or, given teacher transcripts,
-on those (the model's own output: see ``teacher`` above).
+bound (:data:`GENEROUS` by default) in proportion to
+``w_T = (D_T - D_min) / (D_max - D_min)``: the best task (``w = 0``) keeps the
+defaults, the worst (``w = 1``) gets the bound, and tasks with ``w_T <= protect``
+are *protected* and keep the defaults too.
 
 Worked example (defaults 0/0, worst-task bound 1/8)::
 
@@ -49,7 +44,7 @@ class Budget:
     """One task's share of the map set's budget (see the module docstring)."""
 
     min_count: int = 0
-    teacher: int = 0  # copies of the task's teacher transcripts counted into its section (tokenmap.balance.teacher)
+    teacher: int = 0  # copies of the task's teacher transcripts counted into its map
 
     def __post_init__(self) -> None:
         if self.min_count < 0 or self.teacher < 0:
@@ -62,12 +57,10 @@ class Budget:
 
 
 DEFAULT_BUDGET = Budget()
-#: the budget of the worst task (w = 1): every context of its corpus kept, and its teacher transcripts
-#: counted four times (a choice made on the dev split with ``python -m tokenmap_bench.fairness --split
-#: dev --variant ...``, never on test sentences)
+#: the budget of the worst task (w = 1): every context of its corpus kept, its teacher transcripts
+#: counted four times (chosen on the dev split with ``tokenmap_bench.fairness``, never on test sentences)
 GENEROUS = Budget(min_count=1, teacher=4)
-#: tasks with w_T <= PROTECT keep the default budget (the best task always does): on the dev split the
-#: structured domains (w <= 0.60) are protected and the telephony prompts (w >= 0.87) get the budget
+#: tasks with w_T <= PROTECT keep the default budget in ``tokenmap build --balance`` (the best task always does)
 PROTECT = 0.65
 
 

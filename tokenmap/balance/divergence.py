@@ -20,21 +20,43 @@ dominating the mean.  A map whose drafts agree with the model puts most mass
 on the greedy token (small ``D_T``); a map that never saw the context pays
 about ``log V`` (10.9 nats for Whisper).
 
+``D_T`` is measured on a dev split of the task's training lines (:func:`dev_divergence`)
+or, given *teacher transcripts*, on those (:func:`teacher_divergence`).  Teacher
+transcripts are the model's own greedy output on other, unlabelled audio of the
+domain (``tokenmap transcribe``), read like corpora (a line's task is its
+``domain/lang``; one line per segment is best): a corpus text tells the map what
+people say, a teacher line how the model writes what it hears (its spelling of
+numbers, names and mis-heard words), which is what the verifier accepts.  s-CDF
+(appendix D.1) fine-tunes the drafter on the verifier's completions; here each
+task's map counts its teacher lines ``Budget.teacher`` times (:func:`with_teacher`).
+The teacher audio must not be the audio you measure on.
+
+A task's *stream* is the ``BOS ids SEP ...`` uint32 array of
+:func:`tokenmap.build.builder.encode_texts` (``BOS`` = vocabulary size, ``SEP`` = vocabulary size + 1).
+
 Example (a map of one utterance, ``BOS=9``, ``SEP=10``, a vocabulary of 9 tokens)::
 
-    >>> import numpy as np
     >>> tm = TokenMap.from_stream(np.array([9, 1, 2, 3, 10], np.uint32), bos=9, sep=10, depth=4)
     >>> round(cross_entropy(tm, [[1, 2, 3]], vocab_size=9), 2)   # the utterance the map holds
     0.29
+    >>> split_dev([f"line {i}" for i in range(20)])[1]
+    ['line 9', 'line 19']
+    >>> with_teacher(np.array([9, 1, 2, 10], np.uint32), np.array([9, 3, 10], np.uint32), 2).tolist()
+    [9, 1, 2, 10, 9, 3, 10, 9, 3, 10]
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from tokenmap.maps.suffixmap import TokenMap
+import numpy as np
+
+from tokenmap.balance.budget import Budget
+from tokenmap.build.builder import context_min_count, encode_texts, split_utterances
+from tokenmap.maps.schema import stream_markers
+from tokenmap.maps.suffixmap import TokenMap, build_arrays
 
 log = logging.getLogger("tokenmap")
 
@@ -44,6 +66,7 @@ DEFAULT_VOCAB = 51865
 PRIOR = 1.0
 #: share of the uniform distribution mixed into q (bounds the loss of one token)
 EPSILON = 0.01
+DEV_EVERY = 10  # every 10th training line of a task is its dev split
 
 
 def next_prob(sm: TokenMap, node: int, token: int, vocab: int) -> float:
@@ -77,3 +100,74 @@ def cross_entropy(tm: TokenMap, sequences: Iterable[Sequence[int]], vocab_size: 
             node = tm.advance(node, int(y))
             n += 1
     return total / n if n else math.nan
+
+
+def split_dev(texts: Sequence, every: int = DEV_EVERY) -> tuple[list, list]:
+    """``(train, dev)``: every ``every``-th line is dev; tasks under ``2 * every`` lines use all lines for both."""
+    if len(texts) < 2 * every:
+        return list(texts), list(texts)
+    train = [t for i, t in enumerate(texts) if i % every != every - 1]
+    dev = [t for i, t in enumerate(texts) if i % every == every - 1]
+    return train, dev
+
+
+def encode_stream(texts: Sequence[str], tokenizer, options) -> np.ndarray:
+    """The stream of ``texts``, tokenized ``options.batch_size`` at a time."""
+    parts = [np.frombuffer(encode_texts(texts[i:i + options.batch_size], tokenizer, options.style,
+                                        options.add_raw), dtype=np.uint32)
+             for i in range(0, len(texts), options.batch_size)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.uint32)
+
+
+def build_task_map(tok: np.ndarray, budget: Budget, options, vocab_size: int) -> TokenMap:
+    """The in-memory token map of one task's stream with ``budget`` (``options.depth`` deep); its
+    header holds ``depth``, ``bos``, ``sep``, ``vocab_size`` and the ``min_count`` used (for a
+    ``budget.min_count`` of 0, the builder's rule on the stream's length, as ``tokenmap build``)."""
+    bos, sep = stream_markers(vocab_size)
+    min_count = context_min_count(budget.min_count, len(tok))
+    arrays = build_arrays(tok, sep, options.depth, min_count)
+    header = {"depth": options.depth, "bos": bos, "sep": sep, "vocab_size": vocab_size, "min_count": min_count}
+    return TokenMap(header, arrays)
+
+
+def dev_divergence(stream: np.ndarray, options, vocab_size: int) -> tuple[float, int]:
+    """``(D_T, dev tokens)`` of the task's default-budget map, built on the :func:`split_dev` train lines
+    of its ``stream``, on the dev lines."""
+    sep = stream_markers(vocab_size)[1]
+    ends = np.flatnonzero(stream == sep)
+    train, dev = split_dev(list(zip(np.r_[0, ends[:-1] + 1].tolist(), (ends + 1).tolist())))  # [start, end)
+    train_stream = np.concatenate([stream[a:b] for a, b in train]) if train else stream[:0]
+    tm = build_task_map(train_stream, Budget.of(options), options, vocab_size)
+    seqs = [stream[a + 1:b - 1].tolist() for a, b in dev]
+    return cross_entropy(tm, seqs), sum(map(len, seqs))
+
+
+def with_teacher(stream: np.ndarray, teacher: np.ndarray | None, copies: int) -> np.ndarray:
+    """``stream`` followed by ``copies`` copies of the ``teacher`` stream."""
+    if teacher is None or copies <= 0 or not len(teacher):
+        return stream
+    return np.concatenate([stream, *([teacher] * copies)])
+
+
+def teacher_divergence(stream: np.ndarray, teacher: np.ndarray | None, options, vocab_size: int):
+    """``(D_T, teacher tokens, map)``: the cross-entropy of the task's default-budget map, built on
+    all of ``stream``, on the teacher stream's utterances, and that map (the task's section when its
+    budget stays the default); ``(nan, 0, None)`` without teacher lines."""
+    sep = stream_markers(vocab_size)[1]
+    seqs = [s for s in split_utterances(teacher, sep) if s] if teacher is not None else []
+    if not seqs:
+        return math.nan, 0, None
+    tm = build_task_map(stream, Budget.of(options), options, vocab_size)
+    return cross_entropy(tm, seqs), sum(map(len, seqs)), tm
+
+
+def check_teacher_tasks(corpus_tasks, teacher_tasks: Mapping[str, list]) -> None:
+    """Warn about teacher tasks without a corpus (ignored) and corpus tasks without teacher lines
+    (their ``D_T`` is unknown, so they keep the default budget)."""
+    extra = sorted(set(teacher_tasks) - set(corpus_tasks))
+    if extra:
+        log.warning("teacher lines of %s ignored: no corpus for %s", ", ".join(extra),
+                    "it" if len(extra) == 1 else "them")
+    missing = sorted(set(corpus_tasks) - set(teacher_tasks))
+    if missing:
+        log.warning("no teacher lines for %s: D_T unknown, default budget", ", ".join(missing))

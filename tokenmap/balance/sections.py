@@ -1,63 +1,144 @@
-"""``tokenmap build --balance``: write a balanced plan as a map set, one token map per task.
+"""``tokenmap build --balance``: a map set, one token map per task, with the budget shared fairly.
 
-:func:`build_balanced` plans the budgets (:func:`tokenmap.balance.plan.plan_balance`) and
-:func:`build_sections` builds each task's map with its own budget (its teacher lines included)
-and writes them as the sections of one file (:func:`tokenmap.maps.mapfile.write_map_set`).
+A task is a corpus ``domain/lang``.  :func:`build_balanced` reads the corpora by task, measures
+each task's ``D_T`` (on a dev split of its training lines, or on the model's own transcripts:
+:mod:`tokenmap.balance.divergence`), gives each task its budget
+(:func:`tokenmap.balance.budget.allocate`) and writes each task's map, built with its own budget
+(its teacher lines included), as the sections of one file
+(:func:`tokenmap.maps.mapfile.write_map_set`).  The decoder drafts from the section whose recent
+proposals the model accepted (:class:`tokenmap.decode.drafters.MapSetDrafter`), so a thin task's
+extra budget never drafts on the fastest task's text, whose section is exactly its default-budget map.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Sequence
 from dataclasses import asdict
+from pathlib import Path
 
-from tokenmap.balance.budget import rounded
-from tokenmap.balance.plan import BalancePlan, plan_balance
-from tokenmap.balance.streams import build_task_map
-from tokenmap.balance.teacher import with_teacher
-from tokenmap.build.builder import make_header, require_keys
+from tokenmap.balance.budget import (
+    GENEROUS,
+    PROTECT,
+    Budget,
+    allocate,
+    best_task,
+    protected_tasks,
+    rounded,
+    shares,
+    task_name,
+)
+from tokenmap.balance.divergence import (
+    DEV_EVERY,
+    build_task_map,
+    check_teacher_tasks,
+    dev_divergence,
+    encode_stream,
+    teacher_divergence,
+    with_teacher,
+)
+from tokenmap.build.builder import (
+    BuildOptions,
+    BuildResult,
+    build_result,
+    make_header,
+    require_keys,
+    resolve_inputs,
+    self_test,
+    split_utterances,
+)
+from tokenmap.build.corpus import CorpusStats, check_nonempty, read_corpus
+from tokenmap.decode.cost import CostModel
 from tokenmap.maps import mapfile
+from tokenmap.maps.schema import stream_markers
+
+log = logging.getLogger("tokenmap")
 
 
-def build_balanced(corpus: Sequence, output, **kwargs):
-    """``tokenmap build --balance``: budgets from :func:`allocate`, one section per task.
+def read_tasks(corpus, options, stats) -> dict[str, list[str]]:
+    """``{task: [texts]}`` in corpus order; a line's task is its ``domain/lang`` (:mod:`tokenmap.build.corpus`)."""
+    tasks: dict[str, list[str]] = {}
+    for utt in read_corpus(corpus, text_column=options.text_column, stats=stats):
+        tasks.setdefault(task_name(utt.domain, utt.lang), []).append(utt.text)
+    check_nonempty(stats)
+    return tasks
 
-    ``kwargs`` as :func:`plan_balance`.  Returns a :class:`tokenmap.build.builder.BuildResult`;
-    the header gets a ``balance`` section with every task's ``D_T`` (dev split or teacher lines),
-    ``w_T`` and budget.
+
+def build_balanced(corpus: Sequence, output, *, model: str = "base", tokenizer=None, options=None,
+                   cost: CostModel | None = None, force: bool = False, progress=None,
+                   generous: Budget = GENEROUS, protect: float = PROTECT, teacher: Sequence = ()) -> BuildResult:
+    """Build the map set ``output`` (module docstring); arguments as :func:`tokenmap.build.builder.build_map`.
+
+    ``teacher``: files of the model's transcripts, on which ``D_T`` is then measured; ``generous``: the
+    worst task's budget; tasks with ``w_T <= protect`` keep the default one.  The header gets a
+    ``balance`` section with every task's ``D_T``, ``w_T`` and budget.
     """
-    return build_sections(plan_balance(corpus, output, **kwargs))
-
-
-def build_sections(plan: BalancePlan):
-    """A map set: each task's map built with its own budget (teacher lines included)."""
-    if plan.progress:
-        plan.progress("count", 0)
-    streams = plan.streams
+    started = time.perf_counter()
+    options = options or BuildOptions()
+    output = Path(output)
+    tokenizer, cost = resolve_inputs(output, force, model, tokenizer, cost, (*corpus, *teacher))
+    vocab, stats = tokenizer.vocab_size, CorpusStats()
+    tasks = read_tasks(corpus, options, stats)
+    taught = read_tasks(teacher, options, CorpusStats()) if teacher else {}
+    if teacher:
+        check_teacher_tasks(tasks, taught)
+    if progress:
+        progress("load", stats.utterances)
+    streams = {task: encode_stream(texts, tokenizer, options) for task, texts in tasks.items()}
+    teacher_streams = {t: encode_stream(texts, tokenizer, options) for t, texts in taught.items() if t in tasks}
+    divergence, dev_tokens, default_maps = {}, {}, {}
+    for task, stream in streams.items():
+        if teacher:
+            divergence[task], dev_tokens[task], tm = teacher_divergence(stream, teacher_streams.get(task), options,
+                                                                        vocab)
+            if tm is not None:  # the task's default-budget map on all of its corpus: a section to reuse
+                default_maps[task] = tm
+        else:
+            divergence[task], dev_tokens[task] = dev_divergence(stream, options, vocab)
+    default = Budget.of(options)
+    budgets = allocate(divergence, default, generous, protect)
+    if progress:
+        progress("count", 0)
     sections, maps = [], []
-    for task in sorted(plan.tasks):
-        budget = plan.budgets[task]
-        tm = plan.default_maps.get(task) if budget == plan.default else None
+    for task in sorted(tasks):
+        tm = default_maps.get(task) if budgets[task] == default else None
         if tm is None:
-            stream = with_teacher(streams[task], plan.teacher_streams.get(task), budget.teacher)
-            tm = build_task_map(stream, budget, plan.options, plan.tokenizer.vocab_size)
-        info = {"task": task, "lines": len(plan.tasks[task]), "D_T": rounded(plan.divergence[task]),
-                "min_count": tm.header["min_count"], "budget": asdict(budget)}
-        info["self_test"] = plan.self_test(tm, streams[task])
-        sections.append((info, tm.arrays))
+            stream = with_teacher(streams[task], teacher_streams.get(task), budgets[task].teacher)
+            tm = build_task_map(stream, budgets[task], options, vocab)
+        test = self_test(tm, split_utterances(streams[task], stream_markers(vocab)[1], 200), cost)
+        sections.append(({"task": task, "lines": len(tasks[task]), "D_T": rounded(divergence[task]),
+                          "min_count": tm.header["min_count"], "budget": asdict(budgets[task]), "self_test": test},
+                         tm.arrays))
         maps.append(tm)
-    header = make_header(plan.tokenizer, plan.model, plan.options, plan.stats, plan.cost, plan.n_tokens(streams))
-    header["balance"] = plan.header()
+    header = make_header(tokenizer, model, options, stats, cost,
+                         sum(len(s) for s in streams.values()) - 2 * stats.utterances)
+    w = shares(divergence)
+    header["balance"] = {
+        "rule": "setting = default + w_T * (generous - default), w_T = (D_T - D_min) / (D_max - D_min)",
+        "divergence": "cross-entropy of the map's next-token distribution on "
+                      + ("the model's greedy transcripts (teacher lines)" if taught else
+                         f"every {DEV_EVERY}th training line") + " (nats/token, tokenmap.balance.divergence)",
+        "best": best_task(divergence), "protected": protected_tasks(divergence, protect), "protect": protect,
+        "default": asdict(default), "generous": asdict(generous),
+        "tasks": {t: {"D_T": rounded(divergence[t]), "w": round(w.get(t, 0.0), 4), "dev_tokens": dev_tokens[t],
+                      "lines": len(tasks[t]), "teacher_lines": len(taught.get(t, ())), **asdict(budgets[t])}
+                  for t in sorted(tasks)},
+    }
     header["self_test"] = summed_tests([info["self_test"] for info, _ in sections])
     contexts = sum(int((tm.arrays["node_depth"] >= 2).sum()) for tm in maps)
-    require_keys(contexts, plan.stats, header["tokens"], min(info["min_count"] for info, _ in sections))
-    if plan.progress:
-        plan.progress("save", 0)
-    size = mapfile.write_map_set(plan.output, header, sections)
-    return plan.result(size, header, maps)
+    require_keys(contexts, stats, header["tokens"], min(info["min_count"] for info, _ in sections))
+    if progress:
+        progress("save", 0)
+    size = mapfile.write_map_set(output, header, sections)
+    result = build_result(output, size, stats, header, maps, options.depth, started, cost)
+    log.info("built balanced %s: %d tasks (best %s), %d contexts", output, len(tasks), best_task(divergence),
+             result.contexts)
+    return result
 
 
 def summed_tests(tests: Sequence[dict]) -> dict:
-    """The sections' :func:`tokenmap.build.selftest.self_test` counts added up (each task on its own map)."""
+    """The sections' :func:`tokenmap.build.builder.self_test` counts added up (each task on its own map)."""
     total = {k: sum(t[k] for t in tests) for k in ("tokens", "passes", "drafts", "drafted", "accepted", "utterances")}
     total["acceptance"] = round(total["accepted"] / total["drafted"], 4) if total["drafted"] else 0.0
     total["tokens_per_pass"] = round(total["tokens"] / total["passes"], 4) if total["passes"] else 0.0

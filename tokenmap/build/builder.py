@@ -19,7 +19,7 @@ token sequence of up to ``depth`` tokens with its count.  The pipeline
    times (``0``: every context of a corpus up to :data:`SMALL_CORPUS_TOKENS`
    tokens, a closed phrase inventory, and those seen twice in a larger one);
 4. **self-test** - the decoder's drafter replayed over the first training
-   utterances (:func:`tokenmap.build.selftest.self_test`), stored in the header;
+   utterances (:func:`self_test`), stored in the header;
 5. **save** - :func:`tokenmap.maps.mapfile.write_map`.
 
 The drafter decides at decode time how far to follow the map (the calibrated
@@ -47,9 +47,10 @@ from pathlib import Path
 import numpy as np
 
 from tokenmap.build.corpus import CorpusStats, check_nonempty, read_corpus
-from tokenmap.build.selftest import sample_utterances, self_test
 from tokenmap.build.style import NO_BRIDGE, StyleOptions, bridge
 from tokenmap.decode.cost import DEFAULT, CostModel, load_cost_model
+from tokenmap.decode.follow import FollowDrafter
+from tokenmap.decode.replay import replay
 from tokenmap.maps import mapfile, schema, suffixmap
 from tokenmap.textok import TextTokenizer, model_dir_for
 
@@ -196,6 +197,29 @@ def _kill_pool_workers() -> None:
             proc.kill()
 
 
+def split_utterances(stream: np.ndarray, sep: int, limit: int | None = None) -> list[list[int]]:
+    """The utterances of a ``BOS ids SEP ...`` stream without BOS/SEP (with ``limit``, the first ``limit``
+    that end in its first ``200 * limit`` tokens)."""
+    if limit is not None:
+        stream = np.asarray(stream[:limit * 200])
+    ends = np.flatnonzero(stream == sep)[:limit]
+    return [stream[a + 1:b].tolist() for a, b in zip(np.r_[0, ends[:-1] + 1], ends)]
+
+
+# -- 4. self-test ------------------------------------------------------------
+def self_test(sm, utterances: Sequence[Sequence[int]], cost: CostModel) -> dict:
+    """Replay the decoder's drafter (:class:`tokenmap.decode.follow.FollowDrafter`, no timestamps) over
+    the map's own training utterances as if the model had emitted each: tokens per pass, acceptance,
+    and the decoder speed-up the cost curve predicts."""
+    eot = sm.bos  # any id above the text ids: the utterance's end
+    drafter = FollowDrafter(sm, timestamp_begin=None, eot=eot, cost=cost)
+    stats = replay(drafter, utterances, eot=eot, with_timestamps=False, timestamp_begin=eot + 2, cost=cost)
+    d = stats.as_dict()
+    d["acceptance"] = d.pop("acceptance_rate")
+    keep = ("tokens", "passes", "drafts", "drafted", "accepted", "acceptance", "tokens_per_pass", "speedup")
+    return {k: round(d[k], 4) if isinstance(d[k], float) else d[k] for k in keep} | {"utterances": len(utterances)}
+
+
 # -- the pipeline ------------------------------------------------------------
 def _created() -> str | None:
     """ISO time of ``SOURCE_DATE_EPOCH``, else None.
@@ -277,7 +301,7 @@ def require_keys(keys: int, stats: CorpusStats, n_tokens: int, min_count: int) -
 def resolve_inputs(output: Path, force: bool, model: str, tokenizer, cost: CostModel | None,
              inputs: Sequence[str | os.PathLike] = ()):
     """Check ``output`` against the ``inputs`` and ``force``, check ``SOURCE_DATE_EPOCH``, and default the
-    tokenizer and the cost model (shared with :mod:`tokenmap.balance.plan`)."""
+    tokenizer and the cost model (shared with :mod:`tokenmap.balance.sections`)."""
     check_output(output, inputs)
     _created()
     if output.exists() and not force:
@@ -347,15 +371,21 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     if progress:
         progress("test", 0)
     require_keys(int(np.count_nonzero(arrays["node_depth"] >= 2)), stats, corpus_tokens, min_count)
-    header["self_test"] = self_test(sm, sample_utterances(stream, sep, 2000), cost)
+    header["self_test"] = self_test(sm, split_utterances(stream, sep, 2000), cost)
     if progress:
         progress("save", 0)
     size = mapfile.write_map(output, header, arrays)
-    nodes_per_depth = np.bincount(arrays["node_depth"], minlength=options.depth + 1)[1:]
-    result = BuildResult(str(output), size, stats.utterances, dict(stats.skipped), int(header["tokens"]),
-                         sm.num_nodes, int(np.count_nonzero(arrays["node_best"] >= 0)),
-                         tuple(int(x) for x in nodes_per_depth), round(time.perf_counter() - t0, 3), cost.source,
-                         header["self_test"])
+    result = build_result(output, size, stats, header, [sm], options.depth, t0, cost)
     log.info("built %s: %d contexts (min count %d, depth %d), %d bytes in %.1f s", output,
              result.contexts, min_count, options.depth, size, result.seconds)
     return result
+
+
+def build_result(output: Path, size: int, stats: CorpusStats, header: dict, maps: Sequence, depth: int,
+                 started: float, cost: CostModel) -> BuildResult:
+    """The :class:`BuildResult` of a written file, its counts summed over ``maps`` (a map set's sections)."""
+    per_length = np.sum([np.bincount(m.arrays["node_depth"], minlength=depth + 1)[1:] for m in maps], axis=0)
+    continued = sum(int(np.count_nonzero(m.arrays["node_best"] >= 0)) for m in maps)
+    return BuildResult(str(output), size, stats.utterances, dict(stats.skipped), int(header["tokens"]),
+                       sum(m.num_nodes for m in maps), continued, tuple(int(x) for x in per_length),
+                       round(time.perf_counter() - started, 3), cost.source, header["self_test"])

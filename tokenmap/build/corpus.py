@@ -81,11 +81,6 @@ class CorpusStats:
     langs: Counter = field(default_factory=Counter)
     files: dict = field(default_factory=dict)  # path -> sha256 hex
 
-    @property
-    def skipped_total(self) -> int:
-        """Number of lines skipped for any reason."""
-        return sum(self.skipped.values())
-
 
 def file_sha256(path: Path) -> str:
     """sha256 of a file's bytes (as stored, i.e. compressed for ``.gz``)."""

@@ -4,7 +4,7 @@ A *fingerprint* here is a unit vector that summarises one second of a
 window's audio, compared with others by their dot product (cosine). It is
 what the recall index (:mod:`tokenmap.maps.recallindex`) stores per segment and
 what the recall drafter (:mod:`tokenmap.decode.recall`) looks up; it is not the
-tokenizer fingerprint a map's header records (:mod:`tokenmap.maps.checks`).
+tokenizer fingerprint a map's header records.
 
 * The *encoder* fingerprint of frame ``f`` (an encoder frame is 20 ms, one
   timestamp step) is the encoder output over frames ``f .. f + 50`` (one

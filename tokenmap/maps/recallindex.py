@@ -41,8 +41,7 @@ from typing import Sequence
 import numpy as np
 
 from tokenmap.maps.audio_fingerprints import CHUNKS, MAX_FRAMES, MEL_SIZE, as_mel, fingerprint, mel_fingerprint
-from tokenmap.maps.checks import array_views, check_fingerprint, fail, open_map, vocab_size_of
-from tokenmap.maps.mapfile import write_map
+from tokenmap.maps.mapfile import array_views, check_fingerprint, fail, open_map, vocab_size_of, write_map
 from tokenmap.maps.schema import RECALL_LAYOUT, RECALL_VERSION, check_arrays
 
 

@@ -154,7 +154,7 @@ ALIGN = 64
 PREFIX = struct.Struct("<8sII")
 CHECKSUM = 32
 #: The arrays of a token map (:mod:`tokenmap.maps.suffixmap`) and what each may hold; the trie's
-#: structure is checked by :func:`tokenmap.maps.checks.check_trie`, token ids here (the trie's
+#: structure is checked by :func:`tokenmap.maps.mapfile.check_trie`, token ids here (the trie's
 #: ``BOS`` and ``SEP`` are the vocabulary size and the vocabulary size + 1)
 LAYOUT = {
     "edge_key": ArraySpec(ARRAYS["edge_key"], ("E",)),

@@ -12,16 +12,6 @@ SEP`` per utterance): one node per distinct token sequence of at most
 * ``edge_key``    ``parent << 32 | token`` of node ``i + 1``, sorted, so a child
   is found by one binary search.
 
-It is the one kind of map tokenmap builds and drafts from.  A fixed-length
-n-gram map with ranked candidate drafts per context (the map of earlier
-releases) was dropped: a trie keeps every context length at once, so the
-drafter backs off from the longest match in one step and cuts each draft by
-the calibrated cost of the pass that verifies it (:mod:`tokenmap.decode.follow`)
-instead of a cut fixed at build time; and a map for several tasks is a map
-set of these maps, one per task (:mod:`tokenmap.balance`), not one map whose
-candidates are shared out between tasks, which could not give a thin task
-more drafts without drafting them on the other tasks' text too.
-
 Nodes are numbered level by level and, within a level, in the lexicographic
 order of their sequences; the root is node 0.  Because a sequence's parent
 comes earlier in that order, ``edge_key`` is sorted by construction.
@@ -41,12 +31,9 @@ Example (a corpus of two utterances, ``BOS=9``, ``SEP=10``)::
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import numpy as np
-
-log = logging.getLogger("tokenmap")
 
 PAD = np.uint32(0xFFFFFFFF)
 _LOW = (1 << 32) - 1
@@ -130,7 +117,6 @@ def _assemble(chunks: list, depth: int, total: int) -> dict[str, np.ndarray]:
     level_start, base = [], 1
     prev_offsets = None
     for j in range(depth):
-        parts = [c[j] for c in chunks if len(c) > j]
         sizes = [len(c[j][0]) if len(c) > j else 0 for c in chunks]
         if not sum(sizes):
             break
@@ -145,7 +131,6 @@ def _assemble(chunks: list, depth: int, total: int) -> dict[str, np.ndarray]:
             parents.append(np.zeros(len(tok), np.int64) if j == 0 else level_start[j - 1] + prev_offsets[ci] + par)
         base += sum(sizes)
         prev_offsets = offsets
-        del parts
     n_nodes = base
     token = np.concatenate(tokens).astype(np.uint64) if tokens else np.zeros(0, np.uint64)
     parent = np.concatenate(parents).astype(np.uint64) if parents else np.zeros(0, np.uint64)
