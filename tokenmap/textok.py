@@ -134,7 +134,7 @@ class TextTokenizer:
         Whisper's byte-level pre-tokenizer never joins two space-separated
         words, so for single-spaced text the ids of ``" w1 w2"`` are the ids of
         ``" w1"`` followed by those of ``" w2"``: words are tokenized once and
-        cached (about 10x faster on domain corpora).  Other texts are encoded whole.
+        cached.  Other texts are encoded whole.
         """
         cache = self._cache
         if len(cache) > self.CACHE_LIMIT:

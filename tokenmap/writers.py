@@ -135,21 +135,11 @@ class SegmentWriter:
         return "".join(out)
 
 
-def _streamed(t: Transcript, fmt: str) -> str:
-    writer = SegmentWriter(fmt)
-    return writer.header() + "".join(writer.piece(s) for s in t.segments)
-
-
-def _json(t: Transcript) -> str:
-    data = asdict(t)
-    data["text"] = t.text
-    return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
-
-
 def render(transcript: Transcript, fmt: str) -> str:
     """The text of ``transcript`` in format ``fmt`` (one of :data:`FORMATS`)."""
     if fmt == "json":
-        return _json(transcript)
+        return json.dumps({**asdict(transcript), "text": transcript.text}, ensure_ascii=False, indent=1) + "\n"
     if fmt in STREAMED:
-        return _streamed(transcript, fmt)
+        writer = SegmentWriter(fmt)
+        return writer.header() + "".join(writer.piece(s) for s in transcript.segments)
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")

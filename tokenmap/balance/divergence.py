@@ -20,19 +20,12 @@ dominating the mean.  A map whose drafts agree with the model puts most mass
 on the greedy token (small ``D_T``); a map that never saw the context pays
 about ``log V`` (10.9 nats for Whisper).
 
-``D_T`` is measured on a dev split of the task's training lines (:func:`dev_divergence`)
-or, given *teacher transcripts*, on those (:func:`teacher_divergence`).  Teacher
-transcripts are the model's own greedy output on other, unlabelled audio of the
-domain (``tokenmap transcribe``), read like corpora (a line's task is its
-``domain/lang``; one line per segment is best): a corpus text tells the map what
-people say, a teacher line how the model writes what it hears (its spelling of
-numbers, names and mis-heard words), which is what the verifier accepts.  s-CDF
-(appendix D.1) fine-tunes the drafter on the verifier's completions; here each
-task's map counts its teacher lines ``Budget.teacher`` times (:func:`with_teacher`).
-The teacher audio must not be the audio you measure on.
-
-A task's *stream* is the ``BOS ids SEP ...`` uint32 array of
-:func:`tokenmap.build.builder.encode_texts` (``BOS`` = vocabulary size, ``SEP`` = vocabulary size + 1).
+``D_T`` is measured on a dev split of the task's training lines (:func:`dev_divergence`) or on
+*teacher transcripts* (:func:`teacher_divergence`): the model's own greedy output on other audio of
+the domain, read like corpora.  A teacher line tells the map how the model writes what it hears,
+which is what the verifier accepts; as s-CDF (appendix D.1) trains the drafter on the verifier's
+completions, a task's map counts its teacher lines ``Budget.teacher`` times (:func:`with_teacher`).
+A task's *stream* is the ``BOS ids SEP ...`` uint32 array of :func:`tokenmap.build.builder.encode_texts`.
 
 Example (a map of one utterance, ``BOS=9``, ``SEP=10``, a vocabulary of 9 tokens)::
 

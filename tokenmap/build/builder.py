@@ -42,6 +42,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -125,16 +126,7 @@ def encode_texts(texts: Sequence[str], tokenizer, style: StyleOptions, add_raw: 
         if add_raw and text != raw:
             batch.append(raw)
     ids = tokenizer.encode_batch(batch)
-    lens = np.fromiter((len(x) + 2 for x in ids), dtype=np.int64, count=len(ids))
-    flat = np.empty(int(lens.sum()), dtype=np.uint32)
-    ends = np.cumsum(lens)
-    body = np.ones(len(flat), dtype=bool)
-    body[ends - lens] = False
-    body[ends - 1] = False
-    flat[ends - lens] = bos
-    flat[ends - 1] = sep
-    flat[body] = np.fromiter((t for x in ids for t in x), dtype=np.uint32, count=int(body.sum()))
-    return flat.tobytes()
+    return np.fromiter((t for x in ids for t in (bos, *x, sep)), dtype=np.uint32).tobytes()
 
 
 _WORKER: dict = {}
@@ -146,13 +138,8 @@ def _encode_worker(texts: list[str]) -> tuple[int, bytes]:
 
 
 def _batches(utterances: Iterable, size: int):
-    batch: list[str] = []
-    for utt in utterances:
-        batch.append(utt.text)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
+    texts = (utt.text for utt in utterances)
+    while batch := list(islice(texts, size)):
         yield batch
 
 
@@ -222,12 +209,8 @@ def self_test(sm, utterances: Sequence[Sequence[int]], cost: CostModel) -> dict:
 
 # -- the pipeline ------------------------------------------------------------
 def _created() -> str | None:
-    """ISO time of ``SOURCE_DATE_EPOCH``, else None.
-
-    A map holds no wall-clock time, so two builds of the same corpus with the
-    same options are byte for byte the same; ``SOURCE_DATE_EPOCH`` (seconds
-    since 1970) records a date of the caller's choice.
-    """
+    """ISO time of ``SOURCE_DATE_EPOCH``, else None: a map holds no wall-clock time, so two builds of the
+    same corpus with the same options are byte for byte the same."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     if not epoch:
         return None

@@ -131,11 +131,6 @@ def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
             files.append(path)
         else:
             raise CorpusError(f"{path}: no such file or directory")
-    return _dedupe(files)
-
-
-def _dedupe(files: list[Path]) -> list[Path]:
-    """``files`` without later paths to a file already listed (same real path)."""
     seen: dict[str, Path] = {}
     out = []
     for p in files:

@@ -31,11 +31,10 @@ _TENS = {
 }
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 _DIGIT_WORDS = {w: v for w, v in _UNITS.items() if v < 10}
-_NUMBER_WORDS = set(_UNITS) | set(_TENS) | set(_SCALES) - {"oh"}
 _WORD_RE = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)?|\S")
 _FINAL = ".?!…"
 _LETTERS_RE = re.compile(r"[a-z]+")
-_ALL_NUMBER_WORDS = frozenset(_UNITS) | frozenset(_TENS) | frozenset(_SCALES)
+_NUMBER_WORDS = frozenset(_UNITS) | frozenset(_TENS) | frozenset(_SCALES)
 
 
 @dataclass(frozen=True)
@@ -136,7 +135,7 @@ def _number_span(tokens: list[str], start: int) -> tuple[int, str | None] | None
 
 def numbers_to_digits(text: str) -> str:
     """English number words to digits: ``"twenty two point five"`` -> ``"22.5"``."""
-    if _ALL_NUMBER_WORDS.isdisjoint(_LETTERS_RE.findall(text.lower())):
+    if _NUMBER_WORDS.isdisjoint(_LETTERS_RE.findall(text.lower())):
         return text  # fast path: no number word at all
     tokens = _WORD_RE.findall(text)
     spans = [m.span() for m in _WORD_RE.finditer(text)]

@@ -289,17 +289,12 @@ def write_map_set(path: str | os.PathLike, header: Mapping,
 
 def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify: bool = True,
               model_hint: str = "", vocab_size: int | None = None) -> list[TokenMap]:
-    """Every map in a file: the sections of a map set (each header the file's plus the section's), or
-    ``[the map]``.
+    """Every map in a file, memory-mapped and checked (module docstring; the checksum with ``verify``):
+    the sections of a map set (each header the file's plus the section's), or ``[the map]``.
 
-    Memory-maps the file and checks magic, version, checksum (``verify``),
-    tokenizer and every array.  ``fingerprint`` is the sha256 of the
-    vocabulary of the tokenizer that will use the maps (see
-    :class:`tokenmap.textok.TextTokenizer`); ``None`` skips that check.
-    ``vocab_size`` is that tokenizer's vocabulary size: the header's must equal
-    it, and every token id must lie below it (``None``: below the header's).
-    ``model_hint`` names the model in a rebuild hint.  Raises
-    :class:`MapFormatError` with a one-line message.
+    ``fingerprint``: the sha256 of the vocabulary of the tokenizer that will use the maps
+    (:class:`tokenmap.textok.TextTokenizer`), None to skip that check; ``vocab_size``: that tokenizer's
+    vocabulary size, which the header's must equal; ``model_hint`` names the model in a rebuild hint.
     """
     path = Path(path)
     buf, header = open_map(path, verify)

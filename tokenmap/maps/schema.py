@@ -4,10 +4,9 @@ A layout maps each array name to an :class:`ArraySpec`: its dtype, its shape
 as dimension names, and its *role*:
 
 * :class:`TokenIds` - token ids, each below the vocabulary size of the
-  tokenizer the map is loaded for (or one of a few sentinel values);
+  tokenizer the map is loaded for;
 * :class:`Offsets` - offsets into another array: first 0, non-decreasing,
   last equal to that array's length;
-* :class:`Rows` - row indices into another array, each in ``[0, len)``;
 * :class:`Values` - plain values (``finite``: no NaN or infinity).
 
 A dimension name is bound by the first array that uses it and must agree in
@@ -43,9 +42,7 @@ from tokenmap.maps.suffixmap import ARRAYS
 
 @dataclass(frozen=True)
 class TokenIds:
-    """Token ids: each < the vocabulary size, or one of ``sentinels``."""
-
-    sentinels: tuple[int, ...] = ()
+    """Token ids: each < the vocabulary size."""
 
 
 @dataclass(frozen=True)
@@ -56,21 +53,13 @@ class Offsets:
 
 
 @dataclass(frozen=True)
-class Rows:
-    """Row indices into array ``into``: each in ``[0, len(into))``, or one of ``sentinels``."""
-
-    into: str
-    sentinels: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
 class Values:
     """Plain values; with ``finite``, no NaN or infinity."""
 
     finite: bool = False
 
 
-Role = Union[TokenIds, Offsets, Rows, Values]
+Role = Union[TokenIds, Offsets, Values]
 
 
 @dataclass(frozen=True)
@@ -105,23 +94,12 @@ def check_arrays(arrays: Mapping[str, np.ndarray], layout: Mapping[str, ArraySpe
     return None
 
 
-def _outside(a: np.ndarray, low: int, high: int, sentinels: tuple[int, ...]) -> np.ndarray:
-    """Mask of the values of ``a`` outside ``[low, high)`` that are not sentinels."""
-    bad = a >= high
-    if low > 0 or a.dtype.kind == "i":
-        bad |= a < low
-    if sentinels:
-        bad &= ~np.isin(a, np.array(sentinels, dtype=a.dtype))
-    return bad
-
-
 def _role_problem(a: np.ndarray, role: Role, arrays: Mapping[str, np.ndarray], vocab_size: int) -> str | None:
     flat = a.reshape(-1)
     if isinstance(role, TokenIds):
         if flat.size and not (flat.min() >= 0 and flat.max() < vocab_size):
-            bad = _outside(flat, 0, vocab_size, role.sentinels)
-            if bad.any():
-                return f"token id {int(flat[bad.argmax()])} outside the vocabulary of {vocab_size} tokens"
+            bad = (flat < 0) | (flat >= vocab_size)
+            return f"token id {int(flat[bad.argmax()])} outside the vocabulary of {vocab_size} tokens"
         return None
     if isinstance(role, Offsets):
         n = arrays[role.into].shape[0]
@@ -129,12 +107,6 @@ def _role_problem(a: np.ndarray, role: Role, arrays: Mapping[str, np.ndarray], v
             return f"offsets into {role.into!r} must run from 0 to its length {n}"
         if (flat[1:] < flat[:-1]).any():
             return f"offsets into {role.into!r} decrease"
-        return None
-    if isinstance(role, Rows):
-        n = arrays[role.into].shape[0]
-        bad = _outside(flat, 0, n, role.sentinels)
-        if bad.any():
-            return f"row {int(flat[bad.argmax()])} outside {role.into!r} ({n} rows)"
         return None
     if role.finite and flat.dtype.kind == "f" and not np.isfinite(flat).all():
         return "NaN or infinite values"
