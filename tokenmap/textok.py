@@ -4,14 +4,6 @@ Whisper writes a segment's text with a leading space, so every utterance is
 encoded as ``" " + text`` without special tokens.  The tokenizer's
 *fingerprint* (sha256 of its vocabulary) goes into every token map so that a
 map built for one vocabulary is never used with another.
-
-Example::
-
-    >>> tok = TextTokenizer.from_model("/tmp/models/base")      # doctest: +SKIP
-    >>> tok.family, tok.fingerprint[:12]                        # doctest: +SKIP
-    ('whisper-multilingual', '3f1c0a9e2b7d')
-    >>> tok.encode("Hydraulic pump 3 inspected.")               # doctest: +SKIP
-    [24231, 25074, 299, 5889, 805, 1028, 10729, 13]
 """
 
 from __future__ import annotations

@@ -9,11 +9,8 @@ rows are batched (checked below), so the speech chunks are the same; a smaller b
 model's own working memory small too. :func:`install` puts it behind
 ``faster_whisper.vad.get_vad_model``, which ``get_speech_timestamps`` asks for its model.
 
-Then faster-whisper joins the speech chunks into one array for sequential decoding; its
-``collect_chunks`` grows that array chunk by chunk (a copy at every step, two at a time at the
-end) before ``transcribe`` copies it once more. :func:`collect_chunks` returns the chunks as views
-of the audio instead when they all go into one array (``max_duration`` infinite: the sequential
-path, which reads only the audio), so the one copy is ``transcribe``'s own.
+faster-whisper's ``collect_chunks`` then grows the array of speech chunks chunk by chunk (a copy
+at every step) before ``transcribe`` copies it once more; :func:`collect_chunks` leaves that one copy.
 
 Example::
 

@@ -4,13 +4,8 @@ Each writer takes a :class:`Transcript` and returns the file's text. Times are
 seconds (float) in the data and formatted per format: SRT ``HH:MM:SS,mmm``,
 VTT ``HH:MM:SS.mmm``, TSV integer milliseconds (as openai/whisper writes it).
 
-SRT and VTT write one cue per segment, timed by the segment. A segment that
-carries word timestamps is written as one cue per line of its words instead
-(lines of about equal length, at most :data:`MAX_LINE` characters, never
-splitting a word), each timed from its first word's start to its last word's
-end: a cue is on screen while its words are spoken.
-
-txt, srt, vtt and tsv are a header followed by one piece per segment, so a
+SRT and VTT write one cue per segment, or per line of its words when it has
+word timestamps (:func:`cues`). txt, srt, vtt and tsv are a header followed by one piece per segment, so a
 :class:`SegmentWriter` can write a file segment by segment as it is decoded.
 
 Example::

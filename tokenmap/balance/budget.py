@@ -87,10 +87,7 @@ def best_task(divergence: Mapping[str, float]) -> str | None:
 
 
 def protected_tasks(divergence: Mapping[str, float], below: float = PROTECT) -> list[str]:
-    """Tasks with ``w_T <= below``, best first: they keep the default budget.
-
-    The best task is always protected (``below = 0`` protects it alone).
-    """
+    """Tasks with ``w_T <= below``, best first: they keep the default budget (the best task always does)."""
     w = shares(divergence)
     best = best_task(divergence)
     keep = [t for t in w if t == best or w[t] <= below]
@@ -108,12 +105,8 @@ def _lerp_int(lo: int, hi: int, w: float) -> int:
 
 def allocate(divergence: Mapping[str, float], default: Budget = DEFAULT_BUDGET,
              generous: Budget = GENEROUS, protect: float = 0.0) -> dict[str, Budget]:
-    """Per-task budgets, each setting moved from ``default`` towards ``generous`` by ``w_T``.
-
-    Tasks with a NaN ``D_T`` and protected tasks (``w_T <= protect``) keep
-    the defaults; every result lies between ``default`` and ``generous``
-    (either may be the larger, per setting).
-    """
+    """Per-task budgets, each setting moved from ``default`` towards ``generous`` (either may be the larger)
+    by ``w_T``; tasks with a NaN ``D_T`` and protected tasks (``w_T <= protect``) keep the defaults."""
     w = shares(divergence)
     out = {}
     for task in divergence:

@@ -40,9 +40,8 @@ Example (a map of one utterance, ``BOS=9``, ``SEP=10``, a vocabulary of 9 tokens
 
 from __future__ import annotations
 
-import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -50,8 +49,6 @@ from tokenmap.balance.budget import Budget
 from tokenmap.build.builder import context_min_count, encode_texts, split_utterances
 from tokenmap.maps.schema import stream_markers
 from tokenmap.maps.suffixmap import TokenMap, build_arrays
-
-log = logging.getLogger("tokenmap")
 
 #: Whisper's multilingual vocabulary size, when a map header lacks ``vocab_size``
 DEFAULT_VOCAB = 51865
@@ -78,12 +75,8 @@ def next_prob(sm: TokenMap, node: int, token: int, vocab: int) -> float:
 
 
 def cross_entropy(tm: TokenMap, sequences: Iterable[Sequence[int]], vocab_size: int | None = None) -> float:
-    """``D_T``: mean ``-log q(y_i | BOS, y_<i)`` in nats/token over all tokens of ``sequences``.
-
-    ``sequences`` are the model's (greedy) text tokens of the task's
-    utterances, one list per segment, without special tokens; NaN if empty.
-    ``vocab_size`` defaults to the map header's.
-    """
+    """``D_T``: mean ``-log q(y_i | BOS, y_<i)`` in nats/token over all tokens of ``sequences`` (NaN if none),
+    the model's text tokens of the task's utterances, one list per segment; ``vocab_size``: the header's."""
     vocab = int(vocab_size or tm.header.get("vocab_size") or DEFAULT_VOCAB)
     total, n = 0.0, 0
     for ids in sequences:
@@ -153,14 +146,3 @@ def teacher_divergence(stream: np.ndarray, teacher: np.ndarray | None, options, 
     tm = build_task_map(stream, Budget.of(options), options, vocab_size)
     return cross_entropy(tm, seqs), sum(map(len, seqs)), tm
 
-
-def check_teacher_tasks(corpus_tasks, teacher_tasks: Mapping[str, list]) -> None:
-    """Warn about teacher tasks without a corpus (ignored) and corpus tasks without teacher lines
-    (their ``D_T`` is unknown, so they keep the default budget)."""
-    extra = sorted(set(teacher_tasks) - set(corpus_tasks))
-    if extra:
-        log.warning("teacher lines of %s ignored: no corpus for %s", ", ".join(extra),
-                    "it" if len(extra) == 1 else "them")
-    missing = sorted(set(corpus_tasks) - set(teacher_tasks))
-    if missing:
-        log.warning("no teacher lines for %s: D_T unknown, default budget", ", ".join(missing))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -32,7 +32,6 @@ from tokenmap.balance.budget import (
 from tokenmap.balance.divergence import (
     DEV_EVERY,
     build_task_map,
-    check_teacher_tasks,
     dev_divergence,
     encode_stream,
     teacher_divergence,
@@ -63,6 +62,18 @@ def read_tasks(corpus, options, stats) -> dict[str, list[str]]:
         tasks.setdefault(task_name(utt.domain, utt.lang), []).append(utt.text)
     check_nonempty(stats)
     return tasks
+
+
+def check_teacher_tasks(corpus_tasks, teacher_tasks: Mapping[str, list]) -> None:
+    """Warn about teacher tasks without a corpus (ignored) and corpus tasks without teacher lines
+    (their ``D_T`` is unknown, so they keep the default budget)."""
+    extra = sorted(set(teacher_tasks) - set(corpus_tasks))
+    if extra:
+        log.warning("teacher lines of %s ignored: no corpus for %s", ", ".join(extra),
+                    "it" if len(extra) == 1 else "them")
+    missing = sorted(set(corpus_tasks) - set(teacher_tasks))
+    if missing:
+        log.warning("no teacher lines for %s: D_T unknown, default budget", ", ".join(missing))
 
 
 def build_balanced(corpus: Sequence, output, *, model: str = "base", tokenizer=None, options=None,

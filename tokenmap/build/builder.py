@@ -21,16 +21,6 @@ token sequence of up to ``depth`` tokens with its count.  The pipeline
 4. **self-test** - the decoder's drafter replayed over the first training
    utterances (:func:`self_test`), stored in the header;
 5. **save** - :func:`tokenmap.maps.mapfile.write_map`.
-
-The drafter decides at decode time how far to follow the map (the calibrated
-cost of the pass that verifies a draft, :mod:`tokenmap.decode.follow`), so the
-build has no draft length, candidate count or context order to choose.
-
-Example::
-
-    >>> result = build_map(["maint.txt"], "out.tmap", model="base")   # doctest: +SKIP
-    >>> result.contexts, result.with_continuation, result.size_bytes   # doctest: +SKIP
-    (412230, 151906, 8419456)
 """
 
 from __future__ import annotations
@@ -113,12 +103,9 @@ class BuildResult:
 
 # -- 1. load -----------------------------------------------------------------
 def encode_texts(texts: Sequence[str], tokenizer, style: StyleOptions, add_raw: bool) -> bytes:
-    """Bridge and tokenize a batch; returns ``BOS ids... SEP`` per text as uint32 bytes.
-
-    BOS/SEP here are the first ids past the vocabulary (``vocab_size`` and
-    ``vocab_size + 1``, :func:`tokenmap.maps.schema.stream_markers`).
-    """
-    bos, sep = tokenizer.vocab_size, tokenizer.vocab_size + 1
+    """Bridge and tokenize a batch; returns ``BOS ids... SEP`` per text as uint32 bytes
+    (:func:`tokenmap.maps.schema.stream_markers`)."""
+    bos, sep = schema.stream_markers(tokenizer.vocab_size)
     batch: list[str] = []
     for raw in texts:
         text = bridge(raw, style) if style.any else raw
@@ -144,11 +131,8 @@ def _batches(utterances: Iterable, size: int):
 
 
 def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, progress: Progress | None = None) -> int:
-    """Tokenize utterances in batches (``options.jobs`` processes) and write the uint32 stream to ``out``.
-
-    Returns the number of uint32 written.  Output order is input order, so
-    the stream does not depend on ``jobs``.
-    """
+    """Tokenize utterances in batches (``options.jobs`` processes) and write the uint32 stream to ``out``,
+    in input order whatever ``jobs``; returns the number of uint32 written."""
     total = 0
     batches = _batches(utterances, options.batch_size)
     pool = None
@@ -165,8 +149,10 @@ def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, pr
             if progress:
                 progress("load", count)
     except KeyboardInterrupt:
-        if pool is not None:  # Ctrl-C: kill the workers; joining the pool's threads could block for ever
-            _kill_pool_workers()
+        if pool is not None:  # Ctrl-C: SIGKILL the pool's workers; joining its threads could block for ever
+            for proc in multiprocessing.active_children():
+                if "PoolWorker" in proc.name:
+                    proc.kill()
             pool = None
         raise
     finally:
@@ -175,13 +161,6 @@ def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, pr
             pool.join()
         _WORKER.clear()
     return total
-
-
-def _kill_pool_workers() -> None:
-    """SIGKILL this process's multiprocessing pool workers (named ``*PoolWorker-*``), nothing else."""
-    for proc in multiprocessing.active_children():
-        if "PoolWorker" in proc.name:
-            proc.kill()
 
 
 def split_utterances(stream: np.ndarray, sep: int, limit: int | None = None) -> list[list[int]]:

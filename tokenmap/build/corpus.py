@@ -17,12 +17,6 @@ layout (the parent looks like a language code) the grandparent is the domain
 and the parent the language.  Bad lines (binary, not UTF-8, longer than
 ``MAX_CHARS``) are skipped and counted, empty ones skipped; an empty corpus or
 an unreadable file raises :class:`CorpusError` with a one-line message.
-
-Example::
-
-    >>> stats = CorpusStats()
-    >>> for utt in read_corpus(["corpora/maintenance/en/train.txt"], stats=stats):  # doctest: +SKIP
-    ...     print(utt)  # Utterance(text='Pump 3 inspected.', domain='maintenance', lang='en')
 """
 
 from __future__ import annotations
@@ -99,28 +93,20 @@ def _kind(path: Path) -> tuple[str | None, bool]:
     return (KINDS.get(suffixes[-1]) if suffixes else None), gz
 
 
-def _held_out(path: Path) -> bool:
-    """A ``test*`` file, or a link to one (held-out splits never enter a map from a directory walk)."""
-    return path.name.lower().startswith("test") or path.resolve().name.lower().startswith("test")
-
-
 def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
     """Files named by ``paths`` (directories walked, sorted), errors for missing ones.
 
     Each file is read once: a second path to the same file (a symbolic link
     such as ``corpora/maintenance/train.txt -> en/train.txt``, or a file named
     twice) is dropped.  A directory walk skips ``test*`` files and links to them.
-
-    >>> [str(p) for p in expand_paths(["corpora/maintenance"])]   # doctest: +SKIP
-    ['corpora/maintenance/en/train.txt', 'corpora/maintenance/en/train_written.txt',
-     'corpora/maintenance/es/train.txt', 'corpora/maintenance/fr/train.txt']
     """
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and _kind(p)[0])
-            held_out = [p for p in found if _held_out(p)]
+            held_out = [p for p in found if p.name.lower().startswith("test")
+                        or p.resolve().name.lower().startswith("test")]  # or a link to such a file
             if held_out:  # held-out splits never enter a map unless named one by one
                 log.info("%s: skipping %d held-out file(s) named test*", path, len(held_out))
                 found = [p for p in found if p not in held_out]

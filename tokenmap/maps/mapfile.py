@@ -29,18 +29,13 @@ one file: format version ``SET_VERSION``, a header list ``"sections"`` (each
 section's ``task`` and budget) and the arrays of section ``i`` named
 ``"<i>.<name>"``.  :func:`load_maps` returns its sections as a list of
 :class:`TokenMap` (a one-map file gives a one-element list).
-
-Example::
-
-    >>> (tm,) = load_maps("maint.tmap")                                 # doctest: +SKIP
-    >>> tm.count(tm.walk([tm.bos] + tok.encode("Hydraulic pump")))      # doctest: +SKIP
-    212
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import mmap
 import os
 from collections.abc import Mapping, Sequence
@@ -129,9 +124,7 @@ def array_views(buf, header: dict, path: Path) -> dict[str, np.ndarray]:
                 or not all(type(s) is int and 0 <= s < 1 << 40 for s in shape) \
                 or type(off) is not int or off < 0 or off % ALIGN:
             raise fail(path, f"corrupt token map (bad entry for array {name!r})")
-        count = 1
-        for s in shape:
-            count *= s
+        count = math.prod(shape)
         nbytes = count * np.dtype(dtype).itemsize
         if start + off + nbytes > size:
             raise fail(path, "token map is truncated")
@@ -274,10 +267,8 @@ def write_map(path: str | os.PathLike, header: Mapping, arrays: Mapping[str, np.
 
 def write_map_set(path: str | os.PathLike, header: Mapping,
                   sections: Sequence[tuple[Mapping, Mapping[str, np.ndarray]]]) -> int:
-    """Write a map set: ``header`` for the file, ``(section header, arrays)`` per task.
-
-    Every section header needs ``task`` (unique); returns the size in bytes.
-    """
+    """Write a map set: ``header`` for the file, ``(section header with a unique "task", arrays)`` per task;
+    returns its size in bytes."""
     tasks = [str(h.get("task", "")) for h, _ in sections]
     if not sections or "" in tasks or len(set(tasks)) != len(tasks):
         raise ValueError("a map set needs at least one section, each with its own task name")

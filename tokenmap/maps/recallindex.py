@@ -122,10 +122,8 @@ class RecallIndex:
         self._pending = []
 
     def nearest(self, vector: np.ndarray) -> tuple[float, list[int]]:
-        """``(cosine, tokens)`` of the stored segment closest to ``vector`` (``(-1, [])`` when empty).
-
-        ``einsum`` rather than a BLAS product: inside the decoding loop, BLAS threads would
-        compete with the engine's spinning threads (a lookup then cost tens of milliseconds)."""
+        """``(cosine, tokens)`` of the stored segment closest to ``vector`` (``(-1, [])`` when empty); ``einsum``,
+        not a BLAS product, whose threads would compete with the engine's spinning threads in the decoding loop."""
         self._flush()
         if not self._vectors.size or vector.shape[0] != self._vectors.shape[1]:
             return -1.0, []
