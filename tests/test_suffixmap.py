@@ -12,8 +12,6 @@ from tokenmap.decode.ct2math import (
     argmax_of_log_softmax,
     log_softmax,
     log_softmax_rows,
-    logsumexp,
-    logsumexp_rows,
 )
 from tokenmap.decode.drafters import find_continuation
 from tokenmap.decode.follow import FollowDrafter
@@ -206,7 +204,6 @@ def test_rowwise_rules_are_bit_identical():
     for v in (51865, 51864, 9):
         x = rng.normal(0, 3, (7, v)).astype(np.float32)
         assert np.array_equal(log_softmax_rows(x.copy()), np.stack([log_softmax(r) for r in x]))
-        assert np.array_equal(logsumexp_rows(x.copy()), np.array([logsumexp(r) for r in x]))
 
 
 def _rules_and_rows(n_rows: int, seed: int):
