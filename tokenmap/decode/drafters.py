@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import dataclass
 from typing import Protocol, Sequence
@@ -29,8 +28,6 @@ from tokenmap.decode.control import ControlledDrafter
 from tokenmap.decode.cost import DEFAULT
 from tokenmap.decode.follow import FollowDrafter
 from tokenmap.decode.recall import RecallDrafter
-
-logger = logging.getLogger("tokenmap")
 
 
 class Drafter(Protocol):

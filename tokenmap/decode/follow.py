@@ -11,7 +11,7 @@ the product of the relative frequencies on the way times its tally's ``factor``
 
 Where the model spells a word in other tokens than the map's (``" can" "ce" "ll"``
 for ``" cancell"``), the context follows the word's text
-(:class:`tokenmap.decode.spelling.WordSync`). Where it writes a comma-like mark
+(:class:`WordSync`). Where it writes a comma-like mark
 (``inner_marks``) the corpus lacks, or leaves out one the corpus writes, the context
 steps over it instead of backing off.
 
@@ -53,12 +53,13 @@ import numpy as np
 
 from tokenmap.decode.control import DraftTally, best_cut, verify_costs
 from tokenmap.decode.cost import DEFAULT, CostModel
-from tokenmap.decode.spelling import WordSync
+from tokenmap.decode.special import Spelling, has_letters
 
 LAST_TIMESTAMP = 1500  # <|30.00|>, Whisper's last timestamp, as an offset from <|0.00|>
 GOES_ON_S = 1.0  # a closing timestamp this long before the audio's end is followed by another segment
 CONFIDENCE = 0.8  # multiplies every share: corpus text is not exactly what the model writes
 MAX_LEN = 24  # tokens of a draft at most
+MAX_DEPTH = 6  # map tokens one word may span
 
 
 def closing_timestamp(seconds: float | None, timestamp_begin: int, max_seconds: float = 30.0) -> int | None:
@@ -77,6 +78,106 @@ def closing_timestamp(seconds: float | None, timestamp_begin: int, max_seconds: 
         return None
     guess = 2.0 if seconds < 1.3 else float(round(seconds))
     return timestamp_begin + int(round(min(guess, max_seconds) / 0.02))
+
+
+class WordSync:
+    """The word being written, and the map's node for it when the model's pieces are not the map's.
+
+    A token map holds the canonical byte-level BPE of its corpus (`` cancelletto`` is ``" cancell" "etto"``);
+    Whisper sometimes spells the same word in other pieces (``" can" "ce" "ll" "etto"``). When the model's
+    pieces leave the map, this looks from the node where the word began for a path of map tokens that spells
+    the same text. :meth:`feed` takes every text token before the drafter advances its context, and returns
+    the node the context should take (where the text ends inside a map token, the node before it), or None
+    to let the drafter advance as usual. After a word that ends inside a map token, :attr:`lead` holds the
+    tokens that finish it and :attr:`straddle` the node of that map token.
+
+    Example (a toy vocabulary and a map of one utterance, ``" cancell" "etto" "."``)::
+
+        >>> import numpy as np
+        >>> from tokenmap.maps.suffixmap import TokenMap
+        >>> vocab = ["Ġcancell", "etto", ".", "Ġcan", "ce", "ll", "<|endoftext|>", "<|bos|>", "<|sep|>"]
+        >>> spelling = Spelling(vocab, end=6)
+        >>> sm = TokenMap.from_stream(np.array([7, 0, 1, 2, 8], dtype=np.uint32), bos=7, sep=8, depth=8)
+        >>> words = WordSync(sm, spelling)
+        >>> words.reset(sm.bos_node)
+        >>> sm.child(sm.bos_node, 3)                   # the map has no " can" where the utterance starts
+        -1
+        >>> words.feed(sm.bos_node, 3) == sm.bos_node  # " can" is inside " cancell": the context stays before it
+        True
+        >>> [vocab[t] for t in words.lead], vocab[sm.token(words.straddle)]   # the next draft opens with the rest
+        (['ce', 'll'], 'Ġcancell')
+        >>> _ = words.feed(sm.bos_node, 4)             # the model wrote "ce": "ll" is left
+        >>> [vocab[t] for t in words.lead]
+        ['ll']
+        >>> words.feed(sm.bos_node, 5) == sm.child(sm.bos_node, 0)   # "ll" ends the word at " cancell"'s node
+        True
+    """
+
+    def __init__(self, token_map, spelling: Spelling):
+        self.map, self.spelling = token_map, spelling
+        self.reset(0)
+
+    def reset(self, node: int) -> None:
+        """A new word starts after ``node``."""
+        self._anchor, self._word = node, ""
+        self._lost = False  # no map path spells the word so far: none spells it with more pieces either
+        self.lead: list[int] = []
+        self.straddle = -1
+
+    def feed(self, node: int, token: int, held: bool | None = None) -> int | None:
+        """Take the model's next text ``token``; ``node`` is the drafter's context before it, and ``held``
+        whether the map continues ``node`` with ``token`` (looked up when None)."""
+        text = self.spelling.text(token)
+        inside = bool(self.lead)
+        self.lead, self.straddle = [], -1
+        if self.spelling.starts_word(token):
+            self._anchor, self._word, self._lost = node, "", False
+        self._word += text
+        if held is None:
+            held = self.map.child(node, token) > 0
+        if self._lost or not has_letters(text) or (not inside and held):
+            return None  # a word the map does not hold, punctuation, or the map's own piece
+        return self._resync()
+
+    def _resync(self) -> int | None:
+        anchor = self._anchor
+        while anchor > 0:
+            found = self._search(anchor, self._word, 0)
+            if found is not None:
+                self._anchor = anchor
+                _, node, rest, straddle = found
+                if not rest:
+                    return node
+                lead = self.spelling.pieces(rest)
+                if lead is None:
+                    return None
+                self.lead, self.straddle = lead, straddle
+                return node
+            anchor = self.map.suffix(anchor)  # a shorter context of the same words
+        self._lost = True
+        return None
+
+    def _search(self, node: int, word: str, depth: int):
+        """The most frequent path from ``node`` that spells ``word``: ``(count, node, rest, straddle)``,
+        ``rest`` the text of the last map token beyond the word ("" when the word ends at ``node``)."""
+        if depth >= MAX_DEPTH:
+            return None
+        first, tokens = self.map.children(node)
+        best = None
+        for i in self.spelling.candidates(tokens, word):
+            child, text = first + int(i), self.spelling.text(int(tokens[i]))
+            if not text:
+                continue
+            if word.startswith(text):
+                rest = word[len(text):]
+                found = (self.map.count(child), child, "", -1) if not rest else self._search(child, rest, depth + 1)
+            elif text.startswith(word):
+                found = (self.map.count(child), node, text[len(word):], child)
+            else:
+                continue
+            if found is not None and (best is None or found[0] > best[0]):
+                best = found
+        return best
 
 
 class FollowDrafter:

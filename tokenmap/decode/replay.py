@@ -1,11 +1,8 @@
 """Model-free replay: how a drafter would do on token streams the model is known to emit.
 
-Greedy decoding is deterministic, so once the model's output for a window is
-recorded, a drafter can be scored on it without the model: at every pass the
-drafter proposes, the agreeing prefix is kept plus the model's own next
-token, exactly as :func:`tokenmap.decode.speculative.decode_window` proceeds.  With a
-cost curve the passes become milliseconds, so a replay predicts the decoder
-speed-up ``S`` in seconds instead of a benchmark's minutes.
+Greedy decoding is deterministic, so a drafter can be scored on a window's recorded output without the
+model: at every pass the agreeing prefix of the draft is kept plus the model's own next token, as
+:func:`tokenmap.decode.speculative.decode_window` proceeds; a cost curve turns the passes into ms.
 
 Example (a drafter that always proposes the truth, 3 tokens then EOT = 99)::
 
@@ -44,11 +41,8 @@ class ReplayStats(DecodeStats):
 def replay_window(drafter, truth: Sequence[int], eot: int, with_timestamps: bool, timestamp_begin: int,
                   cost: CostModel = DEFAULT, feed: int = 1, max_len: int = 64,
                   history: Sequence[int] = ()) -> ReplayStats:
-    """Replay one window whose greedy output is ``truth`` (without EOT).
-
-    ``feed``: tokens of the first pass besides the draft (the prompt after SOT);
-    ``history``: the window's previous text, as the loop gives it to the drafter.
-    """
+    """Replay one window whose greedy output is ``truth`` (without EOT). ``feed``: tokens of the first pass
+    besides the draft (the prompt after SOT); ``history``: the window's previous text."""
     target = list(truth) + [eot]
     tokens: list[int] = []
     stats = ReplayStats()
@@ -79,11 +73,7 @@ def replay_window(drafter, truth: Sequence[int], eot: int, with_timestamps: bool
 def replay_generated(drafter, prompt: Sequence[int], truth: Sequence[int], special,
                      history: Sequence[int] = ()) -> ReplayStats:
     """How the loop would have decoded a window that plain ``generate`` decoded to ``truth`` from
-    ``prompt``, with ``drafter``, which learns from the replay as from verified drafts.
-
-    ``special``: the model's :class:`tokenmap.decode.special.SpecialTokens`. The first pass feeds the
-    prompt after ``<|startoftranscript|>``, as :func:`tokenmap.decode.speculative.decode_window` does.
-    """
+    ``prompt``, with ``drafter``, which learns from the replay as from verified drafts."""
     prompt = list(prompt)
     feed = max(1, len(prompt) - special.sot_index(prompt) - 1)
     return replay_window(drafter, truth, special.eot, prompt[-1] != special.no_timestamps,
