@@ -15,9 +15,9 @@ from tokenmap.decode.ct2math import (
 )
 from tokenmap.decode.drafters import find_continuation
 from tokenmap.decode.follow import FollowDrafter
-from tokenmap.decode.replay import replay_window
 from tokenmap.decode.rules import RuleSet
 from tokenmap.decode.special import SpecialTokens
+from tokenmap.decode.speculative import replay_window
 from tokenmap.maps.suffixmap import TokenMap, build_arrays
 
 BOS, SEP = 20, 21
@@ -291,7 +291,7 @@ def test_replay_of_a_generated_window_feeds_the_prompt_and_keeps_timestamps():
 
     from tokenmap.decode.cost import DEFAULT
     from tokenmap.decode.drafters import FixedDrafter
-    from tokenmap.decode.replay import replay_generated
+    from tokenmap.decode.speculative import replay_generated
 
     special = SimpleNamespace(eot=99, no_timestamps=98, timestamp_begin=100, sot_index=lambda prompt: 0)
     truth = [100, 5, 6, 7, 120]

@@ -12,7 +12,7 @@ import numpy as np
 
 from tokenmap.decode.cost import CostModel
 from tokenmap.decode.follow import FollowDrafter
-from tokenmap.decode.replay import replay
+from tokenmap.decode.speculative import replay
 
 
 def self_test(sm, utterances: Sequence[Sequence[int]], cost: CostModel) -> dict:

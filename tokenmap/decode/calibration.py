@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import statistics
 import time
@@ -19,17 +18,14 @@ from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker, stock_
 log = logging.getLogger("tokenmap")
 
 
-def calibration_prompt(model_dir: Path, special: SpecialTokens, multilingual: bool) -> list[int]:
-    """``<|startoftranscript|><|en|><|transcribe|>`` in this model's own ids (large-v3's
-    ``<|yue|>`` moves ``<|transcribe|>`` up by one), or ``<|startoftranscript|>`` alone."""
+def calibration_prompt(special: SpecialTokens, multilingual: bool) -> list[int]:
+    """``<|startoftranscript|><|en|><|transcribe|>`` in this model's own ids (every Whisper vocabulary
+    ends its task tokens ``<|transcribe|>``, ``<|startoflm|>``, ``<|startofprev|>``, ``<|nospeech|>``,
+    ``<|notimestamps|>``), or ``<|startoftranscript|>`` alone."""
     if not multilingual:
         return [special.sot]
-    txt = model_dir / "vocabulary.txt"
-    vocab = (txt.read_text(encoding="utf-8").split("\n") if txt.is_file()
-             else json.loads((model_dir / "vocabulary.json").read_text(encoding="utf-8")))
-    index = {tok: i for i, tok in enumerate(vocab)}
-    return [special.sot, index.get("<|en|>", special.sot + 1),
-            index.get("<|transcribe|>", special.no_timestamps - 4)]
+    return [special.sot, dict((code, i) for i, code in special.languages).get("en", special.sot + 1),
+            special.no_timestamps - 4]
 
 
 class _PassProbe:
@@ -51,7 +47,7 @@ class _PassProbe:
         features = FeatureExtractor(feature_size=model.n_mels)(audio)[:, :3000]
         self.model = model
         self.encoded = model.encode(ctranslate2.StorageView.from_array(features[None].astype(np.float32)))
-        self.prompt = calibration_prompt(Path(model_dir), special, model.is_multilingual)
+        self.prompt = calibration_prompt(special, model.is_multilingual)
         self.eot = special.eot
         self.rules = RuleSet.from_generate_kwargs(special, self.prompt)
         self.state, _ = model.prefill(self.encoded, self.prompt)

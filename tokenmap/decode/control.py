@@ -42,11 +42,8 @@ def verify_costs(cost, max_len: int) -> np.ndarray:
 
 
 def best_cut(chances, step_ms: float, verify_ms: np.ndarray) -> tuple[int, float, float]:
-    """``(length, saving ms, expected kept tokens)`` of the draft that saves most; ``(0, 0.0, 0.0)`` when
-    none saves anything.
-
-    ``chances[k - 1]``: the chance that the first ``k`` drafted tokens are all kept;
-    ``verify_ms``: :func:`verify_costs` (at least as long as ``chances``).
+    """``(length, saving ms, expected kept tokens)`` of the draft that saves most (``(0, 0.0, 0.0)``: none
+    saves anything); ``chances[k - 1]``: the chance that the first ``k`` drafted tokens are all kept.
 
     >>> best_cut([0.75, 0.5, 0.25], 10.0, np.array([1.0, 2.0, 6.0]))   # 12.5 - 2 beats 7.5 - 1 and 15 - 6
     (2, 10.5, 1.25)
@@ -138,10 +135,7 @@ class AcceptanceController:
         return self.kept / (self.kept + self.rejected)
 
     def best(self) -> tuple[int, float]:
-        """(draft length, expected saving in ms) of the best draft at the current ``p``.
-
-        Asked at every decoder pass but changed only by :meth:`update`, so cached per ``p``.
-        """
+        """(draft length, expected saving in ms) of the best draft at the current ``p`` (cached per ``p``)."""
         p = self.p
         if self._best is None or self._best[0] != p:
             length, saving, _ = best_cut([p ** k for k in range(1, self.max_len + 1)], self.cost.step_ms,

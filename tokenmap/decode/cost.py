@@ -90,11 +90,6 @@ class CostModel:
             return min(self.plain_step_ms, self.step_ms)
         return self.step_ms - self.loop_ms
 
-    @property
-    def plain_timed(self) -> bool:
-        """Whether the calibration timed plain ``generate`` on the engine that runs it."""
-        return self.plain_step_ms > 0
-
     def plain_window_ms(self, tokens: int) -> float:
         """ms plain ``generate`` is expected to take for a window of ``tokens`` (EOT included): its prompt
         (measured, else the loop's prefill) and a token each.

@@ -1,15 +1,10 @@
 """CTranslate2's float32 reductions on the CPU, reproduced for the decoding loop.
 
-Whisper's greedy decisions and scores in :mod:`tokenmap.decode.rules` go through a
-log-softmax; to decide as CTranslate2 does (near-ties included), the sums run in
-its order: ``LANES`` running lane sums, a tree over the lanes, then the tail one
-by one, for every row of a verify pass at once (a single row is one such row).
-
-Where tokenmap's native library is built (:mod:`tokenmap.runtime.nativelib`), the sums
-run there, bit for bit as numpy computes them, and a log-softmax's shift is computed
-in one pass with the Cephes polynomial of CTranslate2's AVX2 exponential (numpy's
-exponential and the library's differ by a few ulp, far below any decision or score
-tolerance).
+Whisper's greedy decisions and scores in :mod:`tokenmap.decode.rules` go through a log-softmax; to
+decide as CTranslate2 does (near-ties included), the sums run in its order: ``LANES`` running lane sums,
+a tree over the lanes, then the tail one by one, for every row of a verify pass at once. Where
+tokenmap's native library is built (:mod:`tokenmap.runtime.nativelib`), they run there, bit for bit, and
+a log-softmax's shift with CTranslate2's AVX2 exponential (a few ulp from numpy's).
 
 Example::
 

@@ -31,7 +31,8 @@ from tokenmap.decode.recall import RecallDrafter
 
 
 class Drafter(Protocol):
-    """Context in, candidate tokens (possibly none) out; told how each draft fared."""
+    """Context in, candidate tokens (possibly none) out; told how each draft fared. A drafter that derives
+    from it inherits ``reset`` and ``update`` that do nothing."""
 
     def reset(self, history: Sequence[int] = ()) -> None:
         """Start a new window; ``history`` is text the model saw before it (the previous-window prompt)."""
@@ -124,7 +125,7 @@ class MapSetDrafter:
             self.members[self._last].update(drafted, accepted)
 
 
-class PromptLookupDrafter:
+class PromptLookupDrafter(Drafter):
     """Prompt lookup: find the last ``n`` tokens earlier in ``history`` (the previous-window prompt) and
     this window's tokens, and copy what followed. A match must be at least 4 tokens long by default: 2- and
     3-token matches ("the", numbers, units) recur without the same continuation."""
@@ -143,9 +144,6 @@ class PromptLookupDrafter:
             return []
         seq = self.history + [t for t in tokens if self.timestamp_begin is None or t < self.timestamp_begin]
         return find_continuation(seq, self.min_match, self.max_match, limit)
-
-    def update(self, drafted: int, accepted: int) -> None:
-        pass
 
 
 def find_continuation(seq: Sequence[int], min_match: int, max_match: int, limit: int) -> list[int]:
@@ -174,7 +172,7 @@ def find_continuation(seq: Sequence[int], min_match: int, max_match: int, limit:
     return arr[best_end + 1: best_end + 1 + limit].tolist()
 
 
-class SessionCache:
+class SessionCache(Drafter):
     """Text accepted earlier in this process, searched like a prompt; thread-safe, the oldest of more
     than ``max_tokens`` dropped."""
 
@@ -191,9 +189,6 @@ class SessionCache:
             self._tokens.extend(text)
             del self._tokens[: max(0, len(self._tokens) - self.max_tokens)]
 
-    def reset(self, history: Sequence[int] = ()) -> None:
-        pass
-
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
         text = text_context(tokens, self.timestamp_begin)
         if not text or len(text) < self.min_match or limit <= 0:
@@ -204,9 +199,6 @@ class SessionCache:
             return []
         n = self.min_match
         return find_continuation(corpus + text[-n:], n, max(n, 4), limit)
-
-    def update(self, drafted: int, accepted: int) -> None:
-        pass
 
 
 @dataclass
@@ -235,24 +227,18 @@ class ChainDrafter:
             self._last.update(drafted, accepted)
 
 
-class FixedDrafter:
+class FixedDrafter(Drafter):
     """Drafts the part of a fixed ``sequence`` that follows ``tokens`` when they are a prefix of it, else
     nothing (the oracle, or adversarial tests)."""
 
     def __init__(self, sequence: Sequence[int]):
         self.sequence = list(sequence)
 
-    def reset(self, history: Sequence[int] = ()) -> None:
-        pass
-
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
         n = len(tokens)
         if self.sequence[:n] != list(tokens):
             return []
         return self.sequence[n: n + limit]
-
-    def update(self, drafted: int, accepted: int) -> None:
-        pass
 
 
 def map_drafter(token_map, special, cost=None, controllers=None, index: int = 0,

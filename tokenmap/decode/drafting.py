@@ -17,10 +17,9 @@ import time
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import SessionCache, default_drafter, map_languages
 from tokenmap.decode.loops import window_as_result
-from tokenmap.decode.replay import replay_generated
 from tokenmap.decode.rules import supports_fast_path
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.decode.speculative import DecodeStats, decode_window
+from tokenmap.decode.speculative import DecodeStats, decode_window, replay_generated
 from tokenmap.runtime.engine import GenerationResult
 
 logger = logging.getLogger("tokenmap")

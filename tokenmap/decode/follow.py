@@ -63,13 +63,9 @@ MAX_DEPTH = 6  # map tokens one word may span
 
 
 def closing_timestamp(seconds: float | None, timestamp_begin: int, max_seconds: float = 30.0) -> int | None:
-    """A guess of the timestamp that closes the last segment of a window holding ``seconds`` of audio.
-
-    Whisper writes round closing times: the last timestamp of a short prompt is
-    mostly ``<|2.00|>``, that of a longer one often the nearest whole second, so
-    the guess is ``<|2.00|>`` under 1.3 s and the rounded length above. A wrong
-    guess costs one rejected token: :class:`FollowDrafter` weighs it by how often
-    its guesses held.
+    """A guess of the timestamp that closes the last segment of a window holding ``seconds`` of audio:
+    Whisper writes round closing times, mostly ``<|2.00|>`` for a short prompt and the nearest whole second
+    for a longer one.
 
     >>> [closing_timestamp(s, 100) for s in (0.8, 1.51, 2.65, None)]
     [200, 200, 250, None]
@@ -83,13 +79,11 @@ def closing_timestamp(seconds: float | None, timestamp_begin: int, max_seconds: 
 class WordSync:
     """The word being written, and the map's node for it when the model's pieces are not the map's.
 
-    A token map holds the canonical byte-level BPE of its corpus (`` cancelletto`` is ``" cancell" "etto"``);
-    Whisper sometimes spells the same word in other pieces (``" can" "ce" "ll" "etto"``). When the model's
-    pieces leave the map, this looks from the node where the word began for a path of map tokens that spells
-    the same text. :meth:`feed` takes every text token before the drafter advances its context, and returns
-    the node the context should take (where the text ends inside a map token, the node before it), or None
-    to let the drafter advance as usual. After a word that ends inside a map token, :attr:`lead` holds the
-    tokens that finish it and :attr:`straddle` the node of that map token.
+    When the model's pieces leave the map, this looks from the node where the word began for a path of map
+    tokens that spells the same text. :meth:`feed` takes every text token before the drafter advances its
+    context, and returns the node the context should take, or None to let the drafter advance as usual.
+    After a word that ends inside a map token, :attr:`lead` holds the tokens that finish it and
+    :attr:`straddle` the node of that map token.
 
     Example (a toy vocabulary and a map of one utterance, ``" cancell" "etto" "."``)::
 
@@ -212,7 +206,6 @@ class FollowDrafter:
         self._pending = 0.0
         self.reset()
 
-    # -- state -------------------------------------------------------------
     def reset(self, history: Sequence[int] = ()) -> None:
         self._fed = 0
         self._node = self.map.bos_node if self.map.bos_node > 0 else 0
@@ -284,7 +277,6 @@ class FollowDrafter:
             self._feed(int(t))
         self._fed = len(tokens)
 
-    # -- drafting ----------------------------------------------------------
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
         self._sync(tokens)
         self._pending = 0.0

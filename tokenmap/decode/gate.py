@@ -52,7 +52,7 @@ class WindowGate:
 
     def record_replay(self, stats) -> None:
         """Account for a window plain ``generate`` decoded, as the loop would have decoded it with the
-        same drafts (``stats``: :func:`tokenmap.decode.replay.replay_generated` on its tokens). The clock is
+        same drafts (``stats``: :func:`tokenmap.decode.speculative.replay_generated` on its tokens). The clock is
         left alone."""
         self._account(stats)
         self.replayed += 1
@@ -87,7 +87,7 @@ class WindowGate:
         """
         ms, expected, windows = self.timed[kind]
         if kind == "plain" and not windows:
-            return 1.0 if self.cost.plain_timed else None
+            return 1.0 if self.cost.plain_step_ms > 0 else None
         return ms / expected if expected and windows >= (self.min_windows if kind == "loop" else 1) else None
 
     @property
