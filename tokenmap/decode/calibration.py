@@ -29,9 +29,7 @@ def calibration_prompt(special: SpecialTokens, multilingual: bool) -> list[int]:
 
 
 class _PassProbe:
-    """The model on CPU with 30 s of low noise encoded and a 4-token prompt prefilled: :meth:`time` runs
-    the prefill (``n = -1``), a step (``0``) or a pass of ``n`` tokens on the decoding loop's path and
-    restores the state's length."""
+    """The model on CPU with 30 s of low noise encoded and a short prompt prefilled, to :meth:`time`."""
 
     def __init__(self, model_dir: Path, compute_type: str, threads: int):
         import ctranslate2
@@ -57,8 +55,8 @@ class _PassProbe:
         self.python: list[float] = []  # ms of each step spent after the engine returned
 
     def time(self, n: int) -> float:
-        """Milliseconds of the prefill (``n = -1``: what the decoding loop prefills, up to
-        <|startoftranscript|>), a step (``0``) or a pass of ``n`` tokens with the rules on every row."""
+        """Milliseconds of the prefill (``n = -1``: up to <|startoftranscript|>, as the loop does), a step
+        (``0``) or a pass of ``n`` tokens with the rules on every row; the state's length is restored."""
         t0 = time.perf_counter()
         if n == -1:
             self.model.prefill(self.encoded, self.prompt[:1])

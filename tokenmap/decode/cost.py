@@ -41,13 +41,11 @@ LOOP_MS = 0.7
 
 @dataclass(frozen=True)
 class CostModel:
-    """Verify-pass costs in milliseconds.
-
-    ``step_ms`` is one ``forward_step``; ``batch_ms[i]`` is one ``forward_batch`` of ``i + 1`` tokens;
-    ``prefill_ms`` is the window's ``prefill`` (0 when unknown); ``loop_ms`` is what a step of the decoding
-    loop costs beyond a token of plain ``generate`` (the Python around the engine call);
-    ``plain_step_ms`` and ``plain_prefill_ms``: a token, and the prompt, of plain ``generate`` on the
-    engine that decodes the windows without drafts (0 when not measured).
+    """Verify-pass costs in milliseconds: ``step_ms`` is one ``forward_step``; ``batch_ms[i]`` is one
+    ``forward_batch`` of ``i + 1`` tokens; ``prefill_ms`` is the window's ``prefill`` (0 when unknown);
+    ``loop_ms`` is what a step of the decoding loop costs beyond a token of plain ``generate`` (the Python
+    around the engine call); ``plain_step_ms`` and ``plain_prefill_ms``: a token, and the prompt, of plain
+    ``generate`` on the engine that decodes the windows without drafts (0 when not measured).
     """
 
     step_ms: float

@@ -269,14 +269,11 @@ def default_drafter(token_map=None, special=None, prompt_lookup: bool = True,
                     seconds: float | None = None, recall=None, audio=None, mel=None) -> ChainDrafter:
     """The drafter tokenmap uses: audio recall, the token map, then prompt lookup, then the session cache.
 
-    ``special``: the model's :class:`tokenmap.decode.special.SpecialTokens` (see :func:`map_drafter`;
-    None for a vocabulary without Whisper's structure). ``token_map``: one map, or a list of maps
-    (:class:`MapSetDrafter`). ``controllers``: the :class:`tokenmap.decode.control.ControllerSet` that keeps
-    what every source learns across windows (prompt lookup and the session cache are each wrapped in a
-    :class:`tokenmap.decode.control.ControlledDrafter`); ``cost``: the calibrated curve (default: the
-    controllers'). ``recall``: a :class:`tokenmap.maps.recallindex.RecallIndex`, used when ``audio`` (the
-    window's encoder output) is given too; ``mel``: the window's features, by which recall also finds
-    segments that start inside the window.
+    ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`); ``controllers``: the
+    :class:`tokenmap.decode.control.ControllerSet` that keeps what every source learns across windows;
+    ``cost``: the calibrated curve (default: the controllers'); ``recall``: a
+    :class:`tokenmap.maps.recallindex.RecallIndex`, used when ``audio`` (the window's encoder output) is
+    given too. See :func:`map_drafter` for the rest.
     """
     cost = cost or getattr(controllers, "cost", None)
     timestamp_begin = special.timestamp_begin if special is not None else None
