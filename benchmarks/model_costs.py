@@ -59,7 +59,7 @@ class Bench:
             s: ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None, :, : min(100 * s, 3000)],
                                                                        dtype=np.float32))
             for s in encoder_seconds}
-        self.prompt = calibration_prompt(Path(model_dir), special, self.model.is_multilingual)
+        self.prompt = calibration_prompt(special, self.model.is_multilingual)
         self.rules = RuleSet.from_generate_kwargs(special, self.prompt)
         self.encoded = self.model.encode(self.short)  # warm-up; the decoder reads the 30 s output below
         self.encoded = self.model.encode(self.full)

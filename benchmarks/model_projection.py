@@ -21,7 +21,7 @@ What is projected, per size and compute type:
 
 - **decoder S** per regime, against tokenmap's own greedy loop (as ``tokenmap
   bench`` reports it): today's drafter, with its controllers and window gate,
-  replayed on the recorded tokens (:func:`tokenmap.decode.replay.replay_window`)
+  replayed on the recorded tokens (:func:`tokenmap.decode.speculative.replay_window`)
   under that size's curve, one controller set per task in manifest order;
 - **end to end against tuned stock faster-whisper** on the same shape. A file
   costs ``other + encoder + decoder``. ``other`` (audio decoding, features,
@@ -59,8 +59,8 @@ from tokenmap import load_maps, resolve_model
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel, calibration_path
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
-from tokenmap.decode.replay import replay_window
 from tokenmap.decode.special import SpecialTokens
+from tokenmap.decode.speculative import replay_window
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,8 +6,8 @@
 
 Each file is transcribed once without a map (plain greedy ``generate``, tokenmap's default configuration,
 ``--context``), recording every window's prompt and tokens; each window is then replayed
-(:func:`tokenmap.decode.replay.replay_window`, on this machine's calibrated curve) through the file's map
-drafter twice: with the vocabulary's spelling (:mod:`tokenmap.decode.spelling`, the default) and matching
+(:func:`tokenmap.decode.speculative.replay_window`, on this machine's calibrated curve) through the file's map
+drafter twice: with the vocabulary's spelling (:class:`tokenmap.decode.follow.WordSync`, the default) and matching
 token ids only. A file starts with a fresh drafter, as in a new process. Prints, per split of the
 manifest, passes, tokens a pass, drafted and kept tokens, and the decoder speed-up the calibrated cost
 curve gives those passes.
@@ -22,7 +22,7 @@ from e2e_oracle import prompt_list
 import tokenmap
 from tokenmap import build_map, load_maps, resolve_model
 from tokenmap.decode.cost import load_cost_model
-from tokenmap.decode.replay import ReplayStats, replay_window
+from tokenmap.decode.speculative import ReplayStats, replay_window
 
 ROOT = Path(__file__).resolve().parents[1]
 

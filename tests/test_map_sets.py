@@ -12,7 +12,7 @@ import numpy as np
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import DEFAULT, CostModel
 from tokenmap.decode.drafters import default_drafter
-from tokenmap.decode.replay import replay_window
+from tokenmap.decode.speculative import replay_window
 from tokenmap.maps.suffixmap import TokenMap
 
 BOS, SEP = 9, 10

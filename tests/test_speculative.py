@@ -170,20 +170,6 @@ def test_controller_stops_drafting_when_nothing_is_accepted():
     assert c.limit() >= 8
 
 
-def test_controller_gates_whole_windows():
-    from tokenmap.decode.cost import DEFAULT
-
-    c = AcceptanceController(DEFAULT, probe_windows=5)
-    assert c.use_speculation()  # optimistic prior: try the map first
-    for _ in range(20):
-        c.update(3, 0)
-    gates = [c.use_speculation() for _ in range(20)]
-    assert gates.count(True) == 4  # only every 5th window probes
-    for _ in range(30):
-        c.update(6, 6)
-    assert c.use_speculation()
-
-
 def test_each_source_learns_its_own_acceptance():
     """A failing token map is throttled while prompt lookup keeps drafting."""
     from tokenmap.decode.control import ControllerSet

@@ -1,4 +1,4 @@
-"""A map drafter follows words the model spells in other pieces than the map's (tokenmap.decode.spelling)."""
+"""A map drafter follows words the model spells in other pieces than the map's (tokenmap.decode.follow.WordSync)."""
 
 import dataclasses
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tokenmap.decode.follow import FollowDrafter
-from tokenmap.decode.spelling import Spelling
+from tokenmap.decode.special import Spelling
 
 #: a toy vocabulary: the map's canonical " cancell" "etto", and the pieces the model may write instead
 VOCAB = ["Ġpress", "Ġthe", "Ġcancell", "etto", "Ġkey", ".", "Ġcan", "ce", "ll", "Ġan", "Ġlater",

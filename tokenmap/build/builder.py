@@ -41,7 +41,7 @@ from tokenmap.build.corpus import CorpusStats, check_nonempty, read_corpus
 from tokenmap.build.style import NO_BRIDGE, StyleOptions, bridge
 from tokenmap.decode.cost import DEFAULT, CostModel, load_cost_model
 from tokenmap.decode.follow import FollowDrafter
-from tokenmap.decode.replay import replay
+from tokenmap.decode.speculative import replay
 from tokenmap.maps import mapfile, schema, suffixmap
 from tokenmap.textok import TextTokenizer, model_dir_for
 

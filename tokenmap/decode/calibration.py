@@ -1,15 +1,8 @@
-"""``tokenmap calibrate``: the verify-pass cost curve measured on this machine's engines.
-
-:func:`calibrate` times, on the decoding loop's own path, the prefill of a window, a step and passes
-of 1..N tokens on the fork, and plain ``generate`` on the engine that decodes windows without drafts
-(:func:`time_plain_generate`), and returns them as a :class:`tokenmap.decode.cost.CostModel`, which
-:func:`tokenmap.decode.cost.save_cost_model` keeps where :func:`tokenmap.decode.cost.load_cost_model`
-finds it.
-"""
+"""``tokenmap calibrate``: the verify-pass cost curve measured on this machine's engines, as a
+:class:`tokenmap.decode.cost.CostModel`."""
 
 from __future__ import annotations
 
-import json
 import logging
 import statistics
 import time
@@ -25,23 +18,18 @@ from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker, stock_
 log = logging.getLogger("tokenmap")
 
 
-def calibration_prompt(model_dir: Path, special: SpecialTokens, multilingual: bool) -> list[int]:
-    """``<|startoftranscript|><|en|><|transcribe|>`` in this model's own ids (large-v3's
-    ``<|yue|>`` moves ``<|transcribe|>`` up by one), or ``<|startoftranscript|>`` alone."""
+def calibration_prompt(special: SpecialTokens, multilingual: bool) -> list[int]:
+    """``<|startoftranscript|><|en|><|transcribe|>`` in this model's own ids (every Whisper vocabulary
+    ends its task tokens ``<|transcribe|>``, ``<|startoflm|>``, ``<|startofprev|>``, ``<|nospeech|>``,
+    ``<|notimestamps|>``), or ``<|startoftranscript|>`` alone."""
     if not multilingual:
         return [special.sot]
-    txt = model_dir / "vocabulary.txt"
-    vocab = (txt.read_text(encoding="utf-8").split("\n") if txt.is_file()
-             else json.loads((model_dir / "vocabulary.json").read_text(encoding="utf-8")))
-    index = {tok: i for i, tok in enumerate(vocab)}
-    return [special.sot, index.get("<|en|>", special.sot + 1),
-            index.get("<|transcribe|>", special.no_timestamps - 4)]
+    return [special.sot, dict((code, i) for i, code in special.languages).get("en", special.sot + 1),
+            special.no_timestamps - 4]
 
 
 class _PassProbe:
-    """The model on CPU with 30 s of low noise encoded and a 4-token prompt prefilled: :meth:`time` runs
-    the prefill (``n = -1``), a step (``0``) or a pass of ``n`` tokens on the decoding loop's path and
-    restores the state's length."""
+    """The model on CPU with 30 s of low noise encoded and a short prompt prefilled, to :meth:`time`."""
 
     def __init__(self, model_dir: Path, compute_type: str, threads: int):
         import ctranslate2
@@ -57,7 +45,7 @@ class _PassProbe:
         features = FeatureExtractor(feature_size=model.n_mels)(audio)[:, :3000]
         self.model = model
         self.encoded = model.encode(ctranslate2.StorageView.from_array(features[None].astype(np.float32)))
-        self.prompt = calibration_prompt(Path(model_dir), special, model.is_multilingual)
+        self.prompt = calibration_prompt(special, model.is_multilingual)
         self.eot = special.eot
         self.rules = RuleSet.from_generate_kwargs(special, self.prompt)
         self.state, _ = model.prefill(self.encoded, self.prompt)
@@ -67,8 +55,8 @@ class _PassProbe:
         self.python: list[float] = []  # ms of each step spent after the engine returned
 
     def time(self, n: int) -> float:
-        """Milliseconds of the prefill (``n = -1``: what the decoding loop prefills, up to
-        <|startoftranscript|>), a step (``0``) or a pass of ``n`` tokens with the rules on every row."""
+        """Milliseconds of the prefill (``n = -1``: up to <|startoftranscript|>, as the loop does), a step
+        (``0``) or a pass of ``n`` tokens with the rules on every row; the state's length is restored."""
         t0 = time.perf_counter()
         if n == -1:
             self.model.prefill(self.encoded, self.prompt[:1])
@@ -87,22 +75,13 @@ class _PassProbe:
 
 def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max_tokens: int = MAX_TOKENS,
               reps: int = 5, progress=None) -> CostModel:
-    """Measure a verify pass as the decoder pays for it, for 1..max_tokens tokens.
+    """Measure a verify pass as the decoder pays for it, for 1..max_tokens tokens, and plain ``generate``
+    (:func:`time_plain_generate`).
 
-    Loads the model on CPU, encodes 30 s of low noise, prefills a 4-token
-    prompt, then times the prefill of a window and each pass on the real path: ``forward_step`` or
-    ``forward_batch``, the logits as numpy and Whisper's logit rules on every
-    row (:meth:`tokenmap.decode.rules.RuleSet.choose_rows`; the decoding loop
-    decides only the rows up to the first rejected draft token, so this is the
-    cost of a pass whose whole draft is accepted), with ``truncate_to_step``
-    restoring the state length between calls (median of ``reps`` after a
-    warm-up; every round times each length once, so load on a shared machine
-    shifts the whole curve rather than bending it).  ``loop_ms`` is the part
-    of that step spent after the engine returned (the logits as numpy and the
-    rules), timed directly: ``generate`` takes the argmax in the engine instead.
-    (Timed directly rather than as the step less a ``forward_step_greedy``:
-    the difference of two timed engine steps is too noisy on a shared machine,
-    and the window gate weighs every step with it.)
+    Times the prefill of a window and each pass on the real path (the engine call, the logits as numpy and
+    the rules on every row: a pass whose whole draft is accepted), the median of ``reps`` after a warm-up;
+    every round times each length once, so load on a shared machine shifts the whole curve rather than
+    bending it. ``loop_ms`` is the part of a step spent after the engine returned, timed directly.
     ``progress(1)`` is called after each round.
     """
     probe = _PassProbe(model_dir, compute_type, threads)
@@ -127,11 +106,10 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
 def time_plain_generate(model_dir: Path, compute_type: str, threads: int, probe: "_PassProbe",
                         reps: int = 5, lengths: tuple[int, int] = (4, 36)) -> tuple[float, float]:
     """``(ms a token, ms of the prompt)`` of plain ``generate`` on the engine that decodes the windows
-    without drafts: stock CTranslate2 in its worker where that is installed, else the fork.
+    without drafts (stock CTranslate2 in its worker where installed, else the fork); ``(0, 0)`` when it fails.
 
-    Times ``generate`` on the probe's encoder output at two ``max_length`` with end of text suppressed
-    (so the window runs to the length); a token costs the time difference over the tokens it added, and
-    the prompt what the shorter call took beyond its tokens. ``(0, 0)`` when the worker fails to start.
+    Times ``generate`` at two ``max_length`` with end of text suppressed: a token costs the time difference
+    over the tokens it added, the prompt what the shorter call took beyond its tokens.
     """
     worker = None
     generate = probe.model.generate

@@ -1,29 +1,19 @@
 """Draft length: the one rule that decides how far to draft, and the running state it learns from.
 
-Every draft is cut by the same rule, :func:`best_cut`, on the calibrated cost
-curve (:class:`tokenmap.decode.cost.CostModel`). A draft of ``L`` tokens whose
-first ``k`` tokens are all kept with chance ``P_k`` keeps
-``E_L = P_1 + ... + P_L`` tokens on average and saves
-``E_L * step_ms - (batch_ms(L + 1) - step_ms)`` milliseconds (may be
-negative): the draft is cut at the ``L`` that saves most, and not drafted when
-none saves anything. Sources differ only in where the chances ``P_k`` come from,
-and each learns them from the drafts the model verified:
+Every draft is cut by :func:`best_cut` on the calibrated cost curve
+(:class:`tokenmap.decode.cost.CostModel`). A draft of ``L`` tokens whose first ``k`` tokens are all
+kept with chance ``P_k`` keeps ``E_L = P_1 + ... + P_L`` tokens on average and saves
+``E_L * step_ms - (batch_ms(L + 1) - step_ms)`` ms: the draft is cut at the ``L`` that saves most,
+and not drafted when none saves anything. Sources differ only in where ``P_k`` comes from:
 
-* a source with no estimate of its own (prompt lookup, the session cache) is
-  wrapped in a :class:`ControlledDrafter`: its :class:`AcceptanceController`
-  models acceptance as geometric, ``P_k = p ** k``, with ``p`` learned from
-  its verified drafts;
-* a suffix map's drafter (:class:`tokenmap.decode.follow.FollowDrafter`) has
-  per-token chances from the map's frequencies, scaled by its
-  :class:`DraftTally`: observed over predicted kept tokens of its verified
-  drafts (and the hit rates of the timestamps it guesses).
+* a source with no estimate of its own (prompt lookup, the session cache) is wrapped in a
+  :class:`ControlledDrafter`, whose :class:`AcceptanceController` takes ``P_k = p ** k``, ``p``
+  learned from its verified drafts;
+* a map's drafter (:class:`tokenmap.decode.follow.FollowDrafter`) has per-token chances from the
+  map's frequencies, scaled by its :class:`DraftTally`.
 
-:class:`ControllerSet` keeps this state across the windows decoded with the same maps: an
-``AcceptanceController`` per controlled source and a ``DraftTally`` per map (one
-per member of a map set), which the window gate (:mod:`tokenmap.decode.gate`) weighs.
-
-Names: *calibration* is only the measured cost curve (``tokenmap calibrate``);
-a *tally* is what a drafter learned from its own verified drafts.
+:class:`ControllerSet` keeps this state across the windows decoded with the same maps, and is the
+window gate (:mod:`tokenmap.decode.gate`) that weighs it.
 
 Example::
 
@@ -43,7 +33,7 @@ from typing import Sequence
 
 import numpy as np
 
-from tokenmap.decode.gate import Probe, WindowGate
+from tokenmap.decode.gate import WindowGate
 
 
 def verify_costs(cost, max_len: int) -> np.ndarray:
@@ -51,12 +41,9 @@ def verify_costs(cost, max_len: int) -> np.ndarray:
     return np.array([cost.batch(length + 1) - cost.step_ms for length in range(1, max_len + 1)])
 
 
-def best_cut(chances, step_ms: float, verify_ms: np.ndarray, min_saving_ms: float = 0.0) -> tuple[int, float, float]:
-    """``(length, saving ms, expected kept tokens)`` of the draft that saves most; length 0 when none
-    saves more than ``min_saving_ms`` (then saving and expected are 0).
-
-    ``chances[k - 1]``: the chance that the first ``k`` drafted tokens are all kept;
-    ``verify_ms``: :func:`verify_costs` (at least as long as ``chances``).
+def best_cut(chances, step_ms: float, verify_ms: np.ndarray) -> tuple[int, float, float]:
+    """``(length, saving ms, expected kept tokens)`` of the draft that saves most (``(0, 0.0, 0.0)``: none
+    saves anything); ``chances[k - 1]``: the chance that the first ``k`` drafted tokens are all kept.
 
     >>> best_cut([0.75, 0.5, 0.25], 10.0, np.array([1.0, 2.0, 6.0]))   # 12.5 - 2 beats 7.5 - 1 and 15 - 6
     (2, 10.5, 1.25)
@@ -68,30 +55,23 @@ def best_cut(chances, step_ms: float, verify_ms: np.ndarray, min_saving_ms: floa
         return 0, 0.0, 0.0
     saving = expected * step_ms - verify_ms[: len(expected)]
     best = int(np.argmax(saving))
-    if saving[best] <= min_saving_ms:
+    if saving[best] <= 0:
         return 0, 0.0, 0.0
     return best + 1, float(saving[best]), float(expected[best])
 
 
 class DraftTally:
-    """What one map drafter learned from its verified drafts, decayed; lives as long as its
-    :class:`ControllerSet` (the windows one thread decodes with the same maps).
+    """What one map drafter learned from its verified drafts, decayed: ``factor``, observed over predicted
+    kept tokens, which scales the drafter's chances; ``stamp_rate`` and ``open_rate``, how often a guessed
+    closing timestamp, and a guessed opening timestamp after one, were right; ``saving_ms``, which the
+    window gate weighs."""
 
-    * ``factor``: observed over predicted kept tokens, which scales the drafter's chances;
-    * ``stamp_rate`` and ``open_rate``: how often a guessed closing timestamp, and a guessed
-      opening timestamp after one, were right;
-    * ``saving_ms``: the mean saving of its verified drafts on the cost curve, which the window
-      gate weighs for this source.
-    """
+    decay = 0.95
 
-    def __init__(self, decay: float = 0.95, prior: float = 2.0, stamp_prior: float = 0.4):
-        self.decay = decay
-        self.observed = prior
-        self.predicted = prior
-        self.stamp_hits = stamp_prior * prior
-        self.stamp_tries = prior
-        self.open_hits = 0.8 * prior
-        self.open_tries = prior
+    def __init__(self):
+        self.observed = self.predicted = 2.0  # priors: 2 tokens kept of 2 predicted,
+        self.stamp_hits, self.stamp_tries = 0.8, 2.0  # 40 % of guessed closing timestamps right,
+        self.open_hits, self.open_tries = 1.6, 2.0  # 80 % of guessed opening ones
         self.drafts = 0
         self._saved = 0.0
         self._weight = 0.0
@@ -124,7 +104,6 @@ class DraftTally:
 
     @property
     def open_rate(self) -> float:
-        """How often a guessed opening timestamp (after a closing one, audio left) was right."""
         return self.open_hits / self.open_tries
 
     def update_open(self, hit: bool) -> None:
@@ -133,23 +112,13 @@ class DraftTally:
 
 
 class AcceptanceController:
-    """Decides whether and how far a source with no estimate of its own drafts.
-
-    Acceptance is modelled as geometric: each drafted token is kept with
-    probability ``p`` given that the previous ones were. ``p`` is a decayed
-    count of kept tokens over kept tokens plus first rejections, carried
-    across windows. The draft length is :func:`best_cut` of the chances ``p ** k``.
-
-    Two levels of restraint keep a map from the wrong domain from slowing
-    decoding down: inside a window, no draft is verified when no L pays
-    (but a short probe every ``probe_every`` passes); and :meth:`use_speculation`
-    sends whole windows to plain ``generate`` while drafting does not pay by
-    at least ``margin_ms`` a pass (but every ``probe_windows``-th window, to
-    keep ``p`` current).
-    """
+    """How far a source with no estimate of its own drafts: each drafted token is kept with probability
+    ``p`` given that the previous ones were, ``p`` a decayed count of kept tokens over kept tokens plus first
+    rejections, carried across windows. No draft is verified while no length pays, but a 2-token probe
+    every ``probe_every`` passes; the window gate weighs :meth:`best` against ``margin_ms``."""
 
     def __init__(self, cost, max_len: int = 24, prior=(2.0, 1.0), decay: float = 0.97,
-                 probe_every: int = 16, probe_windows: int = 8, margin_ms: float = 0.5):
+                 probe_every: int = 16, margin_ms: float = 0.5):
         self.cost = cost
         self.max_len = max_len
         self._verify = verify_costs(cost, max_len)
@@ -160,17 +129,13 @@ class AcceptanceController:
         self.verified = 0  # drafts verified so far
         self._best = None  # (p, best()) cache
         self._since_draft = 0
-        self._gate = Probe(probe_windows)
 
     @property
     def p(self) -> float:
         return self.kept / (self.kept + self.rejected)
 
     def best(self) -> tuple[int, float]:
-        """(draft length, expected saving in ms) of the best draft at the current ``p``.
-
-        Asked at every decoder pass but changed only by :meth:`update`, so cached per ``p``.
-        """
+        """(draft length, expected saving in ms) of the best draft at the current ``p`` (cached per ``p``)."""
         p = self.p
         if self._best is None or self._best[0] != p:
             length, saving, _ = best_cut([p ** k for k in range(1, self.max_len + 1)], self.cost.step_ms,
@@ -187,10 +152,6 @@ class AcceptanceController:
                 return 2
         return best
 
-    def use_speculation(self) -> bool:
-        """Whether the next window should be decoded speculatively at all."""
-        return self._gate.decide(self.best()[1] > self.margin_ms)
-
     def update(self, drafted: int, accepted: int) -> None:
         if drafted == 0:
             return
@@ -202,17 +163,14 @@ class AcceptanceController:
 
 class ControllerSet(WindowGate):
     """What the drafters learned over the windows decoded with the same maps, and the :class:`WindowGate`
-    it opens. Sources differ: prompt lookup inside a repetitive window is nearly always right while a token
-    map may be from the wrong domain, so each source learns on its own: an :class:`AcceptanceController`
-    per controlled source of the chain (:meth:`member`) and a :class:`DraftTally` per map (:meth:`tally`,
-    by its place in the map set)."""
-
-    controller = AcceptanceController  # what :meth:`member` makes for each source
+    it opens. Each source learns on its own (prompt lookup in a repetitive window is nearly always right, a
+    map may be from the wrong domain): an :class:`AcceptanceController` per controlled source of the chain
+    and a :class:`DraftTally` per map, by its place in the map set."""
 
     def member(self, index: int) -> AcceptanceController:
         """The controller of the ``index``-th source of the chain (created on first use)."""
         while len(self.members) <= index:
-            self.members.append(self.controller(self.cost))
+            self.members.append(AcceptanceController(self.cost))
         return self.members[index]
 
     def tally(self, index: int) -> DraftTally:
@@ -223,11 +181,7 @@ class ControllerSet(WindowGate):
 
 
 class ControlledDrafter:
-    """A drafter whose draft length an :class:`AcceptanceController` sets.
-
-    At most ``controller.limit()`` tokens are asked of ``drafter`` (none when
-    that is 0), and every verified draft teaches the controller and the drafter.
-    """
+    """A drafter asked for at most ``controller.limit()`` tokens; every verified draft teaches both."""
 
     def __init__(self, drafter, controller: AcceptanceController):
         self.drafter = drafter

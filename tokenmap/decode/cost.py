@@ -7,21 +7,10 @@ expected number of accepted tokens is ``E`` therefore saves::
 
     saving(L) = E * step_ms - (batch_ms(L + 1) - step_ms)        # milliseconds
 
-:class:`CostModel` holds the measured curve; ``tokenmap calibrate`` measures
-it on the user's machine and :func:`load_cost_model` falls back to
-:data:`DEFAULT` (a curve of Whisper base, int8, 2 threads).
-
-Names: the *calibration* is this measured curve and nothing else (``tokenmap
-calibrate``, :func:`tokenmap.decode.calibration.calibrate`, :func:`calibration_path`); what a drafter
-learns from the drafts the model verified is its *tally*
-(:class:`tokenmap.decode.control.DraftTally`).
-
-A window without drafts is decoded by plain ``generate``, on stock CTranslate2 in the worker where it
-is installed (its packed GEMM may make a token cheaper than the fork's step). ``tokenmap calibrate``
-times that engine's ``generate`` too (``plain_step_ms`` a token, ``plain_prefill_ms`` a window), and a
-whole window decoded speculatively saves, against it, :meth:`CostModel.window_saving`; the window gate
-keeps account of it. Without that measurement a token of ``generate`` is taken as the fork's step
-less ``loop_ms``, what the decoding loop pays beyond it (the logits as numpy, the rules in Python).
+:class:`CostModel` holds the curve ``tokenmap calibrate`` measured on this machine (the *calibration*);
+:func:`load_cost_model` falls back to :data:`DEFAULT`. A window without drafts is decoded by plain
+``generate`` (on stock CTranslate2 where its worker runs), which the calibration times too; a window
+decoded speculatively saves :meth:`CostModel.window_saving` against it.
 
 Example::
 
@@ -52,16 +41,11 @@ LOOP_MS = 0.7
 
 @dataclass(frozen=True)
 class CostModel:
-    """Verify-pass costs in milliseconds.
-
-    ``step_ms`` is one ``forward_step``; ``batch_ms[i]`` is one ``forward_batch``
-    of ``i + 1`` tokens (a tuple of up to :data:`MAX_TOKENS` floats);
-    ``prefill_ms`` is the window's ``prefill`` (0 when unknown), which every
-    window pays once whatever is drafted: a replay needs it to turn passes into a speed-up.
-    ``loop_ms`` is what a step of the decoding loop costs beyond a token of plain
-    ``generate`` (the Python around the engine call; calibrated, else :data:`LOOP_MS`).
-    ``plain_step_ms`` and ``plain_prefill_ms``: a token, and the prompt, of plain ``generate`` on the
-    engine that decodes the windows without drafts (0 when not measured).
+    """Verify-pass costs in milliseconds: ``step_ms`` is one ``forward_step``; ``batch_ms[i]`` is one
+    ``forward_batch`` of ``i + 1`` tokens; ``prefill_ms`` is the window's ``prefill`` (0 when unknown);
+    ``loop_ms`` is what a step of the decoding loop costs beyond a token of plain ``generate`` (the Python
+    around the engine call); ``plain_step_ms`` and ``plain_prefill_ms``: a token, and the prompt, of plain
+    ``generate`` on the engine that decodes the windows without drafts (0 when not measured).
     """
 
     step_ms: float
@@ -94,12 +78,8 @@ class CostModel:
     @property
     def plain_token_ms(self) -> float:
         """ms of a token of plain ``generate``: measured, else the fork's step less the loop's own part.
-
-        A measured token is counted no dearer than the fork's step. Stock's ``generate`` runs the same
-        kernels, packed where the fork's may not be; where a calibration timed it dearer, that was the
-        machine's noise between two engines at par (an AMD EPYC timed 11.45 against 11.93 ms one day and
-        12.38 against 11.49 the next), and counting it would let windows whose drafts save nothing
-        through the window gate.
+        A measured token is counted no dearer than the fork's step (the same kernels; a dearer timing is
+        noise, and would let windows whose drafts save nothing through the window gate).
 
         >>> [CostModel(10.0, (10.0,), plain_step_ms=ms).plain_token_ms for ms in (12.0, 9.0)]
         [10.0, 9.0]
@@ -108,16 +88,9 @@ class CostModel:
             return min(self.plain_step_ms, self.step_ms)
         return self.step_ms - self.loop_ms
 
-    @property
-    def plain_timed(self) -> bool:
-        """Whether the calibration timed plain ``generate`` on the engine that runs it (else its costs are
-        taken from the fork's)."""
-        return self.plain_step_ms > 0
-
     def plain_window_ms(self, tokens: int) -> float:
         """ms plain ``generate`` is expected to take for a window of ``tokens`` (EOT included): its prompt
-        (measured, else the loop's prefill) and a token each, the yardstick the window gate's clock divides
-        every window's time by, so that short and long windows weigh alike.
+        (measured, else the loop's prefill) and a token each.
 
         >>> CostModel(10.0, (10.0,), prefill_ms=50.0, plain_step_ms=8.0).plain_window_ms(10)
         130.0
@@ -126,11 +99,10 @@ class CostModel:
         return prompt + tokens * self.plain_token_ms
 
     def window_saving(self, tokens: int, passes: int, drafts: int, drafted: int) -> float:
-        """ms a window decoded by the loop saved against plain ``generate`` (may be < 0).
-
-        ``generate`` pays :attr:`plain_token_ms` a token; the loop paid a step for each pass without a
-        draft and, for the passes with one, a pass of one token plus the drafts' mean length. A window
-        of 20 tokens in 20 passes, 2 of them with a rejected 1-token draft, loses:
+        """ms a window decoded by the loop saved against plain ``generate`` (may be < 0): ``generate`` pays
+        :attr:`plain_token_ms` a token; the loop a step for each pass without a draft and, for the passes
+        with one, a pass of one token plus the drafts' mean length. Both pay the window's prompt once,
+        taken as equal. A window of 20 tokens in 20 passes, 2 of them with a rejected 1-token draft, loses:
 
         >>> m = CostModel(10.0, (10.0, 12.0, 13.0), loop_ms=0.5)
         >>> m.window_saving(tokens=20, passes=20, drafts=2, drafted=2)
@@ -142,12 +114,6 @@ class CostModel:
 
         >>> replace(m, plain_step_ms=8.0).window_saving(20, 6, 6, 18)
         73.0
-
-        Both pay the window's prompt once (the loop's prefill, ``generate``'s first step), taken as equal
-        whatever ``prefill_ms`` and ``plain_prefill_ms`` say: ``tokenmap calibrate`` times the loop's
-        prefill with its threads and caches warm and ``generate``'s prompt with the encoder output sent
-        to the worker, while in a transcription the loop's prefill follows the worker's encode and costs
-        no less than ``generate``'s prompt on the worker's own copy.
         """
         plain = tokens * self.plain_token_ms
         spent = (passes - drafts) * self.step_ms
@@ -156,12 +122,9 @@ class CostModel:
         return plain - spent
 
     def smoothed(self) -> "CostModel":
-        """The same model with ``batch_ms`` made non-decreasing in the number of tokens.
-
-        A curve timed on a busy machine zigzags (a longer pass measured cheaper
-        than a shorter one), and a draft cut at such a dip is too long. Adjacent
-        violators are pooled into their mean (isotonic least squares), which
-        keeps real plateaus, such as float32 passes costing the same for 1-3 tokens.
+        """The same model with ``batch_ms`` made non-decreasing in the number of tokens: a curve timed on a
+        busy machine zigzags, and a draft cut at such a dip is too long. Adjacent violators are pooled into
+        their mean (isotonic least squares), which keeps real plateaus.
 
         >>> CostModel(10.0, (10.0, 14.0, 12.0, 18.0, 18.0)).smoothed().batch_ms
         (10.0, 13.0, 13.0, 18.0, 18.0)
@@ -183,9 +146,8 @@ class CostModel:
 
     @classmethod
     def from_json(cls, obj: dict) -> "CostModel":
-        """Inverse of :meth:`to_json` (a calibration written before ``loop_ms`` was measured
-        gets :data:`LOOP_MS`, one without plain ``generate``'s timing 0 there); raises ``ValueError`` on
-        bad content."""
+        """Inverse of :meth:`to_json` (missing optional fields take their defaults); raises ``ValueError``
+        on bad content."""
         try:
             return cls(float(obj["step_ms"]), tuple(float(x) for x in obj["batch_ms"]),
                        str(obj.get("source", "measured")), float(obj.get("prefill_ms", 0.0)),
@@ -250,8 +212,7 @@ def model_fingerprint(model_dir: Path) -> str:
 
 def calibration_path(model_dir: Path, compute_type: str, threads: int) -> Path:
     """``$XDG_CACHE_HOME/tokenmap/calibration/<model>-<compute_type>-<threads>.json``, or the
-    same file name in ``$TOKENMAP_CALIBRATION_DIR`` when that is set (the test suite sets it, so
-    that no test depends on the curve measured on its machine)."""
+    same file name in ``$TOKENMAP_CALIBRATION_DIR`` when that is set."""
     name = f"{model_fingerprint(Path(model_dir))}-{compute_type}-{threads}.json"
     folder = os.environ.get("TOKENMAP_CALIBRATION_DIR")
     if folder:
@@ -291,8 +252,8 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
 
 
 def _check_row_math(data: dict, path: Path) -> None:
-    """Warn when the calibration timed the loop's rules on another implementation than this process
-    runs (a calibration without the field predates the native row math: numpy)."""
+    """Warn when the calibration timed the loop's rules on another implementation than this process runs
+    (none recorded: numpy)."""
     measured, now = ("on" if data.get("row_math") == "on" else "off"), ("on" if row_math_status() == "on" else "off")
     if measured != now:
         log.warning("calibration %s timed the loop's row math %s, this process runs it %s: "

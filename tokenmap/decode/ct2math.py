@@ -1,15 +1,10 @@
 """CTranslate2's float32 reductions on the CPU, reproduced for the decoding loop.
 
-Whisper's greedy decisions and scores in :mod:`tokenmap.decode.rules` go through a
-log-softmax; to decide as CTranslate2 does (near-ties included), the sums run in
-its order: ``LANES`` running lane sums, a tree over the lanes, then the tail one
-by one.  The ``*_rows`` forms do the same for every row of a verify pass at once.
-
-Where tokenmap's native library is built (:mod:`tokenmap.runtime.nativelib`), the sums
-run there, bit for bit as numpy computes them, and a log-softmax's shift is computed
-in one pass with the Cephes polynomial of CTranslate2's AVX2 exponential (numpy's
-exponential and the library's differ by a few ulp, far below any decision or score
-tolerance).
+Whisper's greedy decisions and scores in :mod:`tokenmap.decode.rules` go through a log-softmax; to
+decide as CTranslate2 does (near-ties included), the sums run in its order: ``LANES`` running lane sums,
+a tree over the lanes, then the tail one by one, for every row of a verify pass at once. Where
+tokenmap's native library is built (:mod:`tokenmap.runtime.nativelib`), they run there, bit for bit, and
+a log-softmax's shift with CTranslate2's AVX2 exponential (a few ulp from numpy's).
 
 Example::
 
@@ -39,98 +34,51 @@ LANES = _lane_width()
 TIE_TOLERANCE = 1e-4
 
 
-def _sum_like_ct2(v: np.ndarray) -> np.float32:
-    """float32 sum in CT2's order: LANES running lane sums, a tree over lanes,
-    then the tail added one by one. The order matters: adding ~50k tiny
-    probabilities to a lane that holds ~1 drops them, so CT2's softmax sum is
-    biased low by up to ~1e-4 relative compared with an exact sum.
-    The sum runs in tokenmap's native library when it is built (same order, same bits)."""
-    native = lane_sums(v.reshape(1, -1), LANES) if v.ndim == 1 else None
-    if native is not None:
-        return native[0]
-    return _sum_like_ct2_numpy(v)
+def _sum_rows(e: np.ndarray) -> np.ndarray:
+    """float32 sum of every row of a [T, n] array in CT2's order, in the native library when it is built.
+    The order matters: adding ~50k tiny probabilities to a lane that holds ~1 drops them, so CT2's softmax
+    sum is biased low by up to ~1e-4 relative compared with an exact sum."""
+    native = lane_sums(e, LANES)
+    return native if native is not None else _sum_rows_numpy(e)
 
 
-def _sum_like_ct2_numpy(v: np.ndarray) -> np.float32:
-    """:func:`_sum_like_ct2` in numpy."""
-    n = v.shape[0]
-    if LANES == 1 or n <= LANES:
-        acc = np.float32(0.0)
-        for x in v:
-            acc = np.float32(acc + x)
-        return acc
-    main = n - n % LANES
-    lanes = v[:main].reshape(-1, LANES).sum(axis=0, dtype=np.float32)  # row by row
-    while lanes.shape[0] > 1:  # 128/64/32-bit shuffles: pairs (i, i + half)
-        half = lanes.shape[0] // 2
-        lanes = lanes[:half] + lanes[half:]
-        if lanes.shape[0] == 4:  # AVX2: (l0+l4)+(l2+l6) + (l1+l5)+(l3+l7)
-            lanes = np.array([lanes[0] + lanes[2], lanes[1] + lanes[3]], np.float32)
-    acc = np.float32(lanes[0])
-    for x in v[main:]:
-        acc = np.float32(acc + x)
+def _sum_rows_numpy(e: np.ndarray) -> np.ndarray:
+    """:func:`_sum_rows` in numpy. The lane sums run over the outer axis of a [n / LANES, T, LANES] copy,
+    so numpy adds one whole [T, LANES] block at a time, in order."""
+    t, n = e.shape
+    main = 0 if LANES == 1 or n <= LANES else n - n % LANES
+    acc = np.zeros(t, dtype=np.float32)
+    if main:
+        blocks = np.ascontiguousarray(e[:, :main].reshape(t, -1, LANES).transpose(1, 0, 2))
+        lanes = blocks.sum(axis=0, dtype=np.float32)
+        while lanes.shape[1] > 1:  # 128/64/32-bit shuffles: pairs (i, i + half)
+            half = lanes.shape[1] // 2
+            lanes = lanes[:, :half] + lanes[:, half:]
+            if lanes.shape[1] == 4:  # AVX2: (l0+l4)+(l2+l6) + (l1+l5)+(l3+l7)
+                lanes = np.stack([lanes[:, 0] + lanes[:, 2], lanes[:, 1] + lanes[:, 3]], axis=1)
+        acc = lanes[:, 0].astype(np.float32)
+    for k in range(main, n):
+        acc = acc + e[:, k]
     return acc
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:
     """log_softmax of a [V] float32 vector as CT2's CPU kernel computes it:
     ``y = x + (-max - log(sum(exp(x - max))))`` in float32, CT2's summation order."""
-    x = np.asarray(x, dtype=np.float32)
-    native = log_softmax_shifts(x.reshape(1, -1), LANES) if x.ndim == 1 else None
-    if native is not None:
-        return x + native[0]
-    x_max = x.max()
-    e = x - x_max
-    exp_sum = _sum_like_ct2(np.exp(e, out=e))
-    shift = np.float32(-x_max) - np.float32(np.log(exp_sum))
-    return x + shift
+    return log_softmax_rows(np.asarray(x, dtype=np.float32).reshape(1, -1))[0]
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
     """softmax of a [V] float32 vector: ``exp(x - max) * (1 / sum)`` in float32."""
     x = np.asarray(x, dtype=np.float32)
     e = np.exp(x - x.max())
-    return e * (np.float32(1.0) / _sum_like_ct2(e))
+    return e * (np.float32(1.0) / _sum_rows(e.reshape(1, -1))[0])
 
 
 def logsumexp(x: np.ndarray) -> np.float32:
     """``log(sum(exp(x - max))) + max`` in float32 (CT2 ``reduce_logsumexp``)."""
     x_max = x.max()
-    return np.float32(np.float32(np.log(_sum_like_ct2(np.exp(x - x_max)))) + x_max)
-
-
-def _sum_rows_like_ct2(e: np.ndarray) -> np.ndarray:
-    """:func:`_sum_like_ct2` of every row of a [T, n] float32 array, in the same order (bit-identical).
-
-    The lane sums run over the outer axis of a [n / LANES, T, LANES] copy, so
-    numpy adds one whole [T, LANES] block at a time, in order, as
-    :func:`_sum_like_ct2` does for one row (and about twice as fast as
-    reducing the middle axis of [T, n / LANES, LANES]); tokenmap's native library,
-    when built, does the same additions about ten times faster.
-    """
-    native = lane_sums(e, LANES)
-    if native is not None:
-        return native
-    return _sum_rows_numpy(e)
-
-
-def _sum_rows_numpy(e: np.ndarray) -> np.ndarray:
-    """:func:`_sum_rows_like_ct2` in numpy."""
-    t, n = e.shape
-    if LANES == 1 or n <= LANES:
-        return np.array([_sum_like_ct2_numpy(row) for row in e], dtype=np.float32)
-    main = n - n % LANES
-    blocks = np.ascontiguousarray(e[:, :main].reshape(t, -1, LANES).transpose(1, 0, 2))
-    lanes = blocks.sum(axis=0, dtype=np.float32)
-    while lanes.shape[1] > 1:
-        half = lanes.shape[1] // 2
-        lanes = lanes[:, :half] + lanes[:, half:]
-        if lanes.shape[1] == 4:
-            lanes = np.stack([lanes[:, 0] + lanes[:, 2], lanes[:, 1] + lanes[:, 3]], axis=1)
-    acc = lanes[:, 0].astype(np.float32)
-    for k in range(main, n):
-        acc = acc + e[:, k]
-    return acc
+    return np.float32(np.float32(np.log(_sum_rows(np.exp(x - x_max).reshape(1, -1))[0])) + x_max)
 
 
 def log_softmax_shift_rows(x: np.ndarray) -> np.ndarray:
@@ -140,19 +88,13 @@ def log_softmax_shift_rows(x: np.ndarray) -> np.ndarray:
         return native
     x_max = x.max(axis=1, keepdims=True)
     e = x - x_max
-    exp_sum = _sum_rows_like_ct2(np.exp(e, out=e))
+    exp_sum = _sum_rows(np.exp(e, out=e))
     return (-x_max[:, 0]).astype(np.float32) - np.log(exp_sum).astype(np.float32)
 
 
 def log_softmax_rows(x: np.ndarray) -> np.ndarray:
-    """:func:`log_softmax` of every row of a [T, V] float32 array (bit-identical, one pass over all rows)."""
+    """:func:`log_softmax` of every row of a [T, V] float32 array."""
     return x + log_softmax_shift_rows(x)[:, None]
-
-
-def logsumexp_rows(x: np.ndarray) -> np.ndarray:
-    """:func:`logsumexp` of every row of a [T, n] float32 array (bit-identical)."""
-    x_max = x.max(axis=1, keepdims=True)
-    return np.log(_sum_rows_like_ct2(np.exp(x - x_max))).astype(np.float32) + x_max[:, 0]
 
 
 def argmax_of_log_softmax(row: np.ndarray) -> int:

@@ -1,13 +1,10 @@
 """Drafters: where speculative continuations come from.
 
-Every drafter has the same small shape, like prompt-lookup's
-``find_candidate_pred_tokens``: given the tokens generated so far in this
-window, return candidate next tokens, or ``[]`` for none, and learn from
-:meth:`Drafter.update` how the model verified the last one. A drafter never
-decides anything: the model verifies every drafted token. How far to draft is
-one rule for every source, :func:`tokenmap.decode.control.best_cut` on the
-calibrated cost curve (:mod:`tokenmap.decode.control`); :func:`default_drafter`
-gives each source its cost curve and its learning state.
+Every drafter has the same small shape (:class:`Drafter`): given the tokens generated so far in this
+window, return candidate next tokens, or ``[]`` for none, and learn how the model verified the last
+one. A drafter never decides anything: the model verifies every drafted token. How far to draft is
+one rule for every source (:mod:`tokenmap.decode.control`); :func:`default_drafter` gives each source
+its cost curve and its learning state.
 
 Example::
 
@@ -16,13 +13,11 @@ Example::
     >>> d.draft([1, 6, 7], limit=3)      # "6 7" occurred in the history: copy what followed
     [8, 9, 1]
 
-Token ids are Whisper vocabulary ids; ``timestamp_begin`` (the first
-timestamp id) lets drafters skip timestamps, which a text map cannot predict.
+``timestamp_begin`` (the first timestamp id) lets drafters skip timestamps, which text cannot predict.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from dataclasses import dataclass
 from typing import Protocol, Sequence
@@ -34,11 +29,10 @@ from tokenmap.decode.cost import DEFAULT
 from tokenmap.decode.follow import FollowDrafter
 from tokenmap.decode.recall import RecallDrafter
 
-logger = logging.getLogger("tokenmap")
-
 
 class Drafter(Protocol):
-    """Context in, candidate tokens (possibly none) out; told how each draft fared."""
+    """Context in, candidate tokens (possibly none) out; told how each draft fared. A drafter that derives
+    from it inherits ``reset`` and ``update`` that do nothing."""
 
     def reset(self, history: Sequence[int] = ()) -> None:
         """Start a new window; ``history`` is text the model saw before it (the previous-window prompt)."""
@@ -60,12 +54,8 @@ def lcp(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 def text_context(tokens: Sequence[int], timestamp_begin: int | None) -> list[int] | None:
-    """The text of the current segment: tokens after the last timestamp.
-
-    Returns None right after a closing timestamp (a timestamp preceded by
-    text), where the model emits another timestamp or end-of-text, which no
-    text drafter can predict.
-    """
+    """The text of the current segment: tokens after the last timestamp; None right after a closing
+    timestamp (a timestamp preceded by text), where no text drafter can predict what comes."""
     if timestamp_begin is None:
         return list(tokens)
     for i in range(len(tokens) - 1, -1, -1):
@@ -79,18 +69,12 @@ def text_context(tokens: Sequence[int], timestamp_begin: int | None) -> list[int
 class MapSetDrafter:
     """Drafts from one of several token maps (one per task), inferring the task while decoding.
 
-    Each map has its own :class:`tokenmap.decode.follow.FollowDrafter`, made as
-    for a single map (:func:`map_drafter`: the cost curve, the window's audio
-    length and, given ``controllers``, the map's tally, which lives across windows).
-    After every decoder pass the model's tokens are known, so each map's
-    proposal at the previous position is scored against them at no extra pass:
-    ``score <- decay * score + saving``, where ``saving`` is what verifying that
-    proposal would have saved (:meth:`tokenmap.decode.cost.CostModel.saving` of its
-    tokens that agree with the emitted ones). The draft comes from the best-scoring map,
-    and only while its score is positive; what the model kept of it teaches that map's
-    drafter. Scores start at zero in each window.
-    ``tokenmap.WhisperModel(token_map=[a, b, ...])`` uses it. Example (two toy maps
-    of one utterance each, BOS=9, SEP=10; the model writes the second one's)::
+    Each map has its own drafter (:func:`map_drafter`). After every pass each map's proposal at the
+    previous position is scored against the model's tokens: ``score <- decay * score + saving``, where
+    ``saving`` is what verifying it would have saved (:meth:`tokenmap.decode.cost.CostModel.saving`).
+    The draft comes from the best-scoring map while its score is positive; what the model kept of it
+    teaches that map's drafter. Scores start at zero in each window. Example (two toy maps of one
+    utterance each, BOS=9, SEP=10; the model writes the second one's)::
 
         >>> from tokenmap.maps.suffixmap import TokenMap
         >>> maps = [TokenMap.from_stream(np.array([9, *u, 10] * 2, dtype=np.uint32), bos=9, sep=10, depth=8)
@@ -105,7 +89,6 @@ class MapSetDrafter:
                  seconds: float | None = None):
         self.members = [map_drafter(tm, special, cost, controllers, i, seconds) for i, tm in enumerate(token_maps)]
         self.cost, self.decay = cost or DEFAULT, decay
-        self.log: list[tuple[int, int]] | None = None  # (drafted, accepted) per verified draft, when a list
         self.reset()
 
     def reset(self, history: Sequence[int] = ()) -> None:
@@ -140,19 +123,12 @@ class MapSetDrafter:
     def update(self, drafted: int, accepted: int) -> None:
         if self._last is not None:
             self.members[self._last].update(drafted, accepted)
-            if self.log is not None and drafted:
-                self.log.append((drafted, accepted))
 
 
-class PromptLookupDrafter:
-    """Prompt lookup: find the last ``n`` tokens earlier in the text and copy what followed.
-
-    The searched text is ``history`` (the previous-window prompt) followed by
-    the tokens generated in this window. Longer matches are tried first.
-    A match must be at least 4 tokens long by default: in long windows,
-    2- and 3-token matches ("the", numbers, units) recur without the same
-    continuation, so drafts from them are mostly rejected.
-    """
+class PromptLookupDrafter(Drafter):
+    """Prompt lookup: find the last ``n`` tokens earlier in ``history`` (the previous-window prompt) and
+    this window's tokens, and copy what followed. A match must be at least 4 tokens long by default: 2- and
+    3-token matches ("the", numbers, units) recur without the same continuation."""
 
     def __init__(self, min_match: int = 4, max_match: int = 8, timestamp_begin: int | None = None):
         self.min_match = min_match
@@ -169,15 +145,10 @@ class PromptLookupDrafter:
         seq = self.history + [t for t in tokens if self.timestamp_begin is None or t < self.timestamp_begin]
         return find_continuation(seq, self.min_match, self.max_match, limit)
 
-    def update(self, drafted: int, accepted: int) -> None:
-        pass
-
 
 def find_continuation(seq: Sequence[int], min_match: int, max_match: int, limit: int) -> list[int]:
-    """Continuation of the latest earlier occurrence of ``seq``'s last n tokens (n from max to min).
-
-    The longest match wins (up to ``max_match``), the latest among equally long ones;
-    only earlier positions that hold ``seq``'s last token are examined.
+    """Continuation of the latest earlier occurrence of ``seq``'s last n tokens: the longest match wins
+    (up to ``max_match``, at least ``min_match``), the latest among equally long ones.
 
     >>> find_continuation([1, 2, 3, 9, 2, 3, 8, 1, 2, 3], 2, 4, 3)   # [1, 2, 3] matched at the start
     [9, 2, 3]
@@ -201,11 +172,9 @@ def find_continuation(seq: Sequence[int], min_match: int, max_match: int, limit:
     return arr[best_end + 1: best_end + 1 + limit].tolist()
 
 
-class SessionCache:
-    """Text accepted earlier in this process, searched like a prompt.
-
-    Thread-safe; bounded to ``max_tokens`` (oldest dropped first).
-    """
+class SessionCache(Drafter):
+    """Text accepted earlier in this process, searched like a prompt; thread-safe, the oldest of more
+    than ``max_tokens`` dropped."""
 
     def __init__(self, max_tokens: int = 20_000, min_match: int = 3, timestamp_begin: int | None = None):
         self.max_tokens = max_tokens
@@ -220,9 +189,6 @@ class SessionCache:
             self._tokens.extend(text)
             del self._tokens[: max(0, len(self._tokens) - self.max_tokens)]
 
-    def reset(self, history: Sequence[int] = ()) -> None:
-        pass
-
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
         text = text_context(tokens, self.timestamp_begin)
         if not text or len(text) < self.min_match or limit <= 0:
@@ -234,18 +200,11 @@ class SessionCache:
         n = self.min_match
         return find_continuation(corpus + text[-n:], n, max(n, 4), limit)
 
-    def update(self, drafted: int, accepted: int) -> None:
-        pass
-
 
 @dataclass
 class ChainDrafter:
-    """Ask drafters in order and return the first non-empty draft.
-
-    :meth:`update` reports the verified draft to the drafter that proposed it
-    (a source with its own acceptance control is a
-    :class:`tokenmap.decode.control.ControlledDrafter`).
-    """
+    """Ask drafters in order and return the first non-empty draft; :meth:`update` teaches the drafter
+    that proposed it."""
 
     drafters: tuple
     _last: object = None
@@ -268,18 +227,12 @@ class ChainDrafter:
             self._last.update(drafted, accepted)
 
 
-class FixedDrafter:
-    """Drafts a fixed token sequence (the oracle, or adversarial tests).
-
-    ``draft`` proposes the part of ``sequence`` that follows ``tokens`` when
-    ``tokens`` is a prefix of it, else nothing.
-    """
+class FixedDrafter(Drafter):
+    """Drafts the part of a fixed ``sequence`` that follows ``tokens`` when they are a prefix of it, else
+    nothing (the oracle, or adversarial tests)."""
 
     def __init__(self, sequence: Sequence[int]):
         self.sequence = list(sequence)
-
-    def reset(self, history: Sequence[int] = ()) -> None:
-        pass
 
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
         n = len(tokens)
@@ -287,22 +240,15 @@ class FixedDrafter:
             return []
         return self.sequence[n: n + limit]
 
-    def update(self, drafted: int, accepted: int) -> None:
-        pass
-
 
 def map_drafter(token_map, special, cost=None, controllers=None, index: int = 0,
                 seconds: float | None = None) -> FollowDrafter:
     """The drafter of one map (:class:`tokenmap.decode.follow.FollowDrafter`).
 
     ``special``: the model's :class:`tokenmap.decode.special.SpecialTokens` (anything with ``eot``,
-    ``timestamp_begin`` and ``inner_marks``: the comma-like tokens the drafter's context steps over
-    where the corpus writes none, or writes one the model left out; and, when it has one, ``spelling``:
-    the token texts by which the context follows words the model spells in other pieces than the map's,
-    :mod:`tokenmap.decode.spelling`). ``cost``: the calibrated curve;
-    ``controllers``: the :class:`tokenmap.decode.control.ControllerSet` of this thread's windows with
-    these maps, whose ``index``-th tally the drafter learns into; ``seconds``: the audio in the window,
-    when known (the drafter guesses the closing timestamp from it).
+    ``timestamp_begin``, ``inner_marks`` and, optionally, ``spelling``); ``controllers``: the
+    :class:`tokenmap.decode.control.ControllerSet` whose ``index``-th tally the drafter learns into;
+    ``seconds``: the audio in the window, when known.
     """
     if special is None or special.eot is None:
         raise ValueError("a token map's drafter needs the model's <|endoftext|> id")
@@ -312,8 +258,7 @@ def map_drafter(token_map, special, cost=None, controllers=None, index: int = 0,
 
 
 def map_languages(token_map) -> frozenset[str] | None:
-    """The languages one map, or a list of maps, was built from; None when any map's are not known
-    (:attr:`tokenmap.maps.suffixmap.TokenMap.languages`)."""
+    """The languages one map, or a list of maps, was built from; None when any map's are not known."""
     maps = token_map if isinstance(token_map, (list, tuple)) else [token_map]
     found = [getattr(m, "languages", None) for m in maps]  # a stand-in without the record: unknown
     return None if any(langs is None for langs in found) else frozenset().union(*found)
@@ -324,20 +269,11 @@ def default_drafter(token_map=None, special=None, prompt_lookup: bool = True,
                     seconds: float | None = None, recall=None, audio=None, mel=None) -> ChainDrafter:
     """The drafter tokenmap uses: audio recall, the token map, then prompt lookup, then the session cache.
 
-    ``special``: the model's :class:`tokenmap.decode.special.SpecialTokens` (see :func:`map_drafter`;
-    None for a vocabulary without Whisper's structure, which prompt lookup alone can draft from).
-    ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`).
-    ``controllers``: the :class:`tokenmap.decode.control.ControllerSet` of this thread's
-    windows with these maps, which keeps what every source learns across windows: a
-    map's drafter cuts its drafts by its own chances and learns into the set's tally of
-    that map; prompt lookup and the session cache, which have no chances of their own,
-    are each wrapped in a :class:`tokenmap.decode.control.ControlledDrafter` with their
-    own controller. ``cost``: the calibrated curve (default: the controllers').
-    ``seconds``: the audio in this window, when known (see :func:`map_drafter`).
-    ``recall``: a :class:`tokenmap.maps.recallindex.RecallIndex`, used when ``audio`` (the
-    window's encoder output) is given too: a segment it recalls is drafted whole;
-    ``mel``: the window's log-mel features, by which recall also finds segments
-    that start inside the window.
+    ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`); ``controllers``: the
+    :class:`tokenmap.decode.control.ControllerSet` that keeps what every source learns across windows;
+    ``cost``: the calibrated curve (default: the controllers'); ``recall``: a
+    :class:`tokenmap.maps.recallindex.RecallIndex`, used when ``audio`` (the window's encoder output) is
+    given too. See :func:`map_drafter` for the rest.
     """
     cost = cost or getattr(controllers, "cost", None)
     timestamp_begin = special.timestamp_begin if special is not None else None

@@ -1,11 +1,10 @@
 """The drafters of a model: what drafts come from, what they learned, and the decision to draft a window.
 
 :class:`Drafting` holds ``token_map`` (the active map, or a list of maps; assign another to switch),
-``recall``, ``session_cache`` and ``prompt_lookup`` (what :meth:`Drafting.make_drafter` drafts from), the
-verify-pass ``cost`` curve and the draft controllers, one :class:`~tokenmap.decode.control.ControllerSet`
-per active map (what one map taught them says nothing of another). :meth:`Drafting.generate` decodes one
-``generate`` call: in the loop of :func:`tokenmap.decode.speculative.decode_window` where the call is greedy
-and drafts are worth trying and the window gate lets it through, else on the plain decoder
+``recall``, ``session_cache`` and ``prompt_lookup``, the ``cost`` curve and one
+:class:`~tokenmap.decode.control.ControllerSet` per active map. :meth:`Drafting.generate` decodes one
+``generate`` call in the loop of :func:`tokenmap.decode.speculative.decode_window` where the call is greedy,
+drafts are worth trying and the window gate lets it through, else on the plain decoder
 (:class:`tokenmap.decode.plain.PlainDecoder`), whose tokens are then replayed into the gate.
 """
 
@@ -18,10 +17,9 @@ import time
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import SessionCache, default_drafter, map_languages
 from tokenmap.decode.loops import window_as_result
-from tokenmap.decode.replay import replay_generated
 from tokenmap.decode.rules import supports_fast_path
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.decode.speculative import DecodeStats, decode_window
+from tokenmap.decode.speculative import DecodeStats, decode_window, replay_generated
 from tokenmap.runtime.engine import GenerationResult
 
 logger = logging.getLogger("tokenmap")
@@ -50,13 +48,9 @@ class Drafting:
                                seconds=seconds, recall=self.recall, audio=audio, mel=mel)
 
     def drafts_worth_trying(self, prompt=()) -> bool:
-        """Whether a window may be decoded speculatively at all: only with a recall index, or a map
-        built from text in the window's language (the language its ``prompt`` names; a map whose
-        text's languages are not recorded drafts every window).
-
-        Prompt lookup and the session cache draft beside them; alone they seldom save a pass, and a
-        window without drafts decodes faster in plain ``generate`` (on stock CTranslate2 where its
-        worker runs) than in the loop, which pays Python a token."""
+        """Whether a window may be decoded speculatively at all: only with a recall index, or a map built
+        from text in the language its ``prompt`` names (or whose languages are not recorded). Prompt lookup
+        and the session cache alone seldom save a pass, and plain ``generate`` is faster without drafts."""
         if self.recall is not None:
             return True
         if self.token_map is None:
@@ -124,11 +118,8 @@ class Drafting:
 
 
 def bypass_reason(batch: int, prompt, special: SpecialTokens, kwargs: dict) -> tuple[str, str]:
-    """Why a ``generate`` call cannot be drafted: ``(kind, advice)``.
-
-    :func:`tokenmap.decode.rules.supports_fast_path` decides; this names the option
-    that made it refuse, by trying each option alone on top of greedy search.
-    """
+    """Why a ``generate`` call cannot be drafted: ``(kind, advice)``, naming the option that made
+    :func:`tokenmap.decode.rules.supports_fast_path` refuse (each tried alone on top of greedy search)."""
     if batch != 1:
         return "batch", (f"batched decoding ({batch} windows per generate call) is not drafted; "
                          "use WhisperModel.transcribe, which decodes one window at a time")

@@ -2,49 +2,32 @@
 
 :class:`FollowDrafter` keeps, for the window being decoded, the node of a
 :class:`tokenmap.maps.suffixmap.TokenMap` that matches the longest suffix of the
-current segment's text (back to its start, marked ``BOS``).  Each emitted
-token advances it (O(1) back-off through suffix links).  To draft, it walks
-the most frequent continuation and estimates the chance that the first
-``k`` drafted tokens are all accepted as the product of the relative
-frequencies on the way, ``P_k = prod_i share_i``, times its tally's
-``factor`` (:class:`tokenmap.decode.control.DraftTally`: how often such
-predictions held).  The draft is cut by the rule every drafter's length
-follows, :func:`tokenmap.decode.control.best_cut`: at the length ``L`` that
-maximises the expected saving ``step_ms * sum_{k<=L} P_k - (batch(L + 1) - step_ms)``
-on the calibrated cost curve, and not drafted at all when no ``L`` saves anything.
+current segment's text (back to its start, marked ``BOS``); each emitted token
+advances it (back-off through suffix links). To draft, it walks the most frequent
+continuation; the chance that the first ``k`` drafted tokens are all accepted is
+the product of the relative frequencies on the way times its tally's ``factor``
+(:class:`tokenmap.decode.control.DraftTally`), and the draft is cut by
+:func:`tokenmap.decode.control.best_cut`.
 
-Whisper sometimes spells a word in other tokens than the map's canonical ones
-(``" can" "ce" "ll" "etto"`` for the map's ``" cancell" "etto"``). Given the
-vocabulary's texts (``spelling``), the context follows the word's text instead
-and the next draft finishes a word begun in other pieces
-(:class:`tokenmap.decode.spelling.WordSync`).
-
-The model writes commas where the corpus has none and leaves out some it has
-("Please enter your password, followed by ..." against the corpus's "password
-followed by"). Given the model's comma-like tokens (``inner_marks``), the context
-steps over such a mark instead of backing off to the mark alone, so the next draft
-still comes from the sentence being written.
+Where the model spells a word in other tokens than the map's (``" can" "ce" "ll"``
+for ``" cancell"``), the context follows the word's text
+(:class:`WordSync`). Where it writes a comma-like mark
+(``inner_marks``) the corpus lacks, or leaves out one the corpus writes, the context
+steps over it instead of backing off.
 
 Whisper's segment structure is drafted too, because the model is predictable there:
 
-* ``<|0.00|>`` at the start of a timestamped window (the decoding loop asks
-  for the draft after it and puts it first);
-* where the corpus ends an utterance, the closing timestamp, when the
-  window's audio length is known (:func:`closing_timestamp` guesses it; the
-  tally's hit rate weighs the guess); the model's own next token after it is
-  then ``<|endoftext|>`` or the opening timestamp of the next segment;
-* after a closing timestamp where the corpus goes on, the same timestamp
-  again, which opens the next segment, followed by that segment's first words;
-* after a closing timestamp well before the end of the window's audio (so the
-  model goes on), the opening timestamp of the next segment even where the
-  corpus's utterance ended: the closing one plus the gap the model left at the
-  window's previous segment break (none at the first: Whisper mostly repeats
-  the closing timestamp), then the next utterance's first words;
-* without timestamps, drafts run across sentence ends up to where the corpus's
-  utterance ends.
+* ``<|0.00|>`` at the start of a timestamped window (the decoding loop puts it first);
+* where the corpus ends an utterance, the closing timestamp guessed from the window's
+  audio length (:func:`closing_timestamp`, weighed by the tally's hit rate);
+* after a closing timestamp where the corpus goes on, the same timestamp again (it
+  opens the next segment), then that segment's first words;
+* after a closing timestamp well before the end of the audio, the opening timestamp of
+  the next segment even where the corpus's utterance ended (the closing one plus the gap
+  the model left at the window's previous segment break), then the next utterance's words;
+* without timestamps, drafts run up to where the corpus's utterance ends.
 
-``<|endoftext|>`` itself is never drafted: as the last drafted token it would
-only add a row, since the pass's own next token decides it anyway.
+``<|endoftext|>`` is never drafted: the pass's own next token decides it anyway.
 
 Example (a toy map of two utterances; timestamps start at id 100, EOT is 99)::
 
@@ -64,43 +47,25 @@ Example (a toy map of two utterances; timestamps start at id 100, EOT is 99)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from tokenmap.decode.control import DraftTally, best_cut, verify_costs
 from tokenmap.decode.cost import DEFAULT, CostModel
-from tokenmap.decode.spelling import WordSync
+from tokenmap.decode.special import Spelling, has_letters
 
 LAST_TIMESTAMP = 1500  # <|30.00|>, Whisper's last timestamp, as an offset from <|0.00|>
 GOES_ON_S = 1.0  # a closing timestamp this long before the audio's end is followed by another segment
-
-
-@dataclass(frozen=True)
-class FollowOptions:
-    """How boldly to draft.
-
-    ``confidence`` multiplies every share (a prior that corpus text is not
-    exactly what the model writes); ``max_len`` caps a draft; ``decay`` weighs
-    earlier drafts in a tally the drafter makes itself (one given to it keeps its own);
-    a draft must save more than ``min_saving_ms``.
-    """
-
-    confidence: float = 0.8
-    max_len: int = 24
-    decay: float = 0.95
-    min_saving_ms: float = 0.0
+CONFIDENCE = 0.8  # multiplies every share: corpus text is not exactly what the model writes
+MAX_LEN = 24  # tokens of a draft at most
+MAX_DEPTH = 6  # map tokens one word may span
 
 
 def closing_timestamp(seconds: float | None, timestamp_begin: int, max_seconds: float = 30.0) -> int | None:
-    """A guess of the timestamp that closes the last segment of a window holding ``seconds`` of audio.
-
-    Whisper writes round closing times: the last timestamp of a short prompt is
-    mostly ``<|2.00|>``, that of a longer one often the nearest whole second, so
-    the guess is ``<|2.00|>`` under 1.3 s and the rounded length above. A wrong
-    guess costs one rejected token: :class:`FollowDrafter` weighs it by how often
-    its guesses held.
+    """A guess of the timestamp that closes the last segment of a window holding ``seconds`` of audio:
+    Whisper writes round closing times, mostly ``<|2.00|>`` for a short prompt and the nearest whole second
+    for a longer one.
 
     >>> [closing_timestamp(s, 100) for s in (0.8, 1.51, 2.65, None)]
     [200, 200, 250, None]
@@ -111,18 +76,114 @@ def closing_timestamp(seconds: float | None, timestamp_begin: int, max_seconds: 
     return timestamp_begin + int(round(min(guess, max_seconds) / 0.02))
 
 
-class FollowDrafter:
-    """Drafts from a :class:`~tokenmap.maps.suffixmap.TokenMap` as described in the module docstring.
+class WordSync:
+    """The word being written, and the map's node for it when the model's pieces are not the map's.
 
-    ``tokens`` passed to :meth:`draft` only grow within a window (the loop
-    appends what the model decided), so the match state is advanced by the
-    new tokens only. ``tally``: what earlier windows taught this map's drafter
-    (:meth:`tokenmap.decode.control.ControllerSet.tally`; a fresh one when None).
+    When the model's pieces leave the map, this looks from the node where the word began for a path of map
+    tokens that spells the same text. :meth:`feed` takes every text token before the drafter advances its
+    context, and returns the node the context should take, or None to let the drafter advance as usual.
+    After a word that ends inside a map token, :attr:`lead` holds the tokens that finish it and
+    :attr:`straddle` the node of that map token.
+
+    Example (a toy vocabulary and a map of one utterance, ``" cancell" "etto" "."``)::
+
+        >>> import numpy as np
+        >>> from tokenmap.maps.suffixmap import TokenMap
+        >>> vocab = ["Ġcancell", "etto", ".", "Ġcan", "ce", "ll", "<|endoftext|>", "<|bos|>", "<|sep|>"]
+        >>> spelling = Spelling(vocab, end=6)
+        >>> sm = TokenMap.from_stream(np.array([7, 0, 1, 2, 8], dtype=np.uint32), bos=7, sep=8, depth=8)
+        >>> words = WordSync(sm, spelling)
+        >>> words.reset(sm.bos_node)
+        >>> sm.child(sm.bos_node, 3)                   # the map has no " can" where the utterance starts
+        -1
+        >>> words.feed(sm.bos_node, 3) == sm.bos_node  # " can" is inside " cancell": the context stays before it
+        True
+        >>> [vocab[t] for t in words.lead], vocab[sm.token(words.straddle)]   # the next draft opens with the rest
+        (['ce', 'll'], 'Ġcancell')
+        >>> _ = words.feed(sm.bos_node, 4)             # the model wrote "ce": "ll" is left
+        >>> [vocab[t] for t in words.lead]
+        ['ll']
+        >>> words.feed(sm.bos_node, 5) == sm.child(sm.bos_node, 0)   # "ll" ends the word at " cancell"'s node
+        True
+    """
+
+    def __init__(self, token_map, spelling: Spelling):
+        self.map, self.spelling = token_map, spelling
+        self.reset(0)
+
+    def reset(self, node: int) -> None:
+        """A new word starts after ``node``."""
+        self._anchor, self._word = node, ""
+        self._lost = False  # no map path spells the word so far: none spells it with more pieces either
+        self.lead: list[int] = []
+        self.straddle = -1
+
+    def feed(self, node: int, token: int, held: bool | None = None) -> int | None:
+        """Take the model's next text ``token``; ``node`` is the drafter's context before it, and ``held``
+        whether the map continues ``node`` with ``token`` (looked up when None)."""
+        text = self.spelling.text(token)
+        inside = bool(self.lead)
+        self.lead, self.straddle = [], -1
+        if self.spelling.starts_word(token):
+            self._anchor, self._word, self._lost = node, "", False
+        self._word += text
+        if held is None:
+            held = self.map.child(node, token) > 0
+        if self._lost or not has_letters(text) or (not inside and held):
+            return None  # a word the map does not hold, punctuation, or the map's own piece
+        return self._resync()
+
+    def _resync(self) -> int | None:
+        anchor = self._anchor
+        while anchor > 0:
+            found = self._search(anchor, self._word, 0)
+            if found is not None:
+                self._anchor = anchor
+                _, node, rest, straddle = found
+                if not rest:
+                    return node
+                lead = self.spelling.pieces(rest)
+                if lead is None:
+                    return None
+                self.lead, self.straddle = lead, straddle
+                return node
+            anchor = self.map.suffix(anchor)  # a shorter context of the same words
+        self._lost = True
+        return None
+
+    def _search(self, node: int, word: str, depth: int):
+        """The most frequent path from ``node`` that spells ``word``: ``(count, node, rest, straddle)``,
+        ``rest`` the text of the last map token beyond the word ("" when the word ends at ``node``)."""
+        if depth >= MAX_DEPTH:
+            return None
+        first, tokens = self.map.children(node)
+        best = None
+        for i in self.spelling.candidates(tokens, word):
+            child, text = first + int(i), self.spelling.text(int(tokens[i]))
+            if not text:
+                continue
+            if word.startswith(text):
+                rest = word[len(text):]
+                found = (self.map.count(child), child, "", -1) if not rest else self._search(child, rest, depth + 1)
+            elif text.startswith(word):
+                found = (self.map.count(child), node, text[len(word):], child)
+            else:
+                continue
+            if found is not None and (best is None or found[0] > best[0]):
+                best = found
+        return best
+
+
+class FollowDrafter:
+    """Drafts from a :class:`~tokenmap.maps.suffixmap.TokenMap` (module docstring).
+
+    ``tokens`` passed to :meth:`draft` only grow within a window, so the match state is advanced by the
+    new tokens only. ``tally``: what earlier windows taught this map's drafter (a fresh one when None).
     """
 
     def __init__(self, suffix_map, timestamp_begin: int | None, eot: int, cost: CostModel | None = None,
-                 options: FollowOptions = FollowOptions(), tally: DraftTally | None = None,
-                 seconds: float | None = None, inner_marks: frozenset = frozenset(), spelling=None):
+                 tally: DraftTally | None = None, seconds: float | None = None, inner_marks: frozenset = frozenset(),
+                 spelling=None):
         self.map = suffix_map
         self._words = WordSync(suffix_map, spelling) if spelling is not None else None
         # commas and the like (SpecialTokens.inner_marks): the context steps over those the corpus lacks
@@ -137,17 +198,14 @@ class FollowDrafter:
                                 if seconds and timestamp_begin is not None else -1)
         self._stamp_at = -1  # index of the guessed closing timestamp in the last draft (-1: none)
         self._guessed_open = False  # the last draft opened with a guessed opening timestamp
-        self.options = options
-        self.tally = tally or DraftTally(options.decay)
+        self.tally = tally or DraftTally()
         cost = cost or DEFAULT
         self._step = cost.step_ms
-        self._verify = verify_costs(cost, options.max_len)
+        self._verify = verify_costs(cost, MAX_LEN)
         self._marginal = float(np.diff(np.concatenate([[0.0], self._verify])).min())
         self._pending = 0.0
-        self.log: list[tuple[int, int]] | None = None  # (drafted, accepted) per verified draft, when a list
         self.reset()
 
-    # -- state -------------------------------------------------------------
     def reset(self, history: Sequence[int] = ()) -> None:
         self._fed = 0
         self._node = self.map.bos_node if self.map.bos_node > 0 else 0
@@ -219,7 +277,6 @@ class FollowDrafter:
             self._feed(int(t))
         self._fed = len(tokens)
 
-    # -- drafting ----------------------------------------------------------
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
         self._sync(tokens)
         self._pending = 0.0
@@ -227,13 +284,13 @@ class FollowDrafter:
         self._guessed_open = False
         if limit <= 0:
             return []
-        limit = min(limit, self.options.max_len)
+        limit = min(limit, MAX_LEN)
         prefix, p0, node = self._structure(tokens)
         if prefix is None:
             return []
         if not prefix and self._words is not None and self._words.lead:  # finish the word begun in other pieces
             prefix, node = self._words.lead, self._words.straddle
-            p0 = self.map.count(node) / max(1, self.map.count(self._node)) * self.options.confidence
+            p0 = self.map.count(node) / max(1, self.map.count(self._node)) * CONFIDENCE
         draft, probs = list(prefix), [p0] * len(prefix)
         self._walk(node, p0, limit - len(draft), draft, probs)
         return self._cut(draft[:limit], probs[:limit])
@@ -252,17 +309,17 @@ class FollowDrafter:
         end = self._end_share(self._node)  # after a closing timestamp: EOT (the model's own), or it again
         if end >= 0.5:
             return None, 0.0, self._node
-        return [closing], (1.0 - end) * self.options.confidence, self._segment_start(self._node)
+        return [closing], (1.0 - end) * CONFIDENCE, self._segment_start(self._node)
 
     def _walk(self, node: int, p: float, room: int, draft: list[int], probs: list[float]) -> None:
         """Append the most frequent continuation while its probability can still pay."""
-        sm, conf = self.map, self.options.confidence
+        sm = self.map
         floor = self._floor()
         while room > 0:
             node, child, share = sm.next_choice(node)
             if child < 0:
                 return
-            p *= share * conf
+            p *= share * CONFIDENCE
             if p < floor:
                 return
             token = sm.token(child)
@@ -295,8 +352,7 @@ class FollowDrafter:
     def _cut(self, draft: list[int], probs: list[float]) -> list[int]:
         if not draft:
             return []
-        length, _, expected = best_cut(np.asarray(probs) * self.tally.factor, self._step, self._verify,
-                                       self.options.min_saving_ms)
+        length, _, expected = best_cut(np.asarray(probs) * self.tally.factor, self._step, self._verify)
         self._pending = expected
         return draft[:length]
 
@@ -314,5 +370,3 @@ class FollowDrafter:
                 self.tally.update_stamp(accepted > self._stamp_at)
             if self._guessed_open:
                 self.tally.update_open(accepted > 0)
-            if self.log is not None:
-                self.log.append((drafted, accepted))

@@ -1,9 +1,8 @@
 """Plain decoding: CTranslate2's own ``generate`` and ``detect_language``, for the windows nobody drafts.
 
-:class:`PlainDecoder` runs them on stock CTranslate2 in its worker (``worker``, a
-:class:`tokenmap.runtime.stock_worker.StockWorker`) while the worker works and runs at the decoder's
-precision: the same decoding stock faster-whisper runs, on the encoder output the worker kept where it
-encoded the window. Otherwise, and for a call the worker refuses, the fork's ``decoder`` runs them.
+:class:`PlainDecoder` runs them on stock CTranslate2 in its worker
+(:class:`tokenmap.runtime.stock_worker.StockWorker`) while the worker works and runs at the decoder's
+precision; otherwise, and for a call the worker refuses, the fork's ``decoder`` runs them.
 """
 
 from __future__ import annotations
@@ -34,8 +33,7 @@ class PlainDecoder:
         return self._run("generate", features, prompts, **kwargs)
 
     def detect_language(self, features):
-        """CTranslate2's ``detect_language`` on :attr:`engine` (in the worker, on the encoder output it keeps:
-        its threads are the ones that just encoded); the fork's when the worker fails."""
+        """CTranslate2's ``detect_language`` on :attr:`engine`; the fork's when the worker fails."""
         return self._run("detect_language", features)
 
     def _run(self, method: str, *args, **kwargs):

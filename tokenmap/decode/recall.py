@@ -1,13 +1,10 @@
 """The recall drafter: whole segments heard before, drafted where a window sounds the same.
 
-While a window is decoded, :class:`RecallDrafter` takes the audio fingerprints
-(:mod:`tokenmap.maps.audio_fingerprints`) at each segment start, finds the
-nearest stored one in a :class:`tokenmap.maps.recallindex.RecallIndex` and,
-when it is close enough (cosine at least :data:`THRESHOLD`), drafts that whole
-segment: its text and its closing timestamp. An encoder match is tried first,
-then a mel match. The model verifies every token, so a wrong recall costs one
-longer pass, never a different transcript. :func:`load_recall` and
-:func:`new_index` open an index for a given model and tokenizer.
+At each segment start :class:`RecallDrafter` takes the audio fingerprint
+(:mod:`tokenmap.maps.audio_fingerprints`), finds the nearest stored one in a
+:class:`tokenmap.maps.recallindex.RecallIndex` (an encoder match first, then a mel
+match) and, when its cosine is at least :data:`THRESHOLD`, drafts that whole
+segment: its text and its closing timestamp.
 
 Example (a 2-dimensional "encoder", ``timestamp_begin`` 100)::
 
@@ -64,15 +61,12 @@ def load_recall(recall, hf_tokenizer, model_dir) -> RecallIndex | None:
 
 
 class RecallDrafter:
-    """Drafts a whole recalled segment at each segment start of one window.
+    """Drafts a whole recalled segment at each segment start of one window (in a window without timestamps,
+    the text at its start), else nothing.
 
-    ``frames``: the window's encoder output [T, D] (or [1, T, D]); ``mel``: its
-    log-mel features [80, N] (or [1, 80, N]), when known (segments that start
-    inside the window are found by them); ``seconds``: the audio in it, when
-    known (no recall after a closing timestamp within the last half second); in
-    a window without timestamps, only the start is recalled (its text).
-    Elsewhere, and when nothing stored is as close as ``threshold``, it drafts
-    nothing (the next drafter of the chain takes over).
+    ``frames``: the window's encoder output [T, D] (or [1, T, D]); ``mel``: its log-mel features, when known
+    (segments that start inside the window are found by them); ``seconds``: the audio in it, when known
+    (no recall after a closing timestamp within the last half second).
     """
 
     def __init__(self, index: RecallIndex, frames, timestamp_begin: int, seconds: float | None = None,

@@ -3,20 +3,15 @@
 It feeds the prompt the way ``Whisper.generate`` does (all prompt tokens but the
 last as one batch, the last one as the first decoding step), reads the full
 logits of every step, applies :mod:`tokenmap.decode.rules` in numpy and takes the argmax.
-Its output (tokens, score, no_speech_prob) equals ``generate(beam_size=1,
-return_scores=True, return_no_speech_prob=True, ...)`` at float32; this is the
-baseline every speculative path is checked against.
-
-Logits from the fork (``ctranslate2.StorageView`` of shape [1, V] or [1, T, V],
-float32) are read with ``np.asarray`` (zero copy: the array keeps the
-StorageView alive through ``.base``).
+Its output (tokens, score, no_speech_prob) equals ``generate(beam_size=1, ...)`` at
+float32; this is the baseline every speculative path is checked against.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import List, Optional, Sequence
+from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -34,33 +29,26 @@ GREEDY_KW = dict(beam_size=1, max_length=448, return_scores=True, return_no_spee
 
 @dataclass
 class GreedyResult:
-    """tokens: generated ids without the prompt and without EOT (as
-    ``sequences_ids[0]``); score: ``sum_logprob / len(tokens)**length_penalty``
-    (as ``scores[0]``); sum_logprob: float32 sum of the chosen tokens' logprobs,
-    EOT included; logprobs: per step (len(tokens) or len(tokens)+1 with EOT);
-    no_speech_prob: as ``generate`` returns it (None if not requested)."""
+    """As ``generate`` returns them: ``tokens`` without the prompt and EOT (``sequences_ids[0]``),
+    ``score`` (``scores[0]``), ``no_speech_prob`` (None if not requested); ``finished``: EOT was produced
+    (False: max_length hit)."""
 
-    tokens: List[int]
+    tokens: list[int]
     score: float
-    sum_logprob: float
-    logprobs: List[float] = field(default_factory=list)
-    no_speech_prob: Optional[float] = None
-    finished: bool = False  # True if EOT was produced (False: max_length hit)
+    no_speech_prob: float | None = None
+    finished: bool = False
 
 
-def _row(storage_view, index: int = -1) -> np.ndarray:
-    """[V] float32 view of one position of a [1, V] or [1, T, V] logits StorageView."""
+def _row(storage_view) -> np.ndarray:
+    """[V] float32 view of the last position of a [1, V] or [1, T, V] logits StorageView (zero copy)."""
     array = np.asarray(storage_view)
-    return array[0] if array.ndim == 2 else array[0, index]
+    return array[0] if array.ndim == 2 else array[0, -1]
 
 
 def prefill_like_generate(model, encoder_output, prompt: Sequence[int], rules: RuleSet,
                           want_no_speech: bool = True):
-    """Feed ``prompt`` into a fresh decoder state like ``generate`` does.
-
-    Returns ``(state, first_logits [V], no_speech_prob or None)``; ``first_logits``
-    predict the first generated token; ``state.current_step == len(prompt)``.
-    """
+    """Feed ``prompt`` into a fresh decoder state like ``generate`` does: ``(state, logits [V] of the first
+    generated token, no_speech_prob or None)``."""
     prompt = list(prompt)
     head, last = prompt[:-1], prompt[-1]
     no_speech = None
@@ -85,13 +73,8 @@ def prefill_like_generate(model, encoder_output, prompt: Sequence[int], rules: R
 
 def greedy_decode(model, encoder_output, prompt: Sequence[int], special: SpecialTokens,
                   **generate_kwargs) -> GreedyResult:
-    """Greedy decoding identical to ``model.generate(encoder_output, [prompt],
-    beam_size=1, **generate_kwargs)`` for one window.
-
-    ``encoder_output``: StorageView [1, 1500, d_model] from ``model.encode`` (or
-    features [1, n_mels, 3000]). Raises ValueError for options that
-    :func:`supports_fast_path` rejects.
-    """
+    """Greedy decoding identical to ``model.generate(encoder_output, [prompt], beam_size=1,
+    **generate_kwargs)`` for one window; ValueError for options :func:`supports_fast_path` rejects."""
     kwargs = dict(generate_kwargs)
     kwargs.setdefault("beam_size", 1)
     if not supports_fast_path(prompt=prompt, special=special, **kwargs):
@@ -101,22 +84,19 @@ def greedy_decode(model, encoder_output, prompt: Sequence[int], special: Special
     state, logits, no_speech = prefill_like_generate(
         model, encoder_output, prompt, rules, want_no_speech)
 
-    tokens: List[int] = []
-    logprobs: List[float] = []
+    tokens: list[int] = []
     total = np.float32(0.0)
     finished = False
     for step in range(rules.max_steps):
         token, logprob = rules.choose(logits, tokens)
         total = np.float32(total + logprob)
-        logprobs.append(float(logprob))
         if token == special.eot:
             finished = True
             break
         tokens.append(token)
-        if rules.is_last_step(step):
+        if step + 1 >= rules.max_steps:  # max_length reached
             break
         logits = _row(model.forward_step(state, token))
     score = rules.final_score(total, len(tokens))
     logger.debug("reference greedy: %d tokens, score %.4f", len(tokens), score)
-    return GreedyResult(tokens=tokens, score=score, sum_logprob=float(total),
-                        logprobs=logprobs, no_speech_prob=no_speech, finished=finished)
+    return GreedyResult(tokens, score, no_speech, finished)

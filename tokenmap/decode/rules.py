@@ -57,12 +57,7 @@ class SuppressTokens:
     ids: tuple
 
     def apply(self, logits: np.ndarray, tokens: Sequence[int]) -> None:
-        if self.ids:
-            logits[self._index] = DISABLED
-
-    @property
-    def _index(self) -> np.ndarray:
-        return _index_array(self.ids)
+        logits[_index_array(self.ids)] = DISABLED
 
 
 @dataclass(frozen=True)
@@ -72,8 +67,8 @@ class SuppressBlank:
     ids: tuple
 
     def apply(self, logits: np.ndarray, tokens: Sequence[int]) -> None:
-        if len(tokens) == 0 and self.ids:
-            logits[list(self.ids)] = DISABLED
+        if len(tokens) == 0:
+            logits[_index_array(self.ids)] = DISABLED
 
 
 @dataclass(frozen=True)
@@ -87,9 +82,15 @@ class TimestampRules:
     max_initial_timestamp_id: int
 
     def apply(self, logits: np.ndarray, tokens: Sequence[int]):
-        if self.mask(logits, tokens):
-            return self._force_timestamp_if_likely(logits)
-        return None
+        """Mask, then force a timestamp if likely; returns the log-probs of ``logits`` when it computed them
+        and left them unchanged, else None."""
+        if not self.mask(logits, tokens):
+            return None
+        logprobs = log_softmax(logits)
+        if self._likely_on(logprobs):
+            logits[: self.timestamp_begin] = DISABLED
+            return None
+        return logprobs
 
     def mask(self, logits: np.ndarray, tokens: Sequence[int]) -> bool:
         """Disable what the timestamp rules forbid after ``tokens``; True when the
@@ -116,12 +117,9 @@ class TimestampRules:
         return True
 
     def likely(self, logits: np.ndarray) -> bool:
-        """True if the timestamps' total probability beats the best text token's (the
-        comparison :meth:`_force_timestamp_if_likely` makes on float32 log-probs).
-
-        Both sides carry the same log-softmax shift, so the comparison is made on
-        the logits; only when it is within rounding distance (:data:`TIE_TOLERANCE`,
-        relative) are the float32 log-probs computed, to decide exactly as CT2 does.
+        """True if the timestamps' total probability beats the best text token's. Both sides carry the same
+        log-softmax shift, so the comparison is made on the logits; only within rounding distance
+        (:data:`TIE_TOLERANCE`, relative) are the float32 log-probs computed, to decide exactly as CT2 does.
         """
         ts0 = self.timestamp_begin
         text = float(logits[:ts0].max())
@@ -136,14 +134,6 @@ class TimestampRules:
         """CT2's comparison on float32 log-probs: the timestamps' log-sum-exp against the best text token."""
         ts0 = self.timestamp_begin
         return bool(logsumexp(logprobs[ts0: self.timestamp_end + 1]) > logprobs[:ts0].max())
-
-    def _force_timestamp_if_likely(self, logits: np.ndarray):
-        """Force a timestamp if likely; return the log-probs of ``logits`` if left unchanged."""
-        logprobs = log_softmax(logits)
-        if self._likely_on(logprobs):
-            logits[: self.timestamp_begin] = DISABLED
-            return None
-        return logprobs
 
 
 _UNSUPPORTED_DEFAULTS = {
@@ -160,14 +150,9 @@ def supports_fast_path(
     special: Optional[SpecialTokens] = None,
     **generate_kwargs,
 ) -> bool:
-    """True if ``Whisper.generate(**generate_kwargs)`` is plain greedy search that
-    :class:`RuleSet` reproduces; otherwise the caller must fall back to ``generate``.
-
-    Not supported: beam_size != 1 (note: generate's default is 5), sampling
-    (sampling_topk != 1 with sampling_temperature != 0), num_hypotheses > 1,
-    repetition_penalty != 1, no_repeat_ngram_size > 0, return_logits_vocab,
-    asynchronous, and prompts with a decoding prefix (tokens after the task tokens).
-    """
+    """True if ``Whisper.generate(**generate_kwargs)`` is plain greedy search that :class:`RuleSet`
+    reproduces: beam_size 1 (generate's default is 5), no sampling, the options of
+    ``_UNSUPPORTED_DEFAULTS`` at their defaults, and no decoding prefix after the task tokens."""
     reasons = []
     if generate_kwargs.get("beam_size", 5) != 1:
         reasons.append("beam_size != 1")
@@ -189,17 +174,14 @@ def supports_fast_path(
 class RuleSet:
     """All per-step decisions of ``generate(beam_size=1)`` for one prompt.
 
-    ``max_steps`` is the number of decoding steps CT2 runs (tokens incl. EOT);
-    ``start_step`` = ``prompt_length - 1`` (tokens CT2 forwards as a batch).
-    ``no_speech_at_sot`` is True when the prompt continues after SOT (then
-    no_speech_prob comes from the raw logits at the SOT position of the prompt
-    forward); otherwise it comes from the raw logits of the first decoding step.
+    ``max_steps`` is the number of decoding steps CT2 runs (tokens incl. EOT). ``no_speech_at_sot`` is
+    True when the prompt continues after SOT (then no_speech_prob comes from the raw logits at the SOT
+    position of the prompt forward); otherwise from the raw logits of the first decoding step.
     """
 
     special: SpecialTokens
     rules: tuple
     max_steps: int
-    start_step: int
     sot_index: int
     length_penalty: float = 1.0
     with_timestamps: bool = True
@@ -218,19 +200,14 @@ class RuleSet:
         max_initial_timestamp_index: int = 50,
         **other,
     ) -> "RuleSet":
-        """Build from the keyword arguments given to ``Whisper.generate``.
-
-        Options that do not change greedy decisions (return_scores,
-        return_no_speech_prob, beam_size=1, patience...) are accepted and ignored;
-        check :func:`supports_fast_path` first.
-        """
+        """Build from the keyword arguments given to ``Whisper.generate``; options that do not change greedy
+        decisions are ignored (check :func:`supports_fast_path` first)."""
         prompt = list(prompt)
         sot_index = special.sot_index(prompt)
         prompt_length = special.prompt_length(prompt)
         if prompt_length != len(prompt):
             raise ValueError("prompts with a decoding prefix are not supported")
-        start_step = prompt_length - 1
-        max_steps = min(max_length // 2, max_length - start_step)
+        max_steps = min(max_length // 2, max_length - (prompt_length - 1))
         if max_steps <= 0:
             raise ValueError("The maximum decoding length must be > 0")
         rules = []
@@ -260,7 +237,6 @@ class RuleSet:
             special=special,
             rules=tuple(rules),
             max_steps=max_steps,
-            start_step=start_step,
             sot_index=sot_index,
             length_penalty=float(length_penalty),
             with_timestamps=with_timestamps,
@@ -268,23 +244,16 @@ class RuleSet:
         )
 
     def apply(self, logits: np.ndarray, tokens: Sequence[int]):
-        """Apply every rule, in CT2's order, to the [V] float32 logits in place.
-
-        Returns the log-probs of the final logits when the last rule computed
-        them on its way (the timestamp rule does), else None.
-        """
+        """Apply every rule, in CT2's order, to the [V] float32 logits in place; returns the log-probs of the
+        final logits when the last rule computed them on its way (the timestamp rule does), else None."""
         cached = None
         for rule in self.rules:
             cached = rule.apply(logits, tokens)
         return cached
 
     def choose(self, logits: np.ndarray, tokens: Sequence[int]) -> tuple[int, np.float32]:
-        """Apply the rules (in place) and pick the greedy token.
-
-        Returns ``(token_id, logprob)`` where logprob is the float32
-        log_softmax of the *filtered* logits at the chosen id, which is what
-        CT2 adds to the score (the EOT step included).
-        """
+        """Apply the rules (in place) and pick the greedy token: ``(token_id, logprob)``, the float32
+        log_softmax of the *filtered* logits at the chosen id, which is what CT2 adds to the score."""
         logprobs = self.apply(logits, tokens)
         if logprobs is None:
             logprobs = log_softmax(logits)
@@ -292,31 +261,22 @@ class RuleSet:
         return token, logprobs[token]
 
     def choose_rows(self, rows: np.ndarray, tokens: Sequence[int], draft: Sequence[int], every_row: bool = False):
-        """:meth:`choose` for the rows of one verify pass, up to the first rejected draft token.
+        """:meth:`choose` for the rows of one verify pass, bit-identical, up to the first rejected draft token.
 
-        Row ``j`` is decided as if ``tokens + draft[:j]`` had been generated.
-        Rows are decided in order, and deciding stops at the first row whose
-        choice differs from ``draft[j]`` (or at the last row): the rows after
-        it belong to a rejected draft. The choice of a row comes from its
-        filtered logits (the log-softmax shift is the same for the whole row,
-        and float32 rounding is monotonic, so the argmax is the same; a near-tie
-        within :data:`TIE_TOLERANCE` is decided from the log-probs themselves);
-        the full log-softmax, the costly part, runs only for the rows decided.
-        Where tokenmap's native library is built, one C call decides a row and
-        gives its shift (:func:`tokenmap.runtime.nativelib.decide_row`); near-ties
-        still go through numpy. The result is bit-identical to calling
-        :meth:`choose` row by row.
-        ``rows`` ([T, V] float32) is modified in place; ``every_row`` decides all
-        rows (what :func:`tokenmap.decode.calibration.calibrate` times: a pass whose draft is accepted).
-        Returns ``(token ids [J + 1], their log-probs [J + 1])``, ``J`` the last row decided.
+        Row ``j`` is decided as if ``tokens + draft[:j]`` had been generated; deciding stops at the first
+        row whose choice differs from ``draft[j]`` (or at the last row). A row's choice comes from its
+        filtered logits (the log-softmax shift is the same for the whole row; a near-tie within
+        :data:`TIE_TOLERANCE` is decided from the log-probs), in one C call where tokenmap's native library
+        is built (:func:`tokenmap.runtime.nativelib.decide_row`). ``rows`` ([T, V] float32) is modified in
+        place; ``every_row`` decides all rows (what :mod:`tokenmap.decode.calibration` times). Returns
+        ``(token ids [J + 1], their log-probs [J + 1])``, ``J`` the last row decided.
         """
         n0 = len(tokens)
         context = list(tokens) + list(draft)
         timestamps = None
         for rule in self.rules:
             if isinstance(rule, SuppressTokens):
-                if rule.ids:
-                    rows[:, rule._index] = DISABLED  # the same ids on every row
+                rows[:, _index_array(rule.ids)] = DISABLED  # the same ids on every row
             elif isinstance(rule, SuppressBlank):
                 if n0 == 0:
                     rule.apply(rows[0], ())
@@ -341,10 +301,6 @@ class RuleSet:
         shift = shifts[: len(chosen)] if exact else log_softmax_shift_rows(decided)
         return ids, decided[np.arange(len(ids)), ids] + shift
 
-    def is_last_step(self, step: int) -> bool:
-        """True if 0-based ``step`` is the last one CT2 runs (max_length reached)."""
-        return step + 1 >= self.max_steps
-
     def final_score(self, sum_logprob: float, num_tokens: int) -> float:
         """``sum_logprob / num_tokens ** length_penalty`` (EOT not counted in the
         length but counted in the sum), float32 as in CT2."""
@@ -354,8 +310,7 @@ class RuleSet:
             return float(np.float32(sum_logprob) / denom)
 
     def no_speech_prob(self, raw_logits: np.ndarray) -> float:
-        """softmax(raw logits)[no_speech], raw = before any rule. Which position's
-        logits to pass: see ``no_speech_at_sot``."""
+        """softmax(raw logits)[no_speech], raw = before any rule (which position's: ``no_speech_at_sot``)."""
         return float(softmax(raw_logits)[self.special.no_speech])
 
 

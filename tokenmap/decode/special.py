@@ -16,8 +16,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tokenmap.decode.spelling import Spelling
+import numpy as np
 
+SPACE = "\u0120"  # byte-level BPE's leading space, "Ġ"
 INNER_MARK_CHARS = frozenset(",;:")
 #: a language token of Whisper's vocabulary: ``<|en|>``, ``<|haw|>``, ``<|yue|>``
 LANGUAGE_TOKEN = re.compile(r"<\|([a-z]{2,3})\|>")
@@ -47,7 +48,7 @@ class SpecialTokens:
     suppress_ids_begin: tuple = ()  # config.json "suppress_ids_begin" (suppress_blank)
     inner_marks: frozenset = frozenset()  # tokens of inner punctuation alone: ",", " ,", ";", ":", ",,", ...
     languages: tuple = ()  # (id, code) of every language token: ((50259, "en"), (50260, "zh"), ...)
-    #: the text of every token (:class:`tokenmap.decode.spelling.Spelling`), by which a drafter follows words
+    #: the text of every token (:class:`Spelling`), by which a drafter follows words
     #: the model spells in other pieces than its map's; None: drafters match token ids only
     spelling: Spelling | None = field(default=None, compare=False, repr=False)
 
@@ -119,3 +120,56 @@ class SpecialTokens:
         while i < len(prompt) and self.sot <= prompt[i] <= self.no_timestamps:
             i += 1
         return i
+
+
+class Spelling:
+    """The text of every token below ``end`` (the first special token) as the vocabulary writes it, and the
+    tokens that spell a piece of text.
+
+    >>> s = Spelling(["Ġcan", "ce", "ll", "cell", "Ġ,", "<|endoftext|>"], end=5)
+    >>> s.pieces("cell"), s.pieces("cel"), s.starts_word(0), s.starts_word(1), s.starts_word(4)
+    ([3], None, True, False, True)
+    """
+
+    def __init__(self, vocab: Sequence[str], end: int):
+        self.texts = tuple(vocab[:end])
+        self._ids = {t: i for i, t in enumerate(self.texts) if t}
+        heads: dict[str, int] = {}
+        # each token's first two characters as a number (-1: a shorter text), for :meth:`candidates`
+        self._head = np.array([heads.setdefault(t[:2], len(heads)) if len(t) >= 2 else -1 for t in self.texts]
+                              + [-2], dtype=np.int64)  # the last entry: any id outside the vocabulary
+        self._heads = heads
+
+    def text(self, token: int) -> str:
+        """The token's text ("" for special tokens)."""
+        return self.texts[token] if 0 <= token < len(self.texts) else ""
+
+    def pieces(self, text: str) -> list[int] | None:
+        """``text`` in vocabulary tokens, each the longest that fits from the left; None if a piece has none."""
+        out, i = [], 0
+        while i < len(text):
+            for j in range(len(text), i, -1):
+                token = self._ids.get(text[i:j])
+                if token is not None:
+                    out.append(token)
+                    i = j
+                    break
+            else:
+                return None
+        return out
+
+    def candidates(self, tokens: np.ndarray, word: str) -> np.ndarray:
+        """The indices of ``tokens`` whose text can be a prefix of ``word`` or start with it (a superset)."""
+        head = self._head[np.minimum(tokens, len(self.texts))]
+        if len(word) < 2:
+            return np.flatnonzero(head != -2)
+        return np.flatnonzero((head == self._heads.get(word[:2], -3)) | (head == -1))
+
+    def starts_word(self, token: int) -> bool:
+        """True for a token that begins a word (a leading space) or is no word at all (punctuation)."""
+        text = self.text(token)
+        return text.startswith(SPACE) or not has_letters(text)
+
+
+def has_letters(text: str) -> bool:
+    return any(ch.isalnum() for ch in text)

@@ -16,39 +16,36 @@ Every decision goes through :class:`tokenmap.decode.rules.RuleSet`, the same rul
 ``generate(beam_size=1)`` applies, so a draft can change the speed but not
 the output (exactly at float32; at int8 batched logits can differ slightly
 from step logits: ``recheck_margin`` decides close positions again from a step).
+:func:`replay_window` runs the same loop on a window's recorded output, without the model.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
+from tokenmap.decode.cost import DEFAULT, CostModel
 from tokenmap.decode.ct2math import log_softmax
 from tokenmap.decode.loops import Loop, LoopOptions, LoopRule, cut_tokens
 from tokenmap.decode.rules import RuleSet
 from tokenmap.decode.special import SpecialTokens
-
-logger = logging.getLogger("tokenmap")
 
 
 @dataclass
 class DecodeStats:
     """Counters with the token-map paper's definitions (eqs. 4-5).
 
-    ``drafted``: draft tokens proposed; ``accepted``: draft tokens kept;
-    ``drafts``: verify passes that carried a draft; ``passes``: decoder
-    passes of any kind; ``tokens``: tokens decided (EOT included);
-    ``plain_windows``: windows the controller sent to plain ``generate``;
-    ``short_windows``: windows decoded on a short audio context (:mod:`tokenmap.context`);
-    ``guarded``: of those, windows the guard sent back to the full context;
+    ``drafted``: draft tokens proposed; ``accepted``: draft tokens kept; ``drafts``: verify passes that
+    carried a draft; ``passes``: decoder passes of any kind; ``tokens``: tokens decided (EOT included);
+    ``plain_windows``: windows the gate sent to plain ``generate``; ``short_windows``: windows decoded on
+    a short audio context; ``guarded``: of those, windows the guard sent back to the full context;
     ``prompt_copies``: windows that copied their prompt's previous text, decoded again without it;
-    ``copies_kept``: windows the copy guard suspected whose probe found the text said again (kept);
-    ``loops_stopped``: decodes stopped as they started to repeat (:mod:`tokenmap.decode.loops`);
-    ``decoder_seconds``: wall time inside the decoding loop.
+    ``copies_kept``: windows the copy guard suspected whose probe found the text said again;
+    ``loops_stopped``: decodes stopped as they started to repeat; ``decoder_seconds``: wall time inside
+    the decoding loop.
     """
 
     drafted: int = 0
@@ -104,19 +101,14 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
                   **generate_kwargs) -> WindowResult:
     """Greedy decoding of one window with drafts; same output as ``generate(beam_size=1)``.
 
-    ``encoder_output``: StorageView [1, 1500, d_model]; ``prompt``: the
-    window's prompt ids as faster-whisper builds it; ``history``: earlier
-    text (the previous-window prompt) for prompt-lookup drafters.
-    ``recheck_margin``: when the top-2 gap (in logits) of a position verified
-    in a batch is below it, that position is decided again from a single
-    ``forward_step`` (int8 batched logits differ from step logits; 0 = never).
-    ``accept(row, tokens, draft_token, chosen) -> bool`` (optional, biased
-    verification): at a drafted position where the greedy ``chosen`` differs,
-    True keeps ``draft_token`` instead; ``row`` holds the rule-filtered logits.
-    None (the default) keeps exact greedy decoding.
-    ``loop``: stop the window once it clearly repeats (:class:`tokenmap.decode.loops.LoopRule`); its
-    tokens are then cut before the repetition (``result.loop`` says where), its score is the decoded
-    tokens'. None: decode to EOT or the maximum length.
+    ``prompt``: the window's prompt ids as faster-whisper builds it; ``history``: earlier text (the
+    previous-window prompt) for prompt-lookup drafters. ``recheck_margin``: when the top-2 gap (in logits)
+    of a position verified in a batch is below it, that position is decided again from a single
+    ``forward_step`` (int8 batched logits differ from step logits; 0 = never). ``accept(row, tokens,
+    draft_token, chosen) -> bool`` (biased verification): at a drafted position where the greedy
+    ``chosen`` differs, True keeps ``draft_token`` instead; None keeps exact greedy decoding. ``loop``:
+    stop the window once it clearly repeats (:class:`tokenmap.decode.loops.LoopRule`); its tokens are then
+    cut before the repetition (``result.loop`` says where).
     """
     started = time.perf_counter()
     win = _Window(model, RuleSet.from_generate_kwargs(special, prompt, **generate_kwargs), special,
@@ -135,7 +127,7 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
         feed = [win.decide(sot_row)]
     while not win.done():
         remaining = win.rules.max_steps - len(win.tokens) - 1
-        draft = _draft(drafter, win, remaining)
+        draft = window_draft(drafter, win.tokens, win.rules.with_timestamps, special.timestamp_begin, remaining)
         feed, kept = win.verify(state, feed, draft)
         if draft:
             win.stats.drafts += 1
@@ -152,15 +144,10 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
     return WindowResult(win.tokens, score, no_speech, win.finished, win.stats)
 
 
-def _draft(drafter, win: "_Window", limit: int) -> list[int]:
-    return window_draft(drafter, win.tokens, win.rules.with_timestamps, win.special.timestamp_begin, limit)
-
-
 def window_draft(drafter, tokens: Sequence[int], with_timestamps: bool, timestamp_begin: int,
                  limit: int) -> list[int]:
-    """The drafter's proposal after ``tokens``; a timestamped window always starts
-    with Whisper's usual first token ``<|0.00|>``, followed by the drafter's
-    proposal after it (the model must emit a timestamp first, never text)."""
+    """The drafter's proposal after ``tokens``; a timestamped window's opens with ``<|0.00|>`` (the model
+    must emit a timestamp first, mostly that one) and goes on with the drafter's proposal after it."""
     if limit <= 0:
         return []
     if with_timestamps and not tokens:
@@ -205,8 +192,9 @@ class _Window:
         return token
 
     def verify(self, state, feed: list[int], draft: list[int]) -> tuple[list[int], int]:
-        """Feed ``feed + draft`` in one pass and decide; return (next feed, draft tokens kept)."""
-        base = state.current_step
+        """Feed ``feed + draft`` in one pass and decide up to the first rejected draft token, truncating the
+        state there; return (next feed, draft tokens kept)."""
+        start = state.current_step + len(feed) - 1  # cache length before the token that produced the first row
         tokens_in = feed + draft
         if len(tokens_in) == 1:
             logits = self.model.forward_step(state, tokens_in[0])
@@ -215,38 +203,31 @@ class _Window:
         self.stats.passes += 1
         rows = _rows(logits)[len(feed) - 1:]
         if self.recheck_margin <= 0 and self.accept is None:
-            return self._keep(state, base + len(feed) - 1, draft, *self.rules.choose_rows(rows, self.tokens, draft))
+            chosen, logprobs = self.rules.choose_rows(rows, self.tokens, draft)
+            decided = (self.record(int(token), logprob) for token, logprob in zip(chosen, logprobs))
+        else:
+            decided = self._decide_rows(state, start, rows, tokens_in[len(feed) - 1:], draft, len(tokens_in) > 1)
+        for j, token in enumerate(decided):
+            hit = j < len(draft) and token == draft[j]
+            if not hit or self.done():
+                break
+        if state.current_step > start + j + 1:
+            state.truncate_to_step(start + j + 1)
+        return [token], j + hit
+
+    def _decide_rows(self, state, start: int, rows, inputs: list[int], draft: list[int], batched: bool):
+        """Decide the rows one by one (with ``accept``); a batched row within ``recheck_margin`` of a tie is
+        decided again from a step on its input, which ends the pass."""
         for j, row in enumerate(rows):
-            position = base + len(feed) - 1 + j  # cache length before the token that produced `row`
-            if len(tokens_in) > 1 and self.recheck_margin > 0 and _near_tie(row, self.rules, self.tokens,
-                                                                           self.recheck_margin):
-                state.truncate_to_step(position)
-                row = _rows(self.model.forward_step(state, tokens_in[position - base]))[0]
+            guess = draft[j] if j < len(draft) else None
+            if batched and self.recheck_margin > 0 and _near_tie(row, self.rules, self.tokens, self.recheck_margin):
+                state.truncate_to_step(start + j)
+                row = _rows(self.model.forward_step(state, inputs[j]))[0]
                 self.stats.passes += 1
                 self.stats.rechecks += 1
-                token = self.decide(row, draft[j] if j < len(draft) else None)
-                return [token], j + (j < len(draft) and token == draft[j])
-            token = self.decide(row, draft[j] if j < len(draft) else None)
-            hit = j < len(draft) and token == draft[j]
-            if hit and not self.done():
-                continue
-            if j < len(draft):
-                state.truncate_to_step(position + 1)
-            return [token], j + hit
-        raise AssertionError("unreachable: the last row always ends the pass")
-
-
-    def _keep(self, state, position: int, draft: list[int], chosen, logprobs) -> tuple[list[int], int]:
-        """Record the decisions of a pass up to the first rejected draft token; truncate the state there."""
-        for j in range(len(chosen)):
-            token = self.record(int(chosen[j]), logprobs[j])
-            hit = j < len(draft) and token == draft[j]
-            if hit and not self.done():
-                continue
-            if j < len(draft):
-                state.truncate_to_step(position + j + 1)
-            return [token], j + hit
-        raise AssertionError("unreachable: the last row always ends the pass")
+                yield self.decide(row, guess)
+                return
+            yield self.decide(row, guess)
 
 
 def _near_tie(row: np.ndarray, rules: RuleSet, tokens, margin: float) -> bool:
@@ -257,3 +238,79 @@ def _near_tie(row: np.ndarray, rules: RuleSet, tokens, margin: float) -> bool:
     top = filtered[best]
     filtered[best] = -np.inf
     return bool(top - filtered.max() < margin)
+
+
+@dataclass
+class ReplayStats(DecodeStats):
+    """:class:`DecodeStats` of a replay, plus its modelled decoder time in ms
+    (prefill excluded) and that of plain greedy decoding of the same windows."""
+
+    ms: float = 0.0
+    greedy_ms: float = 0.0
+
+    def as_dict(self, prefill_ms: float = 0.0, windows: int = 0) -> dict:
+        d = super().as_dict()
+        d["tokens_per_pass"] = self.tokens / self.passes if self.passes else 0.0
+        extra = prefill_ms * windows
+        d["speedup"] = (self.greedy_ms + extra) / (self.ms + extra) if self.ms else 0.0
+        return d
+
+
+def replay_window(drafter, truth: Sequence[int], eot: int, with_timestamps: bool, timestamp_begin: int,
+                  cost: CostModel = DEFAULT, feed: int = 1, max_len: int = 64,
+                  history: Sequence[int] = ()) -> ReplayStats:
+    """Replay one window whose greedy output is ``truth`` (without EOT), without the model: greedy decoding
+    is deterministic, so at every pass the agreeing prefix of the draft is kept plus the model's own next
+    token, as :func:`decode_window` proceeds; the cost curve turns the passes into ms. ``feed``: tokens of
+    the first pass besides the draft (the prompt after SOT); ``history``: the window's previous text.
+
+    >>> from tokenmap.decode.drafters import FixedDrafter   # the truth, 3 tokens then EOT = 99
+    >>> r = replay_window(FixedDrafter([5, 6, 7, 99]), [5, 6, 7], eot=99, with_timestamps=False,
+    ...                   timestamp_begin=100)
+    >>> r.passes, r.accepted, r.tokens
+    (1, 4, 4)
+    """
+    target = list(truth) + [eot]
+    tokens: list[int] = []
+    stats = ReplayStats()
+    drafter.reset(history)
+    first = True
+    while len(tokens) < len(target):
+        draft = window_draft(drafter, tokens, with_timestamps, timestamp_begin, max_len)
+        rest = target[len(tokens):]
+        k = 0
+        while k < len(draft) and k < len(rest) and draft[k] == rest[k]:
+            k += 1
+        n_in = (feed if first else 1) + len(draft)
+        stats.ms += cost.step_ms if n_in == 1 else cost.batch(n_in)
+        stats.passes += 1
+        if draft:
+            stats.drafts += 1
+            stats.drafted += len(draft)
+            stats.accepted += k
+            drafter.update(len(draft), k)
+        decided = rest[: k + 1]
+        stats.tokens += len(decided)
+        tokens.extend(decided)
+        first = False
+    stats.greedy_ms = (cost.batch(feed) if feed > 1 else cost.step_ms) + cost.step_ms * (len(target) - 1)
+    return stats
+
+
+def replay_generated(drafter, prompt: Sequence[int], truth: Sequence[int], special,
+                     history: Sequence[int] = ()) -> ReplayStats:
+    """How the loop would have decoded a window that plain ``generate`` decoded to ``truth`` from
+    ``prompt``, with ``drafter``, which learns from the replay as from verified drafts."""
+    prompt = list(prompt)
+    feed = max(1, len(prompt) - special.sot_index(prompt) - 1)
+    return replay_window(drafter, truth, special.eot, prompt[-1] != special.no_timestamps,
+                         special.timestamp_begin, feed=feed, history=history)
+
+
+def replay(drafter, windows: Iterable[Sequence[int]], eot: int, with_timestamps: bool, timestamp_begin: int,
+           cost: CostModel = DEFAULT, feed: int = 1) -> ReplayStats:
+    """:func:`replay_window` over many windows, summed."""
+    total = ReplayStats()
+    for truth in windows:
+        total.add(replay_window(drafter, truth, eot, with_timestamps, timestamp_begin, cost, feed))
+    return total
