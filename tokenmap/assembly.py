@@ -40,7 +40,7 @@ from tokenmap.decode.loops import LoopOptions, StoppingDecoder
 from tokenmap.decode.plain import PlainDecoder
 from tokenmap.decode.recall import load_recall
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.encoders import CTranslate2Encoder, Encoder, open_encoder
+from tokenmap.encoders import CTranslate2Encoder, Encoder, Output, open_encoder
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap.runtime import packing, precision
@@ -106,29 +106,30 @@ class Model:
 
     def generate(self, features, prompts, **kwargs):
         """CTranslate2's ``generate``, guarded, with greedy windows drafted where the drafters pay."""
-        window = features if isinstance(features, EncodedWindow) else EncodedWindow(features, session=self.session)
+        window = _window(features, self.session)
         stats = (window.session or self.session).stats
 
-        plain = StoppingDecoder(self.plain, self.loop, self.special, self.text, window.seconds, stats)
-
-        def decode(output, prompts, kwargs):
+        def decode(output: Output, prompts, kwargs):
+            plain = StoppingDecoder(self.plain.on(output.kept), self.loop, self.special, self.text, window.seconds,
+                                    stats)
             if self.drafting is None:
-                return plain.generate(output, prompts, **kwargs)
-            return self.drafting.generate(self.decoder, plain, output, prompts, stats, window.seconds,
+                return plain.generate(output.view, prompts, **kwargs)
+            return self.drafting.generate(self.decoder, plain, output.view, prompts, stats, window.seconds,
                                           window.mel, **kwargs)
 
         output, results = guarded_generate(decode, window, prompts, kwargs, stats, self.guard, self.special,
                                            self.text)
         if self.recorder is not None and len(prompts) == 1:
-            self.recorder.add_window(_rows(output)[0], results[0].sequences_ids[0], self.special.timestamp_begin,
-                                     mel=window.mel)
+            self.recorder.add_window(_rows(output.view)[0], results[0].sequences_ids[0],
+                                     self.special.timestamp_begin, mel=window.mel)
         return results
 
     def detect_language(self, features):
-        return self.plain.detect_language(_output(features))
+        output = _window(features, self.session).output
+        return self.plain.on(output.kept).detect_language(output.view)
 
     def align(self, features, *args, **kwargs):
-        return self.decoder.align(_output(features), *args, **kwargs)
+        return self.decoder.align(_window(features, self.session).output.view, *args, **kwargs)
 
     def wait_ready(self) -> None:
         """Block until the stock worker, where it runs, has loaded its model (the first call waits otherwise)."""
@@ -140,8 +141,9 @@ class Model:
         return getattr(self.decoder, name)
 
 
-def _output(features):
-    return features.output if isinstance(features, EncodedWindow) else features
+def _window(features, session: Session) -> EncodedWindow:
+    """``features`` as an :class:`EncodedWindow`: one already, or bare encoder output of ``session``."""
+    return features if isinstance(features, EncodedWindow) else EncodedWindow(Output(features), session=session)
 
 
 def _rows(output):

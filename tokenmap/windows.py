@@ -62,7 +62,8 @@ class Session:
 
 
 class EncodedWindow:
-    """A window's (or batch's) encoder ``output`` and what decoding it needs besides: the ``seconds`` of
+    """A window's (or batch's) encoder ``output`` (an :class:`~tokenmap.encoders.base.Output`: the view the
+    decoder reads and the engine's handle on its copy) and what decoding it needs besides: the ``seconds`` of
     audio it holds, ``mel`` (its features, ``[batch, n_mels, 3000]``, or None), whether it is ``short``
     (encoded on fewer frames), its ``session`` and the ``encoder`` that encodes its full context."""
 
@@ -78,14 +79,14 @@ class EncodedWindow:
         return self._full is not None
 
     def full(self, rows=None):
-        """The encoder output of the whole 30 s window, encoded once (``short`` windows only); or of the
-        batch ``rows`` given, encoded for that call."""
+        """The :class:`~tokenmap.encoders.base.Output` of the whole 30 s window, encoded once (``short`` windows
+        only); or of the batch ``rows`` given, encoded for that call."""
         if not self.short:
             return self.output
         if rows is not None:
-            return self.encoder.encode(_storage(self.mel[rows]))
+            return self.encoder.encode_kept(_storage(self.mel[rows]))
         if self._full is None:
-            self._full = self.encoder.encode(_storage(self.mel))
+            self._full = self.encoder.encode_kept(_storage(self.mel))
         return self._full
 
 
@@ -116,7 +117,7 @@ class WindowEncoder:
         mel = array if array.ndim == 3 else array[None]
         seconds = content_seconds(mel) if seconds is None else seconds
         frames = session.context.frames(seconds) if mel.shape[-1] == WINDOW_FRAMES else None
-        output = self.encoder.encode(_storage(mel if frames is None else mel[..., :frames]))
+        output = self.encoder.encode_kept(_storage(mel if frames is None else mel[..., :frames]))
         return EncodedWindow(output, seconds, mel, frames is not None, session, self.encoder)
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import logging
 
-from tokenmap.encoders.base import CTranslate2Encoder, Encoder
+from tokenmap.encoders.base import CTranslate2Encoder, Encoder, Output
 from tokenmap.encoders.choice import ENCODERS, choose, plan_summary
 from tokenmap.encoders.openvino import OpenVINOEncoder
 from tokenmap.encoders.routed import RoutedEncoder
 from tokenmap.encoders.stock import StockEncoder
 
-__all__ = ["ENCODERS", "Encoder", "open_encoder"]
+__all__ = ["ENCODERS", "Encoder", "Output", "open_encoder"]
 
 logger = logging.getLogger("tokenmap")
 

@@ -24,6 +24,16 @@ Example::
 from __future__ import annotations
 
 import abc
+from typing import NamedTuple
+
+
+class Output(NamedTuple):
+    """Encoder output: ``view``, ``[batch, frames / 2, d_model]`` as a float32 ``ctranslate2.StorageView``, and
+    ``kept``, the engine's handle on a copy of it that the engine keeps (stock CTranslate2's worker decodes
+    from that copy: :meth:`tokenmap.runtime.stock_worker.StockWorker.encode_kept`), or None."""
+
+    view: object
+    kept: int | None = None
 
 
 class Encoder(abc.ABC):
@@ -35,6 +45,11 @@ class Encoder(abc.ABC):
     @abc.abstractmethod
     def encode(self, features, to_cpu: bool = False):
         """Encoder output of ``features`` (``[batch, n_mels, frames]``) as a ``ctranslate2.StorageView``."""
+
+    def encode_kept(self, features) -> Output:
+        """:meth:`encode`'s output with the engine's handle on the copy it keeps (it keeps none, unless it says
+        otherwise)."""
+        return Output(self.encode(features))
 
     @abc.abstractmethod
     def describe(self) -> str:

@@ -178,7 +178,8 @@ class OpenVINOEncoder(Encoder):
     """``encode(features) -> StorageView`` on OpenVINO, from ``model_dir``'s own weights.
 
     ``precision`` is one of :data:`PRECISIONS` (``"bf16"`` on a CPU without bfloat16 runs f32);
-    ``threads`` the inference threads. Thread-safe: each calling thread has its own infer request.
+    ``threads`` the inference threads. Thread-safe: an encode takes an idle infer request from the
+    encoder's pool (a new one when every request is busy) and puts it back when done.
     """
 
     engine = "openvino"
@@ -193,6 +194,7 @@ class OpenVINOEncoder(Encoder):
         self.model_dir = Path(model_dir)
         self.precision = precision
         self.threads = threads
+        self.perf_count = perf_count
         root = cache or cache_root()
         config = compile_config(precision, threads, root / "compiled")
         try:
@@ -209,20 +211,15 @@ class OpenVINOEncoder(Encoder):
         self.inference_precision = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
         meta = json.loads((self.ir.parent / "meta.json").read_text(encoding="utf-8"))
         self.n_mels = int(meta["shape"]["n_mels"])
+        self.max_frames = 2 * int(meta["shape"]["positions"])
+        self.version = ov.__version__
+        self._idle: list = []  # infer requests no encode is using
+        self._lock = threading.Lock()
         try:  # some kernels fail only when first run (int8 weights with oneDNN capped below the CPU's ISA)
-            self.compiled.create_infer_request().infer({0: np.zeros((1, self.n_mels, 4), np.float32)})
+            self.encode_array(np.zeros((1, self.n_mels, 4), np.float32))
         except RuntimeError as exc:
             raise EncoderUnavailable(f"OpenVINO cannot run the {precision} encoder on this CPU: "
                                      f"{_first_line(exc)}") from exc
-        self.max_frames = 2 * int(meta["shape"]["positions"])
-        self.version = ov.__version__
-        self._local = threading.local()
-
-    def _request(self):
-        request = getattr(self._local, "request", None)
-        if request is None:
-            request = self._local.request = self.compiled.create_infer_request()
-        return request
 
     def encode(self, features, to_cpu: bool = False):
         import ctranslate2
@@ -231,22 +228,28 @@ class OpenVINOEncoder(Encoder):
 
     def encode_array(self, features) -> np.ndarray:
         """Encoder output as a float32 array ``[batch, frames / 2, d_model]``."""
+        return self._infer(features)[0]
+
+    def profile(self, features) -> list:
+        """OpenVINO's profiling records of one encode of ``features`` (needs ``perf_count=True``)."""
+        return list(self._infer(features)[1])
+
+    def _infer(self, features) -> tuple[np.ndarray, list]:
+        """The encoder output of ``features`` and the profiling records of the request that ran it."""
         array = np.ascontiguousarray(np.asarray(features), dtype=np.float32)
         if array.ndim == 2:
             array = array[None]
         if array.ndim != 3 or array.shape[1] != self.n_mels or not 0 < array.shape[2] <= self.max_frames:
             raise ValueError(f"features of shape {array.shape}, not [batch, {self.n_mels}, 1-{self.max_frames}]")
-        request = self._request()
-        request.infer({0: array})
-        return np.array(request.get_output_tensor(0).data, copy=True)
-
-    def kernels(self) -> list[str]:
-        """The kernels the last inference of this thread ran (needs ``perf_count=True``), most used first."""
-        counts: dict[str, int] = {}
-        for info in self._request().profiling_info:
-            if info.status.name == "EXECUTED" and info.exec_type:
-                counts[info.exec_type] = counts.get(info.exec_type, 0) + 1
-        return sorted(counts, key=lambda k: -counts[k])
+        with self._lock:
+            request = self._idle.pop() if self._idle else self.compiled.create_infer_request()
+        try:
+            request.infer({0: array})
+            output = np.array(request.get_output_tensor(0).data, copy=True)
+            return output, request.profiling_info if self.perf_count else []
+        finally:
+            with self._lock:
+                self._idle.append(request)
 
     def describe(self) -> str:
         return (f"openvino {self.version.split('-')[0]}, {self.precision} "

@@ -5,7 +5,7 @@ each length); :class:`RoutedEncoder` sends each call to the engine of its frame 
 
 Example::
 
-    >>> from tokenmap.encoders.base import Encoder
+    >>> from tokenmap.encoders.base import Encoder, Output
     >>> class Named(Encoder):
     ...     def __init__(self, name): self.engine, self.precision = name, "f32"
     ...     def encode(self, features, to_cpu=False): return self.engine
@@ -22,7 +22,7 @@ import logging
 
 import numpy as np
 
-from tokenmap.encoders.base import Encoder
+from tokenmap.encoders.base import Encoder, Output
 
 logger = logging.getLogger("tokenmap")
 
@@ -39,8 +39,10 @@ class RoutedEncoder(Encoder):
         return next((enc for limit, enc in self.routes if frames <= limit), self.routes[-1][1])
 
     def encode(self, features, to_cpu: bool = False):
-        frames = int(features.shape[-1]) if hasattr(features, "shape") else int(np.asarray(features).shape[-1])
-        return self.for_frames(frames).encode(features, to_cpu=to_cpu)
+        return self.for_frames(_frames(features)).encode(features, to_cpu=to_cpu)
+
+    def encode_kept(self, features) -> Output:
+        return self.for_frames(_frames(features)).encode_kept(features)
 
     def describe(self) -> str:
         return "; ".join(f"up to {limit // 100} s: {enc.describe()}" for limit, enc in self.routes)
@@ -48,3 +50,7 @@ class RoutedEncoder(Encoder):
     def close(self) -> None:
         for _, enc in self.routes:
             enc.close()
+
+
+def _frames(features) -> int:
+    return int(features.shape[-1]) if hasattr(features, "shape") else int(np.asarray(features).shape[-1])

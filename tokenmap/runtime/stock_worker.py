@@ -145,7 +145,8 @@ class StockWorker:
         self.failed: str | None = None  # why the worker was given up, once it was
         self.version: str | None = None  # stock CTranslate2's version, once the worker is ready
         self._worker: Worker | None = Worker(self._argv, self._env)
-        self._kept = (None, None)  # (worker, the StorageView last returned): the worker keeps its own copy
+        self._encodes = 0  # encodes so far: each one's number is its handle (encode_kept)
+        self._holds: int | None = None  # the handle of the output the current worker keeps
         _LIVE.add(self)
 
     @property
@@ -162,7 +163,7 @@ class StockWorker:
         if self._closed:
             raise StockEncoderError("the stock encoder is closed")
         if self._worker is None:
-            self._worker = Worker(self._argv, self._env)
+            self._new_worker()
         worker = self._worker
         if worker.version is None:
             hello = worker.receive(self.timeout)
@@ -181,8 +182,16 @@ class StockWorker:
             block = self._blocks[kind] = SharedBlock(size)
         return block
 
+    def _new_worker(self) -> None:
+        self._worker, self._holds = Worker(self._argv, self._env), None
+
     def encode(self, features):
         """Encoder output of ``features`` (StorageView or array, [batch, n_mels, frames]) as a StorageView."""
+        return self.encode_kept(features)[0]
+
+    def encode_kept(self, features) -> tuple:
+        """:meth:`encode`'s output and its handle: the worker keeps a copy of the output it encoded last,
+        which :meth:`generate` and :meth:`detect_language` given that handle decode from."""
         import ctranslate2  # the fork, in this process; loaded when a window is first encoded
 
         array = np.ascontiguousarray(np.asarray(features), dtype=np.float32)
@@ -192,8 +201,9 @@ class StockWorker:
             raise ValueError(f"features of shape {array.shape}, not [batch, n_mels, frames]")
         with self._lock:
             view = ctranslate2.StorageView.from_array(self._request(array))
-            self._kept = (self._worker, view)  # the worker that encoded it keeps its own copy
-        return view
+            self._encodes += 1
+            self._holds = self._encodes
+            return view, self._holds
 
     def _request(self, array: np.ndarray) -> np.ndarray:
         """Send ``array`` to the worker to encode and copy its answer out."""
@@ -227,37 +237,37 @@ class StockWorker:
                 if attempt == 2:
                     raise
                 logger.warning("%s; starting a new one", str(exc).replace("; see its stderr above", ""))
-                self._worker = Worker(self._argv, self._env)
+                self._new_worker()
                 self._ready()
         if "error" in answer:
             raise StockEncoderError(f"stock CTranslate2 failed in its worker: {answer['error']}")
         return answer
 
-    def generate(self, features, prompts, **options) -> list[GenerationResult]:
+    def generate(self, features, prompts, kept: int | None = None, **options) -> list[GenerationResult]:
         """Stock CTranslate2's ``generate`` in the worker, with ``options`` as ``ctranslate2.models.Whisper``
-        takes them. ``features`` that :meth:`encode` returned last are decoded from the worker's own copy
-        (nothing crosses the pipe but the prompt and the tokens); other features (encoder output or mel) go
-        through shared memory. Raises :class:`StockEncoderError` (one line) when the worker fails or has
+        takes them. Encoder output whose handle ``kept`` (:meth:`encode_kept`) the worker still keeps is
+        decoded from its own copy (nothing crosses the pipe but the prompt and the tokens); other features
+        go through shared memory. Raises :class:`StockEncoderError` (one line) when the worker fails or has
         failed before: the caller decodes on the fork then."""
         request = {"op": "generate", "prompts": [[int(t) for t in p] for p in prompts], "options": options}
-        results = self._on_worker(features, request, len(prompts))
+        results = self._on_worker(features, request, len(prompts), kept)
         return [GenerationResult(r["sequences_ids"], r.get("scores") or [], r.get("no_speech_prob") or 0.0)
                 for r in results]
 
-    def detect_language(self, features) -> list[list[tuple[str, float]]]:
-        """Stock CTranslate2's ``detect_language`` in the worker (``features`` as for :meth:`generate`):
-        per batch row, ``(language token, probability)`` pairs, most probable first."""
-        results = self._on_worker(features, {"op": "detect_language"}, int(features.shape[0]))
+    def detect_language(self, features, kept: int | None = None) -> list[list[tuple[str, float]]]:
+        """Stock CTranslate2's ``detect_language`` in the worker (``features`` and ``kept`` as for
+        :meth:`generate`): per batch row, ``(language token, probability)`` pairs, most probable first."""
+        results = self._on_worker(features, {"op": "detect_language"}, int(features.shape[0]), kept)
         return [[(str(token), float(prob)) for token, prob in row] for row in results]
 
-    def _on_worker(self, features, request: dict, rows: int) -> list:
-        """The worker's ``results`` for ``request`` on ``features``: its own copy when :meth:`encode` returned
-        ``features`` last, else the array through shared memory."""
+    def _on_worker(self, features, request: dict, rows: int, kept: int | None) -> list:
+        """The worker's ``results`` for ``request`` on ``features``: its own copy when it keeps the output
+        ``kept`` names, else the array through shared memory."""
         if self.failed is not None:
             raise StockEncoderError(f"the stock worker was given up: {self.failed}")
 
         def message():
-            if features is self._kept[1] and self._kept[0] is self._worker:
+            if kept is not None and kept == self._holds:
                 return request
             return dict(request, **self._send_array(np.ascontiguousarray(np.asarray(features), dtype=np.float32)))
 
@@ -272,7 +282,7 @@ class StockWorker:
         """In a child made by ``os.fork``: let go of the parent's worker and blocks without stopping or
         removing them (the parent still uses them); the next ``encode`` starts a worker here."""
         self._lock = threading.Lock()  # another thread may have held it at the fork
-        self._kept = (None, self._kept[1])
+        self._holds = None
         if self._worker is not None:
             self._worker.abandon()
             self._worker = None

@@ -58,7 +58,7 @@ from faster_whisper.feature_extractor import FeatureExtractor
 
 from tokenmap.assembly import open_model
 from tokenmap.audio import SAMPLE_RATE
-from tokenmap.context import WINDOW_FRAMES, AudioContext, as_audio_context
+from tokenmap.context import WINDOW_FRAMES, as_audio_context
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.drafters import default_drafter, lcp
@@ -67,10 +67,11 @@ from tokenmap.decode.reference import GREEDY_KW, greedy_decode
 from tokenmap.decode.rules import DISABLED
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
+from tokenmap.encoders import Output
 from tokenmap.stream.draft import PreviousHypothesisDrafter
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
 from tokenmap.stream.segments import TS_SECONDS, TokenSegment, agreed_segments, parse_segments, shift_timestamps
-from tokenmap.windows import Session
+from tokenmap.windows import EncodedWindow, Session
 
 logger = logging.getLogger("tokenmap")
 
@@ -145,17 +146,12 @@ class StreamModel:
             raise ValueError(f"the model has no token {token}")
         return found
 
-    def frames(self, audio: np.ndarray, full: bool = False) -> int:
-        """Mel frames the encoder sees for ``audio``: 3000 (30 s) unless the context is short for it."""
-        return (None if full else self.context.frames(len(audio) / SAMPLE_RATE)) or WINDOW_FRAMES
-
-    def encode(self, audio: np.ndarray, full: bool = False):
-        """Encoder output of ``audio`` (<= 30 s) by the model's window encoder: features zero-padded to 3000
-        frames as faster-whisper does, of which the first :meth:`frames` are encoded (all when ``full``)."""
+    def encode(self, audio: np.ndarray) -> EncodedWindow:
+        """``audio`` (<= 30 s) encoded by the model's window encoder on the stream's audio context: its features
+        zero-padded to 3000 frames as faster-whisper does (:meth:`EncodedWindow.full` encodes them all)."""
         feats = self.features(audio)[:, :WINDOW_FRAMES]
         feats = np.pad(feats, ((0, 0), (0, WINDOW_FRAMES - feats.shape[1])))
-        session = Session(AudioContext() if full else self.context)
-        return self.model.windows.encode(feats, session, seconds=len(audio) / SAMPLE_RATE).output
+        return self.model.windows.encode(feats, Session(self.context), seconds=len(audio) / SAMPLE_RATE)
 
     def rejected(self, tokens: Sequence[int], seconds: float, score: float, no_speech: float) -> str | None:
         """Why the guard rejects ``tokens`` decoded on a short context (None: kept)."""
@@ -164,6 +160,13 @@ class StreamModel:
 
     def text(self, tokens: Sequence[int]) -> str:
         return self.tokenizer.decode([t for t in tokens if t < self.special.eot])
+
+
+def _timed_full(window: EncodedWindow) -> float:
+    """Seconds :meth:`EncodedWindow.full` took to encode ``window`` as 30 s."""
+    started = time.perf_counter()
+    window.full()
+    return time.perf_counter() - started
 
 
 def biased_accept(beta: float, drafter: PreviousHypothesisDrafter):
@@ -252,24 +255,22 @@ class StreamTranscriber:
         draft = self.next_draft()
         if len(self.buffer) >= SAMPLE_RATE // 10:  # less than 0.1 s: nothing to hear yet
             t = time.perf_counter()
-            enc = self.engine.encode(self.buffer)
-            enc_s = time.perf_counter() - t
+            window = self.engine.encode(self.buffer)
+            enc_s = full_s = time.perf_counter() - t  # full_s: the 30 s encode's time
             if self.detecting:
-                self._detect(enc)
+                self._detect(window)
             prompt = self.prompt()
-            dec = self.decode(enc, prompt, draft)
-            short = self.engine.frames(self.buffer) < WINDOW_FRAMES
+            dec = self.decode(window.output.view, prompt, draft)
+            short = window.short
             if short and self.engine.rejected(dec.tokens, buffer_seconds, dec.score, dec.no_speech):
                 guarded = True
-                t = time.perf_counter()
-                enc = self.engine.encode(self.buffer, full=True)
-                enc_s += time.perf_counter() - t
-                dec = self.decode(enc, prompt, draft)
+                full_s = _timed_full(window)
+                enc_s += full_s
+                dec = self.decode(window.full().view, prompt, draft)
             if self.options.scratch:  # as whisper_streaming-style tools do: the buffer as 30 s, plain decoding
-                t = time.perf_counter()
-                full = self.engine.encode(self.buffer, full=True) if short else enc
-                full_s = time.perf_counter() - t if short else enc_s
-                scratch = (*self._scratch(full, prompt, dec.tokens), full_s)
+                if short and not guarded:
+                    full_s = _timed_full(window)
+                scratch = (*self._scratch(window.full(), prompt, dec.tokens), full_s)
             silent = dec.no_speech > self.options.no_speech_threshold and dec.score < self.options.logprob_threshold
             tokens = [] if silent else dec.tokens
         segments = parse_segments(tokens, self.ts0)
@@ -293,9 +294,9 @@ class StreamTranscriber:
         return StreamUpdate(record.index, audio_end, self.committed_text, new_text,
                             self.engine.text(shown).strip(), final, record)
 
-    def _detect(self, enc) -> None:
+    def _detect(self, window: EncodedWindow) -> None:
         """Detect the buffer's language; settle it when the last update named it too, both likely enough."""
-        result = self.engine.model.detect_language(enc)[0]
+        result = self.engine.model.detect_language(window)[0]
         language, probability = result[0][0].strip("<|>"), result[0][1]
         self.language = language
         likely = probability >= DETECTION_THRESHOLD
@@ -321,13 +322,14 @@ class StreamTranscriber:
         return Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
                         r.stats.drafted, r.stats.accepted)
 
-    def _scratch(self, enc, prompt: list[int], tokens: list[int]) -> tuple[float, bool]:
-        """``(decode seconds, same tokens)`` of the update decoded from scratch on ``enc``."""
+    def _scratch(self, output: Output, prompt: list[int], tokens: list[int]) -> tuple[float, bool]:
+        """``(decode seconds, same tokens)`` of the update decoded from scratch on ``output``."""
         t = time.perf_counter()
         if self.options.scratch == "reference":
-            out = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **GREEDY_KW).tokens
+            out = greedy_decode(self.engine.model, output.view, prompt, self.engine.special, **GREEDY_KW).tokens
         else:
-            out = self.engine.model.plain.generate(enc, [prompt], **GREEDY_KW)[0].sequences_ids[0]
+            plain = self.engine.model.plain.on(output.kept)
+            out = plain.generate(output.view, [prompt], **GREEDY_KW)[0].sequences_ids[0]
         return time.perf_counter() - t, list(out) == list(tokens)
 
     def _commit_count(self, segments: list[TokenSegment], buffer_seconds: float) -> int:
