@@ -7,18 +7,14 @@ features, whether it was encoded on a short audio context (:class:`tokenmap.cont
 (:mod:`tokenmap.decode.guarding`) sends a short decode back. Everything one ``transcribe`` call carries from
 window to window is its :class:`Session`, passed along with each window.
 
-**The first window's reuse.** Without a ``language``, faster-whisper's ``transcribe`` detects it first: it
-encodes the first 30 s of the features, asks the decoder for the language token, and then encodes the
-first window again to transcribe it. The two inputs are the same frames, except that the detection window
-of a file shorter than 30 s also holds the features' last frame, which covers the 160 zero samples
-faster-whisper appends (the transcribed window stops before it). ``tokenmap.WhisperModel`` detects on
-:func:`first_window` of the features while its session is ``detecting``; the window so encoded is kept in
-the session, and the next encode of equal features (the first window) gets it instead of a second pass.
-Nothing is kept beyond that one encode. The dropped frame moves the language probabilities a little (by
-0.01 at the median and at most 0.15 over 435 files in five sets of eight languages,
-``research/first_window_detection.py``), enough to flip a near-tie, so the first window's answer is
-taken only when its top language has at least :data:`CONFIDENT` probability; below that, faster-whisper's
-own detection runs on its own window, at its usual cost.
+**The first window's reuse.** Without a ``language``, faster-whisper's ``transcribe`` encodes the first 30 s
+to detect it, then encodes the first window again to transcribe it. The two are the same frames, except
+that the detection window of a file under 30 s also holds the features' last frame (faster-whisper's 160
+zero samples). ``tokenmap.WhisperModel`` detects on :func:`first_window` of the features while its session
+is ``detecting``; the window so encoded is kept in the session for the next encode of equal features only.
+The dropped frame moves the language probabilities a little (``research/first_window_detection.py``), so
+the first window's answer is taken only when its top language has at least :data:`CONFIDENT` probability;
+below that, faster-whisper's own detection runs on its own window.
 
 Example::
 

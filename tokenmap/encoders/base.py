@@ -1,12 +1,10 @@
 """The one interface every encoder engine answers: ``encode(features) -> encoder output``.
 
-Whisper's decoder calls (``generate``, ``detect_language``, ``align`` and the fork's ``prefill``) take
-encoder output ``[batch, frames / 2, d_model]`` as a float32 ``ctranslate2.StorageView``, whichever
-engine produced it, so the encoder can run on another runtime than the decoder. An engine is:
-
-* :class:`tokenmap.encoders.openvino.OpenVINOEncoder`: OpenVINO, built from the model's own weights;
-* :class:`CTranslate2Encoder`: a ``ctranslate2.models.Whisper`` in this process (the fork);
-* :class:`tokenmap.encoders.stock.StockEncoder`: stock CTranslate2 in a worker process.
+Whisper's decoder calls (``generate``, ``detect_language``, ``align``, the fork's ``prefill``) take encoder
+output ``[batch, frames / 2, d_model]`` as a float32 ``ctranslate2.StorageView`` from any engine, so the
+encoder can run on another runtime than the decoder: OpenVINO
+(:class:`tokenmap.encoders.openvino.OpenVINOEncoder`), the fork in process (:class:`CTranslate2Encoder`) or
+stock CTranslate2 in its worker (:class:`tokenmap.encoders.stock.StockEncoder`).
 
 Example::
 

@@ -2,17 +2,13 @@
 
 ``encoder`` (``WhisperModel(encoder=...)``, ``--encoder``) is one of :data:`ENCODERS`:
 
-* ``"auto"`` (default): the engine and precision measured fastest on this machine at each audio length among
-  CTranslate2 and the OpenVINO precisions this CPU can run (:func:`openvino_candidates`): f32, int8 weights,
-  bf16 where OpenVINO computes bfloat16 (AMX or AVX512_BF16), and full int8 where the CPU has int8 matrix
-  instructions (AVX512_VNNI, AVX-VNNI, AMX). A precision that fails to compile or run is left out. The
-  measurement runs once per model shape, compute type, thread count, CPU and oneDNN cap (``tokenmap calibrate
-  --encoder``, or at first use: about ten seconds for base, plus a minute the first time the full-int8
-  encoder is built) and is kept beside the cost curves. CTranslate2 keeps a length unless OpenVINO is clearly
-  (5 %) faster there, so ``auto`` never encodes slower than CTranslate2 did;
-* ``"openvino"``: OpenVINO at its measured fastest precision; ``"openvino:f32"``, ``"openvino:bf16"``,
-  ``"openvino:int8"`` (int8 weights), ``"openvino:int8-full"`` (weights and activations) force one;
-* ``"ctranslate2"``: CTranslate2 int8, as faster-whisper encodes: stock CTranslate2 in its worker when
+* ``"auto"`` (default): per audio length, the fastest measured here among CTranslate2 and the OpenVINO
+  precisions this CPU can run (:func:`openvino_candidates`; one that fails to compile or run is left out).
+  Measured once per model shape, compute type, thread count, CPU and oneDNN cap, and kept beside the cost
+  curves (``tokenmap calibrate --encoder`` measures again). CTranslate2 keeps a length unless OpenVINO takes
+  at most :data:`MARGIN` of its time;
+* ``"openvino"``: OpenVINO at its fastest measured precision; ``"openvino:<precision>"`` forces one;
+* ``"ctranslate2"``: CTranslate2, as faster-whisper encodes: stock CTranslate2 in its worker where
   ``make stock-encoder`` installed it (``"stock"``), else the fork in process (``"fork"``).
 
 Example::

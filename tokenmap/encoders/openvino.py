@@ -1,25 +1,19 @@
 """Whisper's encoder on OpenVINO: built once from ``model.bin``, cached, compiled for this CPU.
 
-:class:`OpenVINOEncoder` answers ``encode(features) -> StorageView`` like CTranslate2's, so its output
-goes straight into the fork's ``prefill``, ``generate``, ``detect_language`` and ``align``. The graph
-(:mod:`tokenmap.encoders.openvino_graph`) is written once per model and weight format as OpenVINO IR
-under ``~/.cache/tokenmap/openvino/`` with float16 weights, and OpenVINO's own compiled-model cache
-beside it holds what it compiled for this CPU and precision, so a second load takes a fraction of a
-second. Nothing is fetched and no torch is needed.
+:class:`OpenVINOEncoder` answers ``encode(features) -> StorageView`` like CTranslate2's. The graph
+(:mod:`tokenmap.encoders.openvino_graph`) is written once per model and weight format as OpenVINO IR under
+``~/.cache/tokenmap/openvino/`` with float16 weights; OpenVINO's compiled-model cache beside it keeps what it
+compiled for this CPU and precision. Precisions (:data:`PRECISIONS`):
 
-Precisions (``precision``):
-
-* ``"bf16"``: OpenVINO's default on CPUs with AMX or AVX512_BF16 (matrix units);
-* ``"f32"``: float32 arithmetic, equal to CTranslate2's float32 encoder to about 1e-3;
-* ``"int8"``: linear weights stored as int8 with a scale per row, computed at the CPU's best float
-  precision (bf16 where it has it, else f32);
+* ``"bf16"``: OpenVINO's default on CPUs with AMX or AVX512_BF16;
+* ``"f32"``: float32 arithmetic;
+* ``"int8"``: linear weights stored as int8 with a scale per row, computed at the CPU's best float precision;
 * ``"int8-full"``: weights and activations in int8 (:mod:`tokenmap.encoders.quantize`), for CPUs with int8
-  matrix instructions (AVX512_VNNI, AVX-VNNI, AMX); built once with NNCF, then cached like the others.
+  matrix instructions.
 
-A precision OpenVINO lists is not always one it can compile: with oneDNN capped at AVX2 it still reports
-BF16, yet a bf16 model fails to compile, and an int8-weights model fails on its first inference.
-:class:`OpenVINOEncoder` compiles and runs one tiny window when it opens, turns such failures into
-:class:`EncoderUnavailable` (one line), and the choice (:mod:`tokenmap.encoders.choice`) skips them.
+A precision OpenVINO lists is not always one it can compile or run (with oneDNN capped at AVX2 it still
+reports BF16): :class:`OpenVINOEncoder` compiles and runs one tiny window when it opens and turns a failure
+into :class:`EncoderUnavailable` (one line), which the choice (:mod:`tokenmap.encoders.choice`) skips.
 
 Example::
 

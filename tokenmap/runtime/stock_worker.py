@@ -1,36 +1,26 @@
 """Stock CTranslate2 in a worker process: ``encode``, ``generate`` and ``detect_language`` through shared memory.
 
-Stock CTranslate2 is the engine stock faster-whisper runs, and stock
-CTranslate2 and the engine fork cannot be loaded into one process.
-:class:`StockWorker` starts :mod:`tokenmap.runtime.stock_worker_child` with
-a private copy of stock CTranslate2 first on ``PYTHONPATH`` (installed by
-``make stock-encoder`` into :func:`stock_dir`; never fetched at run time) and
-answers ``encode(features) -> StorageView`` like ``ctranslate2.models.Whisper``; the
-encoder room's face of it is :class:`tokenmap.encoders.stock.StockEncoder`. Its ``generate``
-and ``detect_language`` serve :class:`tokenmap.decode.plain.PlainDecoder`: a window decoded
-without drafts runs on stock's decoder, where it stays in the worker's memory from its encoding
-(on Intel CPUs stock CTranslate2's MKL GEMM is packed and the fork's is not, so stock decodes faster there).
+Stock CTranslate2 (the engine stock faster-whisper runs) and the fork cannot be loaded into one process.
+:class:`StockWorker` starts :mod:`tokenmap.runtime.stock_worker_child` with a private copy of stock
+CTranslate2 first on ``PYTHONPATH`` (installed by ``make stock-encoder`` into :func:`stock_dir`; never
+fetched at run time). Its ``encode`` serves :class:`tokenmap.encoders.stock.StockEncoder`; its ``generate``
+and ``detect_language`` serve :class:`tokenmap.decode.plain.PlainDecoder`, on the encoder output the worker
+keeps from its last encode (:meth:`StockWorker.encode_kept`).
 
-What happens when things go wrong:
+When things go wrong:
 
-* The worker dies (killed by the OOM killer, crashed) after it had started:
-  the request is sent again to a new worker, once; a second death in the
-  same call gives up (see ``fallback``).
-* The worker does not answer within ``timeout`` seconds a window (default
-  :data:`DEFAULT_TIMEOUT`, or ``$TOKENMAP_ENCODER_TIMEOUT``; loading the model
-  has the same limit): it is killed and the call gives up.
-* Giving up: :class:`StockEncoderError` (one line); the encoder's face and the plain decoder
-  then go on with the fork.
-* The process owning the encoder dies: the worker sees its stdin close (or its
-  parent change), removes the shared-memory blocks and exits.
-* ``os.fork()``: the child lets go of the parent's worker and blocks without
-  touching them and starts a worker of its own at its first ``encode``.
+* The worker dies after it had started: the request goes to a new worker, once; a second death in the
+  same call gives up.
+* The worker does not answer within ``timeout`` seconds a window (:func:`encoder_timeout`; loading the
+  model has the same limit): it is killed and the call gives up.
+* Giving up: :class:`StockEncoderError` (one line); the encoder and the plain decoder go on with the fork.
+* The owner dies: the worker sees its stdin close (or its parent change), removes the shared-memory
+  blocks and exits.
+* ``os.fork()``: the child lets go of the parent's worker and blocks and starts its own at its first call.
 
-The shared-memory blocks are created and removed without
-``multiprocessing``'s resource tracker: the owner removes them in
-:meth:`StockWorker.close`, the worker when its owner is gone. A tracker that
-was killed with the worker would otherwise be restarted empty and print a
-``KeyError`` traceback for every block removed later.
+The shared-memory blocks bypass ``multiprocessing``'s resource tracker (one killed with the worker would be
+restarted empty and print a ``KeyError`` traceback for every block removed later): the owner removes them
+in :meth:`StockWorker.close`, the worker when its owner is gone.
 
 Example::
 
@@ -84,7 +74,7 @@ def stock_installed(directory: Path | None = None) -> bool:
 
 
 def encoder_timeout(seconds: float | None = None) -> float:
-    """Seconds the worker may take per window: ``seconds``, else ``$TOKENMAP_ENCODER_TIMEOUT``, else the default.
+    """Seconds the worker may take a window: ``seconds``, else ``$TOKENMAP_ENCODER_TIMEOUT``, else the default.
 
     >>> encoder_timeout(5), encoder_timeout(None) > 10
     (5.0, True)
@@ -119,12 +109,8 @@ if hasattr(os, "register_at_fork"):
 
 
 class StockWorker:
-    """Stock CTranslate2 in a worker process (one request at a time; thread-safe).
-
-    The worker loads its model while the caller goes on (the first request waits for it).
-    ``timeout``: seconds a window may take (:func:`encoder_timeout`). ``failed`` says why the
-    worker was given up, once a user of it did.
-    """
+    """Stock CTranslate2 in a worker process (one request at a time; thread-safe), which loads its model while
+    the caller goes on. ``timeout``: :func:`encoder_timeout`; ``failed``: why a user gave the worker up."""
 
     def __init__(self, model_dir, compute_type: str = "int8", threads: int = 2, directory: Path | None = None,
                  timeout: float | None = None):
@@ -132,9 +118,7 @@ class StockWorker:
         if not stock_installed(directory):
             raise StockEncoderError(f"no stock CTranslate2 in {directory}; run `make stock-encoder`")
         self.timeout = encoder_timeout(timeout)
-        # the thread wait policy (tokenmap.runtime.threads): the worker also decodes plain windows, whose
-        # hundreds of small parallel regions a step need spinning threads; the encoder's 72 MB attention
-        # buffers gain from the heap policy (tokenmap.runtime.memory), which glibc reads at start
+        # the thread wait and heap policies (tokenmap.runtime.threads, memory), read at the worker's start
         self._env = dict(worker_environment(),
                          PYTHONPATH=os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")]))
         self.compute_type = self.precision = compute_type
@@ -151,7 +135,7 @@ class StockWorker:
 
     @property
     def _proc(self):
-        """The current worker's ``Popen`` (None before a forked child's first ``encode``)."""
+        """The current worker's ``Popen`` (None before a forked child's first call)."""
         return self._worker.proc if self._worker is not None else None
 
     def wait_ready(self) -> str:

@@ -1,42 +1,27 @@
 """Live transcription of a growing audio buffer with self-speculative (biased) decoding.
 
-Every update re-decodes the whole buffer (at most 30 s), encoded as its audio plus a margin
-(:class:`tokenmap.context.AudioContext`, ``auto`` by default) rather than as 30 s; when the
-:class:`tokenmap.context.Guard` rejects what the decoder wrote on that short context, the update is
-encoded as 30 s and decoded again. The previous update's
-hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding
-paper): it is verified in one decoder pass, realigned to the output after
-each mismatch (:mod:`tokenmap.stream.draft`), so mostly only the new tail is
-decoded step by step; beyond the previous hypothesis the token map (or
-prompt lookup) drafts, under the same controls as in file transcription: a
-:class:`tokenmap.decode.control.ControllerSet` kept across updates, with the
-calibrated cost curve, learns what the model accepts of those drafts.
+Every update re-decodes the whole buffer (at most 30 s), encoded by the model's window encoder on its audio
+plus a margin (:class:`tokenmap.context.AudioContext`, ``auto`` by default); when the
+:class:`tokenmap.context.Guard` rejects what the decoder wrote on that short context, the update is decoded
+again on the window's full output (:meth:`tokenmap.windows.EncodedWindow.full`). The previous update's
+hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding paper): it is verified in one
+decoder pass and realigned to the output after each mismatch (:mod:`tokenmap.stream.draft`); beyond it the
+token map (or prompt lookup) drafts, under a :class:`tokenmap.decode.control.ControllerSet` kept across updates.
 
-Commit policy (LocalAgreement-2 over whole segments, segment-end trimming):
-Whisper splits the buffer into timestamped segments. A leading segment is
-committed when it is closed by a timestamp and its text is identical in the
-last ``agreement`` hypotheses. The buffer is then cut at that segment's end
-timestamp; the committed text can go into the prompt as faster-whisper
-does (``<|startofprev|>`` + last 223 committed tokens), so the next update
-neither re-transcribes nor forgets it (only with ``condition_on_previous``: off by
-default, because base then looped on dictation, repeating committed text until
-max_length). Committed text never changes. When
-the buffer would exceed 30 s, every closed segment is committed (or, with
-none, the whole hypothesis). A hypothesis whose no-speech probability is high
-and average log-probability low counts as silence: the buffer is then cut to
-its last second, so long pauses never grow it.
+Commit policy (LocalAgreement-2 over whole segments): a leading segment is committed when a timestamp
+closes it and its text is identical in the last ``agreement`` hypotheses; the buffer is then cut at its end
+timestamp. With ``condition_on_previous`` (off by default: base then looped on dictation) the committed text
+goes into the prompt as faster-whisper does. Committed text never changes. When the buffer would exceed
+30 s, every closed segment is committed (or, with none, the whole hypothesis). A hypothesis with a high
+no-speech probability and a low average log-probability is silence: the buffer is cut to its last second.
 
-Language detection (``language=None``): every update detects the language on the buffer, until
-two updates in a row name the same language with at least :data:`DETECTION_THRESHOLD` probability
-(faster-whisper's ``language_detection_threshold``); each update decodes in the language it
-detected, and nothing is committed before the language is settled (except when the buffer is full,
-or at the end, which settle it too). An English-only model transcribes English.
+Language detection (``language=None``): every update detects the language on the buffer until two updates
+in a row name the same one with at least :data:`DETECTION_THRESHOLD` probability; nothing is committed
+before (except when the buffer is full, or at the end). An English-only model transcribes English.
 
-Biased verification (paper eq. 5): at a position where the previous
-hypothesis drafts ``d`` and greedy chooses ``c``, ``d`` is kept when
-``(1-beta) P(d) + beta >= (1-beta) P(c)`` on the softmax of the rule-filtered
-logits, only while the output still follows the previous hypothesis. beta = 0
-(default) is exact greedy decoding.
+Biased verification (paper eq. 5): where the previous hypothesis drafts ``d`` and greedy chooses ``c``,
+``d`` is kept when ``(1-beta) P(d) + beta >= (1-beta) P(c)``, only while the output still follows the
+previous hypothesis. beta = 0 (default) is exact greedy decoding.
 
 Example::
 
@@ -77,7 +62,6 @@ logger = logging.getLogger("tokenmap")
 
 #: the probability at which a detected language counts (faster-whisper's ``language_detection_threshold``)
 DETECTION_THRESHOLD = 0.5
-
 
 
 @dataclass(frozen=True)
@@ -132,12 +116,11 @@ class StreamModel:
     def load(cls, model: str = "base", compute_type: str = "int8", threads: int | None = None,
              token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto",
              exact: bool = False, audio_context="auto") -> "StreamModel":
-        """Load ``model``; ``decoder_compute_type``, ``encoder`` and ``exact`` as in
-        :func:`tokenmap.assembly.assemble`. Returns once the encoder is ready (the stock
-        worker has loaded its model), so that the first update costs what the others do."""
+        """Load ``model`` (the options as in :func:`tokenmap.assembly.assemble`); returns once the stock worker
+        has loaded its model, so that the first update costs what the others do."""
         opened = open_model(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
                             exact=exact, device="cpu")
-        opened.wait_ready()  # a live stream's first update must not wait for the worker
+        opened.wait_ready()
         return cls(opened, opened.special, opened.tokenizer, opened.token_map, opened.cost, audio_context)
 
     def token_id(self, token: str) -> int:
@@ -170,11 +153,8 @@ def _timed_full(window: EncodedWindow) -> float:
 
 
 def biased_accept(beta: float, drafter: PreviousHypothesisDrafter):
-    """The ``accept`` predicate of :func:`decode_window` for paper eq. 5 (None when beta = 0).
-
-    Keeps the previous hypothesis' token ``d`` over greedy ``c`` when
-    ``(1 - beta) P(d) + beta >= (1 - beta) P(c)``; a token the rules disabled is never kept.
-    """
+    """The ``accept`` predicate of :func:`decode_window` for paper eq. 5 (None when beta = 0); a token the rules
+    disabled is never kept."""
     if beta <= 0:
         return None
 
@@ -252,7 +232,7 @@ class StreamTranscriber:
         audio_end, buffer_seconds = self.audio_end, len(self.buffer) / SAMPLE_RATE
         tokens, enc_s, dec, scratch = [], 0.0, Decoded([], 0.0, 1.0, 0.0), (None, None, None)
         short = guarded = False
-        draft = self.next_draft()
+        draft = self.previous[:]  # the previous update's hypothesis
         if len(self.buffer) >= SAMPLE_RATE // 10:  # less than 0.1 s: nothing to hear yet
             t = time.perf_counter()
             window = self.engine.encode(self.buffer)
@@ -303,10 +283,6 @@ class StreamTranscriber:
         self.detecting = not (likely and language == self._detected)
         self._detected = language if likely else None
         logger.info("detected language %s (p=%.2f)%s", language, probability, "" if self.detecting else ", settled")
-
-    def next_draft(self) -> list[int]:
-        """The draft of the next update: the previous update's hypothesis."""
-        return self.previous[:]
 
     def decode(self, enc, prompt: list[int], draft: list[int]) -> Decoded:
         """One update's decoding of the buffer: ``draft`` verified, the rest drafted by the map (or prompt lookup)."""
