@@ -47,10 +47,9 @@ class WindowedExtractor(FeatureExtractor):
 
 
 class LogMel:
-    """The ``[n_mels, frames]`` log-mel spectrogram of ``waveform`` (followed by ``padding`` zero samples,
-    as faster-whisper pads it), computed when sliced. ``lazy[:, a:b]`` and ``lazy[..., a:b]`` return
-    arrays, except slices longer than two windows, which return a view of the same kind; any other
-    index, or ``np.asarray``, computes what it covers."""
+    """The ``[n_mels, frames]`` log-mel spectrogram of ``waveform`` and ``padding`` zero samples, computed when
+    sliced: ``lazy[:, a:b]`` and ``lazy[..., a:b]`` return arrays (a view of the same kind beyond two windows);
+    any other index, or ``np.asarray``, computes what it covers."""
 
     def __init__(self, extractor: FeatureExtractor, waveform: np.ndarray, padding: int = 160,
                  start: int = 0, stop: int | None = None, peak: list | None = None):

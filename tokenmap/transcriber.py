@@ -32,14 +32,10 @@ logger = logging.getLogger("tokenmap")
 
 @dataclass(frozen=True)
 class TranscribeOptions:
-    """The faster-whisper ``transcribe`` options tokenmap exposes.
-
-    ``language`` None means detect it; ``vad`` is faster-whisper's ``vad_filter`` (Silero VAD), on by
-    default: without it Whisper may repeat or invent sentences in long pauses. ``batch_size`` above 1
-    decodes the speech chunks that many at a time (:class:`tokenmap.batched.BatchedInferencePipeline`: no
-    previous text as prompt, no temperature fallback; needs ``vad`` on a file over 30 s). ``decoding``: further
-    keyword arguments of faster-whisper's ``transcribe``, passed as given.
-    """
+    """The faster-whisper ``transcribe`` options tokenmap exposes: ``language`` None detects it; ``vad`` is
+    ``vad_filter`` (on by default: without it Whisper may invent sentences in long pauses); ``batch_size`` above
+    1 decodes the speech chunks that many at a time (:class:`tokenmap.batched.BatchedInferencePipeline`; needs
+    ``vad`` on a file over 30 s); ``decoding``: further keyword arguments of ``transcribe``, passed as given."""
 
     language: str | None = None
     task: str = "transcribe"

@@ -1,20 +1,17 @@
 """One place where a window is encoded: the audio context, the first window's reuse, short and full outputs.
 
-:class:`WindowEncoder` encodes a window's log-mel features on the model's encoder and returns an
-:class:`EncodedWindow`: the encoder output the decoder reads, how much audio the window holds, its
-features, whether it was encoded on a short audio context (:class:`tokenmap.context.AudioContext`), and
-:meth:`EncodedWindow.full`, which encodes the whole 30 s window when the guard
-(:mod:`tokenmap.decode.guarding`) sends a short decode back. Everything one ``transcribe`` call carries from
-window to window is its :class:`Session`, passed along with each window.
+:class:`WindowEncoder` encodes a window's log-mel features and returns an :class:`EncodedWindow`: the
+encoder output, the window's audio seconds and features, whether it was encoded on a short audio context
+(:class:`tokenmap.context.AudioContext`), and :meth:`EncodedWindow.full`, the whole 30 s window's output,
+which the guard (:mod:`tokenmap.decode.guarding`) and the stream ask for when a short decode is rejected.
+What one ``transcribe`` call carries from window to window is its :class:`Session`.
 
-**The first window's reuse.** Without a ``language``, faster-whisper's ``transcribe`` encodes the first 30 s
-to detect it, then encodes the first window again to transcribe it. The two are the same frames, except
-that the detection window of a file under 30 s also holds the features' last frame (faster-whisper's 160
-zero samples). ``tokenmap.WhisperModel`` detects on :func:`first_window` of the features while its session
-is ``detecting``; the window so encoded is kept in the session for the next encode of equal features only.
-The dropped frame moves the language probabilities a little (``research/first_window_detection.py``), so
-the first window's answer is taken only when its top language has at least :data:`CONFIDENT` probability;
-below that, faster-whisper's own detection runs on its own window.
+**The first window's reuse.** Without a ``language``, faster-whisper encodes the first 30 s to detect it,
+then the first window again to transcribe it: the same frames, except that the detection window of a file
+under 30 s holds one more (faster-whisper's padding). ``tokenmap.WhisperModel`` detects on
+:func:`first_window` while its session is ``detecting``, and the session keeps that window for the next
+encode of equal features. The dropped frame moves the language probabilities a little, so the first
+window's answer is taken only when its top language has at least :data:`CONFIDENT` probability.
 
 Example::
 
@@ -44,10 +41,9 @@ def first_window(features):
 
 @dataclass
 class Session:
-    """What one ``transcribe`` call carries from window to window: its audio ``context``, its ``stats``, the
-    batched pipeline's ``capture`` of speech chunks (:class:`tokenmap.batched.ChunkCapture`, or None),
-    whether it ``transcribing`` (a session of the model itself is not), whether language detection is
-    ``detecting`` now, and the window it ``kept`` for the next encode: ``(features, EncodedWindow)``."""
+    """What one ``transcribe`` call carries from window to window: its audio ``context``, ``stats``, the batched
+    pipeline's ``capture`` of speech chunks (or None), whether it is ``transcribing`` (the model's own session
+    is not) and ``detecting`` now, and the window it ``kept`` for the next encode: ``(features, window)``."""
 
     context: AudioContext = field(default_factory=AudioContext)
     stats: DecodeStats = field(default_factory=DecodeStats)

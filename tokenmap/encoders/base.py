@@ -45,8 +45,7 @@ class Encoder(abc.ABC):
         """Encoder output of ``features`` (``[batch, n_mels, frames]``) as a ``ctranslate2.StorageView``."""
 
     def encode_kept(self, features) -> Output:
-        """:meth:`encode`'s output with the engine's handle on the copy it keeps (it keeps none, unless it says
-        otherwise)."""
+        """:meth:`encode`'s output with the engine's handle on the copy it keeps (none here)."""
         return Output(self.encode(features))
 
     @abc.abstractmethod

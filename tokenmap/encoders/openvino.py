@@ -66,8 +66,7 @@ def openvino_available() -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def cpu_capabilities() -> tuple[str, ...]:
-    """OpenVINO's ``OPTIMIZATION_CAPABILITIES`` of the CPU (``BF16`` where it has AMX or AVX512_BF16); asked once
-    per process."""
+    """OpenVINO's ``OPTIMIZATION_CAPABILITIES`` of the CPU (``BF16`` where it has AMX or AVX512_BF16)."""
     import openvino as ov
 
     return tuple(ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
@@ -109,11 +108,8 @@ def model_key(model_dir: Path, weights: str) -> str:
 
 def cached_ir(model_dir: Path, weights: str, root: Path | None = None, force: bool = False) -> Path:
     """The encoder's IR (``encoder.xml``) for ``model_dir`` in ``weights`` format (a value of :data:`WEIGHTS`),
-    built if missing: ``"int8-full"`` quantizes the float graph with NNCF, which takes about a minute for base.
-
-    The IR is written to a temporary directory and renamed into place, so a crash never leaves half a
-    model and two processes building at once both end with a whole one. ``force`` rebuilds it.
-    """
+    built if missing (or ``force``) in a temporary directory renamed into place, so a crash never leaves half
+    a model and two processes building at once both end with a whole one."""
     import openvino as ov
 
     target = (root or cache_root()) / model_key(model_dir, weights)
@@ -169,12 +165,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 class OpenVINOEncoder(Encoder):
-    """``encode(features) -> StorageView`` on OpenVINO, from ``model_dir``'s own weights.
-
-    ``precision`` is one of :data:`PRECISIONS` (``"bf16"`` on a CPU without bfloat16 runs f32);
-    ``threads`` the inference threads. Thread-safe: an encode takes an idle infer request from the
-    encoder's pool (a new one when every request is busy) and puts it back when done.
-    """
+    """``encode(features) -> StorageView`` on OpenVINO at ``precision`` (one of :data:`PRECISIONS`), from
+    ``model_dir``'s own weights. Thread-safe: an encode takes an idle infer request from the encoder's pool
+    (a new one when every request is busy) and puts it back when done."""
 
     engine = "openvino"
 

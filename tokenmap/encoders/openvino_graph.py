@@ -104,12 +104,9 @@ class _Builder:
 
 
 def build_encoder(variables, weights: str = "float", get=None):
-    """An ``openvino.Model`` of the encoder in ``variables`` (name -> array, as :func:`read_model_bin` gives).
-
-    ``get(name) -> float32 array`` reads a variable (default: ``variables[name]`` as float32; pass
-    :meth:`~tokenmap.encoders.modelbin.ModelSpec.float32` to undo a quantized file's scales).
-    ``weights``: ``"float"`` (the compiler's precision decides) or ``"int8"`` (linear layers stored as int8).
-    """
+    """An ``openvino.Model`` of the encoder in ``variables`` (name -> array), whose linear layers store
+    ``weights`` as ``"float"`` or ``"int8"``; ``get(name) -> float32 array`` reads a variable (pass
+    :meth:`~tokenmap.encoders.modelbin.ModelSpec.float32` to undo a quantized file's scales)."""
     import openvino as ov
 
     if weights not in ("float", "int8"):

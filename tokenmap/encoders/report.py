@@ -30,11 +30,8 @@ def openvino_kernels(model_dir, precision: str, threads: int, frames: int = 400)
 
 
 def encoder_line(model_dir, compute_type: str, threads: int, ct2_report: dict | None = None) -> str:
-    """What encodes by default (``encoder="auto"``) and with which kernels; why (one line).
-
-    ``ct2_report``: CTranslate2's CPU report (:func:`tokenmap.runtime.report.cpu_report`), for its ISA
-    and GEMM backend.
-    """
+    """One line: what encodes by default and with which kernels, and why; ``ct2_report``: CTranslate2's CPU
+    report (:func:`tokenmap.runtime.report.cpu_report`)."""
     plan = choose("auto", model_dir, compute_type, threads)
     parts = []
     for choice in plan.choices:

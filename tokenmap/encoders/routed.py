@@ -1,11 +1,8 @@
-"""Several encoders behind one ``encode``, each taking the windows of its lengths.
-
-A plan may give short windows to one engine and 30 s windows to another (whichever measured faster at
-each length); :class:`RoutedEncoder` sends each call to the engine of its frame count.
+"""Several encoders behind one ``encode``: :class:`RoutedEncoder` sends each call to the engine of its length.
 
 Example::
 
-    >>> from tokenmap.encoders.base import Encoder, Output
+    >>> from tokenmap.encoders.base import Encoder
     >>> class Named(Encoder):
     ...     def __init__(self, name): self.engine, self.precision = name, "f32"
     ...     def encode(self, features, to_cpu=False): return self.engine
@@ -18,13 +15,9 @@ Example::
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
 from tokenmap.encoders.base import Encoder, Output
-
-logger = logging.getLogger("tokenmap")
 
 
 class RoutedEncoder(Encoder):
@@ -35,14 +28,15 @@ class RoutedEncoder(Encoder):
         self.engine = "+".join(dict.fromkeys(e.engine for _, e in self.routes))
         self.precision = "+".join(dict.fromkeys(e.precision for _, e in self.routes))
 
-    def for_frames(self, frames: int) -> Encoder:
+    def _route(self, features) -> Encoder:
+        frames = np.shape(features)[-1]
         return next((enc for limit, enc in self.routes if frames <= limit), self.routes[-1][1])
 
     def encode(self, features, to_cpu: bool = False):
-        return self.for_frames(_frames(features)).encode(features, to_cpu=to_cpu)
+        return self._route(features).encode(features, to_cpu=to_cpu)
 
     def encode_kept(self, features) -> Output:
-        return self.for_frames(_frames(features)).encode_kept(features)
+        return self._route(features).encode_kept(features)
 
     def describe(self) -> str:
         return "; ".join(f"up to {limit // 100} s: {enc.describe()}" for limit, enc in self.routes)
@@ -50,7 +44,3 @@ class RoutedEncoder(Encoder):
     def close(self) -> None:
         for _, enc in self.routes:
             enc.close()
-
-
-def _frames(features) -> int:
-    return int(features.shape[-1]) if hasattr(features, "shape") else int(np.asarray(features).shape[-1])

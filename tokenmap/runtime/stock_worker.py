@@ -228,11 +228,9 @@ class StockWorker:
         return answer
 
     def generate(self, features, prompts, kept: int | None = None, **options) -> list[GenerationResult]:
-        """Stock CTranslate2's ``generate`` in the worker, with ``options`` as ``ctranslate2.models.Whisper``
-        takes them. Encoder output whose handle ``kept`` (:meth:`encode_kept`) the worker still keeps is
-        decoded from its own copy (nothing crosses the pipe but the prompt and the tokens); other features
-        go through shared memory. Raises :class:`StockEncoderError` (one line) when the worker fails or has
-        failed before: the caller decodes on the fork then."""
+        """Stock CTranslate2's ``generate`` in the worker, on its own copy of the output whose handle is ``kept``
+        (:meth:`encode_kept`) while it keeps it, else on ``features`` sent through shared memory. Raises
+        :class:`StockEncoderError` (one line) when the worker fails or has failed before."""
         request = {"op": "generate", "prompts": [[int(t) for t in p] for p in prompts], "options": options}
         results = self._on_worker(features, request, len(prompts), kept)
         return [GenerationResult(r["sequences_ids"], r.get("scores") or [], r.get("no_speech_prob") or 0.0)
@@ -245,8 +243,7 @@ class StockWorker:
         return [[(str(token), float(prob)) for token, prob in row] for row in results]
 
     def _on_worker(self, features, request: dict, rows: int, kept: int | None) -> list:
-        """The worker's ``results`` for ``request`` on ``features``: its own copy when it keeps the output
-        ``kept`` names, else the array through shared memory."""
+        """The worker's ``results`` for ``request`` on ``features`` (or its copy of ``kept``)."""
         if self.failed is not None:
             raise StockEncoderError(f"the stock worker was given up: {self.failed}")
 

@@ -1,29 +1,18 @@
-"""The stock-encoder worker: stock CTranslate2 encodes features passed through shared memory.
+"""The stock-encoder worker: stock CTranslate2 encodes and decodes on arrays passed through shared memory.
 
-Standalone on purpose: it imports only ``ctranslate2`` (stock, from the
-directory the parent puts first on ``PYTHONPATH``) and numpy, because stock
-CTranslate2 and the fork cannot share one process. The parent
-(:mod:`tokenmap.runtime.stock_worker`) starts it by path::
+Standalone: it imports only ``ctranslate2`` (stock, first on ``PYTHONPATH``) and numpy, since stock
+CTranslate2 and the fork cannot share one process. :mod:`tokenmap.runtime.stock_worker` starts it as
+``python stock_worker_child.py MODEL_DIR COMPUTE_TYPE THREADS``; its first line is
+``{"ready": true, "version": "4.8.5"}``, then each JSON request line gets one answer line
+(``{"error": "..."}`` on failure):
 
-    python tokenmap/runtime/stock_worker_child.py MODEL_DIR COMPUTE_TYPE THREADS
+* ``{"in": NAME, "out": NAME, "shape": [b, mels, frames]}`` (blocks the parent created): encode into
+  ``out``, answer ``{"shape": [...]}``, and keep the output;
+* ``{"op": "generate", "prompts": [[...]], "options": {...}}`` and ``{"op": "detect_language"}``: on the kept
+  output, or with ``"in"`` and ``"shape"`` on the array in that block; answer ``{"results": [...]}``.
 
-and talks one JSON line per request, each answered by one line (``{"error": "..."}`` on failure):
-
-* ``{"in": NAME, "out": NAME, "shape": [b, mels, frames]}`` (both shared-memory blocks created by
-  the parent): encode; answered by ``{"shape": [...]}`` once the encoder output is in ``out``. The
-  worker keeps that output for the next ``generate``.
-* ``{"op": "generate", "prompts": [[...]], "options": {...}}``: greedy or beam ``generate`` on the
-  encoder output kept from the last encode (or, with ``"in"`` and ``"shape"``, on the encoder
-  output or features in that block); answered by ``{"results": [{"sequences_ids": ..., "scores":
-  ..., "no_speech_prob": ...}, ...]}``.
-* ``{"op": "detect_language"}`` (with ``"in"`` and ``"shape"`` as for ``generate``, or on the kept
-  output): ``detect_language``; answered by ``{"results": [[[token, probability], ...], ...]}``.
-
-The first line it writes is ``{"ready": true, "version": "4.8.5"}``.
-
-The parent owns the blocks; the worker attaches them without a resource tracker. When the parent is gone
-(stdin closes, or the parent process changes) or stops reading, the worker removes the blocks it knows and
-exits. It ignores Ctrl-C, which reaches the whole process group, and leaves stopping to its parent.
+When the parent is gone (stdin closes, or the parent process changes) or stops reading, the worker removes
+the blocks it knows and exits. It ignores Ctrl-C, which reaches the whole process group.
 """
 
 import json

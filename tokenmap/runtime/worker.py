@@ -1,8 +1,6 @@
-"""A worker process spoken to in JSON lines, with its data in POSIX shared memory.
-
-:class:`Worker` sends one JSON line to a child's stdin and reads one back from its stdout within a
-time limit; :class:`SharedBlock` is a shared-memory block that no resource tracker knows of, so the
-child can map it by name. :mod:`tokenmap.runtime.stock_worker` runs stock CTranslate2 this way.
+"""A worker process spoken to in JSON lines (:class:`Worker`), its data in POSIX shared memory
+(:class:`SharedBlock`, which no resource tracker knows of). :mod:`tokenmap.runtime.stock_worker` runs
+stock CTranslate2 this way.
 
 Example::
 

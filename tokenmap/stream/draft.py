@@ -1,23 +1,17 @@
 """The previous hypothesis as the draft (Algorithm 1), kept aligned after mismatches.
 
-A new hypothesis mostly repeats the previous one with a few local edits. Algorithm 1 drafts the previous
-hypothesis once and decodes everything after the first mismatch step by step; here the rest of the previous
-hypothesis is re-aligned to the output after every mismatch (anchored near the expected position), so one
-edit costs one extra verify pass. Beyond its end the fallback drafter (token map, prompt lookup) proposes.
-
-Alignment of the tokens decided so far with ``previous`` (first that applies):
+A new hypothesis mostly repeats the previous one with a few local edits, so the rest of the previous
+hypothesis is re-aligned to the output after every mismatch: one edit costs one extra verify pass. Beyond
+its end the fallback drafter (token map, prompt lookup) proposes. The tokens decided so far are aligned with
+``previous`` by the first rule that applies:
 
 1. they follow ``previous`` (any timestamp matches any timestamp): continue there;
-2. their text (timestamps ignored) is a prefix of its text: continue the text
-   (a segment boundary moved; after a closing timestamp the opening one repeats it);
-3. their last 4..2 tokens occur in ``previous``: continue after the occurrence
-   nearest the expected position; the last token alone when it occurs within
-   ``near`` positions (a deletion).
+2. their text is a prefix of its text (a segment boundary moved): continue the text;
+3. their last 4..2 tokens occur in ``previous``: continue after the occurrence nearest the expected
+   position; the last token alone when it occurs within ``near`` positions (a deletion).
 
-A drafted opening timestamp is given the value of the closing timestamp the
-model just chose (Whisper repeats it), and a draft that would be only the
-previous hypothesis' final timestamp (usually moved by the new audio) is not
-proposed on its own.
+A drafted opening timestamp takes the value of the closing timestamp the model just chose, and a draft that
+would be only the previous hypothesis' final timestamp is not proposed on its own.
 
     >>> ts = 100
     >>> d = PreviousHypothesisDrafter([ts, 1, 2, 3, 4, 5, ts + 9], ts)

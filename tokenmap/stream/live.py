@@ -66,12 +66,10 @@ DETECTION_THRESHOLD = 0.5
 
 @dataclass(frozen=True)
 class StreamOptions:
-    """``update_seconds``: audio per update; ``beta``: verification bias (0 = exact greedy);
-    ``mask_k``: display-only mask of the last k tentative tokens; ``agreement``: hypotheses that must
-    agree before a segment commits; ``scratch``: also decode every update from scratch
-    (``"generate"`` or ``"reference"``, step-wise greedy) to time and check it;
-    ``recheck_margin``: see :func:`tokenmap.decode.speculative.decode_window` (int8 near-ties);
-    ``language`` None: detect it (module docstring)."""
+    """``update_seconds``: audio per update; ``beta``: verification bias (0 = exact greedy); ``mask_k``:
+    display-only mask of the last k tentative tokens; ``agreement``: hypotheses that must agree before a
+    segment commits; ``scratch``: also decode every update from scratch (``"generate"`` or ``"reference"``)
+    to time and check it; ``recheck_margin``: :func:`tokenmap.decode.speculative.decode_window`'s."""
 
     update_seconds: float = 1.0
     beta: float = 0.0
