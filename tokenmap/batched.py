@@ -1,13 +1,11 @@
 """``tokenmap.BatchedInferencePipeline``: faster-whisper's batched pipeline, features computed batch by batch.
 
-faster-whisper's ``BatchedInferencePipeline.transcribe`` computes the log-mel features of every speech chunk
-of a file and stacks them, padded to 30 s, before the first batch is decoded. This subclass runs the same
-``transcribe`` on the model's view for the call (:meth:`tokenmap.WhisperModel.for_call`), whose feature
-extractor is a :class:`ChunkCapture`: it records each chunk and answers with a small placeholder, and each
-batch is computed from the recorded chunks when the decoder asks for it (:class:`LazyBatches`), with the
-same values faster-whisper would have stacked. Language detection runs on the first chunks' real features,
-as many as it reads. With a model that is not a :class:`tokenmap.WhisperModel` it is faster-whisper's
-pipeline, unchanged.
+faster-whisper's pipeline computes and stacks the features of every speech chunk of a file before the first
+batch is decoded. This subclass runs the same ``transcribe`` on the model's view for the call
+(:meth:`tokenmap.WhisperModel.for_call`), whose feature extractor is a :class:`ChunkCapture`: it records each
+chunk, and each batch is computed from the chunks when the decoder asks for it (:class:`LazyBatches`), with
+the values faster-whisper would have stacked. With a model that is not a :class:`tokenmap.WhisperModel` it
+is faster-whisper's pipeline, unchanged.
 
 Example::
 

@@ -1,32 +1,15 @@
 """Stock CTranslate2 in a worker process: ``encode``, ``generate`` and ``detect_language`` through shared memory.
 
-Stock CTranslate2 (the engine stock faster-whisper runs) and the fork cannot be loaded into one process.
+Stock CTranslate2 (the engine stock faster-whisper runs) and the fork cannot share one process.
 :class:`StockWorker` starts :mod:`tokenmap.runtime.stock_worker_child` with a private copy of stock
-CTranslate2 first on ``PYTHONPATH`` (installed by ``make stock-encoder`` into :func:`stock_dir`; never
-fetched at run time). Its ``encode`` serves :class:`tokenmap.encoders.stock.StockEncoder`; its ``generate``
-and ``detect_language`` serve :class:`tokenmap.decode.plain.PlainDecoder`, on the encoder output the worker
-keeps from its last encode (:meth:`StockWorker.encode_kept`).
-
-When things go wrong:
-
-* The worker dies after it had started: the request goes to a new worker, once; a second death in the
-  same call gives up.
-* The worker does not answer within ``timeout`` seconds a window (:func:`encoder_timeout`; loading the
-  model has the same limit): it is killed and the call gives up.
-* Giving up: :class:`StockEncoderError` (one line); the encoder and the plain decoder go on with the fork.
-* The owner dies: the worker sees its stdin close (or its parent change), removes the shared-memory
-  blocks and exits.
-* ``os.fork()``: the child lets go of the parent's worker and blocks and starts its own at its first call.
-
-The shared-memory blocks bypass ``multiprocessing``'s resource tracker (one killed with the worker would be
-restarted empty and print a ``KeyError`` traceback for every block removed later): the owner removes them
-in :meth:`StockWorker.close`, the worker when its owner is gone.
-
-Example::
-
-    >>> worker = StockWorker(model_dir, "int8", threads=2)        # doctest: +SKIP
-    >>> out = worker.encode(features)   # StorageView [1, 1500, 512]  # doctest: +SKIP
-    >>> worker.close()                                              # doctest: +SKIP
+CTranslate2 (``make stock-encoder`` installs it into :func:`stock_dir`) first on ``PYTHONPATH``. Its
+``encode`` serves :class:`tokenmap.encoders.stock.StockEncoder`; its ``generate`` and ``detect_language``
+serve :class:`tokenmap.decode.plain.PlainDecoder`, on the output it keeps from its last encode
+(:meth:`StockWorker.encode_kept`). A worker that dies is replaced once in a call; one that does not answer
+within ``timeout`` (:func:`encoder_timeout`) is killed; giving up raises :class:`StockEncoderError`, and its
+users go on with the fork. A worker whose owner dies removes the shared-memory blocks and exits; after
+``os.fork()`` the child starts its own. The blocks bypass ``multiprocessing``'s resource tracker (one killed
+with the worker would be restarted empty and print a traceback for every block removed later).
 """
 
 from __future__ import annotations

@@ -1,27 +1,21 @@
 """Live transcription of a growing audio buffer with self-speculative (biased) decoding.
 
 Every update re-decodes the whole buffer (at most 30 s), encoded by the model's window encoder on its audio
-plus a margin (:class:`tokenmap.context.AudioContext`, ``auto`` by default); when the
-:class:`tokenmap.context.Guard` rejects what the decoder wrote on that short context, the update is decoded
-again on the window's full output (:meth:`tokenmap.windows.EncodedWindow.full`). The previous update's
-hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding paper): it is verified in one
-decoder pass and realigned to the output after each mismatch (:mod:`tokenmap.stream.draft`); beyond it the
-token map (or prompt lookup) drafts, under a :class:`tokenmap.decode.control.ControllerSet` kept across updates.
+plus a margin (``auto`` by default); when the :class:`tokenmap.context.Guard` rejects a decode on that short
+context, the update is decoded again on :meth:`tokenmap.windows.EncodedWindow.full`. The previous update's
+hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding paper), realigned after each
+mismatch (:mod:`tokenmap.stream.draft`); beyond it the token map (or prompt lookup) drafts, under a
+:class:`tokenmap.decode.control.ControllerSet` kept across updates.
 
-Commit policy (LocalAgreement-2 over whole segments): a leading segment is committed when a timestamp
-closes it and its text is identical in the last ``agreement`` hypotheses; the buffer is then cut at its end
-timestamp. With ``condition_on_previous`` (off by default: base then looped on dictation) the committed text
-goes into the prompt as faster-whisper does. Committed text never changes. When the buffer would exceed
-30 s, every closed segment is committed (or, with none, the whole hypothesis). A hypothesis with a high
-no-speech probability and a low average log-probability is silence: the buffer is cut to its last second.
-
-Language detection (``language=None``): every update detects the language on the buffer until two updates
-in a row name the same one with at least :data:`DETECTION_THRESHOLD` probability; nothing is committed
-before (except when the buffer is full, or at the end). An English-only model transcribes English.
+Commit policy (LocalAgreement-2 over whole segments): a leading segment closed by a timestamp whose text is
+identical in the last ``agreement`` hypotheses is committed, and the buffer cut at its end. Committed text
+never changes; with ``condition_on_previous`` (off by default) it goes into the prompt. A buffer that would
+exceed 30 s commits every closed segment (or the whole hypothesis); silence (high no-speech probability,
+low log-probability) cuts the buffer to its last second. Without a ``language`` every update detects it
+until two in a row agree with at least :data:`DETECTION_THRESHOLD` probability; nothing commits before.
 
 Biased verification (paper eq. 5): where the previous hypothesis drafts ``d`` and greedy chooses ``c``,
-``d`` is kept when ``(1-beta) P(d) + beta >= (1-beta) P(c)``, only while the output still follows the
-previous hypothesis. beta = 0 (default) is exact greedy decoding.
+``d`` is kept when ``(1-beta) P(d) + beta >= (1-beta) P(c)``; beta = 0 (default) is exact greedy decoding.
 
 Example::
 
