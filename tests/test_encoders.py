@@ -10,7 +10,33 @@ import pytest
 from tokenmap.encoders import choice
 from tokenmap.encoders.choice import Choice, EncoderPlan, parse, plan_from_measurement
 from tokenmap.encoders.modelbin import ModelFileError, read_model_bin
-from tokenmap.encoders.openvino_graph import EncoderShape, build_encoder, random_encoder_variables
+from tokenmap.encoders.openvino_graph import EncoderShape, build_encoder
+
+
+def random_encoder_variables(n_mels: int = 80, d_model: int = 64, heads: int = 2, layers: int = 2,
+                             frames: int = 1500, ffn: int | None = None, seed: int = 0) -> dict[str, np.ndarray]:
+    """Random variables of a Whisper encoder of this shape, named as in ``model.bin``."""
+    rng = np.random.default_rng(seed)
+    ffn = ffn or 4 * d_model
+
+    def w(*dims, scale=0.05):
+        return (rng.standard_normal(dims) * scale).astype(np.float32)
+
+    v = {"encoder/conv1/weight": w(d_model, n_mels, 3, scale=0.2), "encoder/conv1/bias": w(d_model),
+         "encoder/conv2/weight": w(d_model, d_model, 3, scale=0.1), "encoder/conv2/bias": w(d_model),
+         "encoder/position_encodings/encodings": w(frames, d_model, scale=0.5),
+         "encoder/num_heads": np.array(heads, dtype=np.int16),
+         "encoder/layer_norm/gamma": 1 + w(d_model), "encoder/layer_norm/beta": w(d_model)}
+    for i in range(layers):
+        for scope, out, inp in (("self_attention/linear_0", 3 * d_model, d_model),
+                                ("self_attention/linear_1", d_model, d_model),
+                                ("ffn/linear_0", ffn, d_model), ("ffn/linear_1", d_model, ffn)):
+            v[f"encoder/layer_{i}/{scope}/weight"] = w(out, inp)
+            v[f"encoder/layer_{i}/{scope}/bias"] = w(out)
+        for scope in ("self_attention/layer_norm", "ffn/layer_norm"):
+            v[f"encoder/layer_{i}/{scope}/gamma"] = 1 + w(d_model)
+            v[f"encoder/layer_{i}/{scope}/beta"] = w(d_model)
+    return v
 
 
 def reference_encoder(v, features):

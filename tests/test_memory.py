@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from tokenmap.runtime import memory, threads
-from tokenmap.runtime.memory import ENVIRONMENT, SETTINGS, apply_malloc_policy, child_environment
+from tokenmap.runtime.memory import ENVIRONMENT, SETTINGS, apply_malloc_policy
 
 
 class FakeLibc:
@@ -42,10 +42,7 @@ def test_opt_out_refusal_and_other_c_libraries(monkeypatch):
     assert apply_malloc_policy({}) == "unavailable"
 
 
-def test_children_get_the_policy_through_their_environment():
-    env = child_environment({"PATH": "/bin"}, state="applied")
-    assert env == {"PATH": "/bin", **ENVIRONMENT}
-    assert child_environment({"PATH": "/bin"}, state="off") == {"PATH": "/bin"}
+def test_the_environment_form_of_the_policy():
     # the environment form says what the mallopt form does (glibc's names for the variables)
     assert ENVIRONMENT == {"MALLOC_ARENA_MAX": "1", "MALLOC_MMAP_MAX_": "0",
                            "MALLOC_TRIM_THRESHOLD_": str(512 * 2 ** 20), "MALLOC_TOP_PAD_": str(64 * 2 ** 20)}

@@ -133,21 +133,24 @@ def test_stock_encoder_gives_the_same_transcript(stock_encoder, base_model_dir, 
 @pytest.mark.model
 def test_generate_in_the_worker_matches_the_forks(stock_encoder, base_model_dir, window):
     """Stock ``generate`` on the output the worker kept from its encode, or on features sent to it, gives
-    the fork's greedy tokens; the plain decoder runs there."""
+    the fork's greedy tokens; the plain decoder runs there; a handle the worker no longer keeps sends the output."""
     import ctranslate2
 
     fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
-    encoded = stock_encoder.encode(window)
+    encoded, handle = stock_encoder.encode_kept(window)
     prompt = [[50258, 50259, 50359]]
     options = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True)
-    kept = stock_encoder.generate(encoded, prompt, **options)
+    kept = stock_encoder.generate(encoded, prompt, kept=handle, **options)
     sent = stock_encoder.generate(np.asarray(encoded).copy(), prompt, **options)
     expected = fork.generate(encoded, prompt, **options)
     assert kept[0].sequences_ids == sent[0].sequences_ids == expected[0].sequences_ids
     assert abs(kept[0].no_speech_prob - expected[0].no_speech_prob) < 1e-3
     plain = PlainDecoder(fork, stock_encoder, "int8")
     assert plain.engine == "stock"
-    assert plain.generate(encoded, prompt, **options)[0].sequences_ids == expected[0].sequences_ids
+    assert plain.on(handle).generate(encoded, prompt, **options)[0].sequences_ids == expected[0].sequences_ids
+    stock_encoder.encode(np.zeros_like(window))  # the worker keeps another output now
+    stale = plain.on(handle).generate(encoded, prompt, **options)
+    assert stale[0].sequences_ids == expected[0].sequences_ids
     assert PlainDecoder(fork, stock_encoder, "float32").engine == "fork"  # --exact's decoder
 
 
@@ -157,10 +160,10 @@ def test_a_batch_is_encoded_window_by_window_and_decoded_whole(stock_encoder, wi
     row equals that window encoded alone, and ``generate`` on the kept batch decodes every row."""
     batch = np.concatenate([window, np.roll(window, 400, axis=2)])
     alone = [np.asarray(stock_encoder.encode(batch[i: i + 1])).copy() for i in range(2)]
-    encoded = stock_encoder.encode(batch)
+    encoded, handle = stock_encoder.encode_kept(batch)
     np.testing.assert_array_equal(np.asarray(encoded), np.concatenate(alone))
     prompts = [[50258, 50259, 50359]] * 2
-    results = stock_encoder.generate(encoded, prompts, beam_size=1, max_length=448)
+    results = stock_encoder.generate(encoded, prompts, kept=handle, beam_size=1, max_length=448)
     assert len(results) == 2 and all(r.sequences_ids[0] for r in results)
 
 
@@ -171,9 +174,9 @@ def test_language_detection_in_the_worker_matches_the_forks(stock_encoder, base_
     import ctranslate2
 
     fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
-    encoded = stock_encoder.encode(window)
+    encoded, handle = stock_encoder.encode_kept(window)
     expected = fork.detect_language(encoded)[0]
-    kept = PlainDecoder(fork, stock_encoder, "int8").detect_language(encoded)[0]
+    kept = PlainDecoder(fork, stock_encoder, "int8").on(handle).detect_language(encoded)[0]
     sent = stock_encoder.detect_language(np.asarray(encoded).copy())[0]
     assert [t for t, _ in kept[:3]] == [t for t, _ in sent[:3]] == [t for t, _ in expected[:3]]
     assert kept[0][0] == "<|en|>" and abs(kept[0][1] - expected[0][1]) < 0.02

@@ -60,8 +60,6 @@ def test_previous_hypothesis_drafter():
     # a segment boundary moved: text alignment continues the previous text
     assert d.draft([ts(0), 1, 2, ts(0.6)], 100)[:3] == [ts(0.6), 3, ts(1)]
     assert d.draft([ts(0), 1, 7], 100) == [99]  # no alignment after a new token: the fallback
-    sub = PreviousHypothesisDrafter(prev, TS, fallback, realign=3, substitute=True)
-    assert sub.draft([ts(0), 1, 7], 100) == [3, ts(1), ts(1)]  # substitution guess, cut to realign
     assert d.draft([ts(0), 8, 8, 8, 8, 8], 5) == [99]  # nothing fits: the fallback
 
 
@@ -146,11 +144,11 @@ class FakeEngine:
                                      vocab_size=51865)
         self.token_map = None
 
-    def encode(self, audio, full=False):
-        return None
+    def encode(self, audio):
+        from tokenmap.encoders import Output
+        from tokenmap.windows import EncodedWindow
 
-    def frames(self, audio, full=False):
-        return 3000  # every buffer encoded as 30 s
+        return EncodedWindow(Output(None))  # every buffer encoded as 30 s
 
     def token_id(self, token):
         return 7
@@ -291,14 +289,16 @@ def test_the_scratch_encode_time_is_the_30s_encode_alone(engine32, data_dir, mon
     """``scratch_encode`` times the buffer's encoding as 30 s, not the decode from scratch after it."""
     from tokenmap.audio import load_audio
     from tokenmap.stream.live import StreamModel
+    from tokenmap.windows import EncodedWindow
 
     short = StreamModel(engine32.model, engine32.special, engine32.tokenizer, cost=engine32.cost, context="auto")
-    inner, encodes = short.encode, []
+    inner, encodes = EncodedWindow.full, []
 
-    def timed_encode(audio, full=False):
+    def timed_full(window, rows=None):
+        encoding = window.short and not window.sent_back
         started = time.perf_counter()
-        out = inner(audio, full)
-        if full:
+        out = inner(window, rows)
+        if encoding:
             encodes.append(time.perf_counter() - started)
         return out
 
@@ -306,7 +306,7 @@ def test_the_scratch_encode_time_is_the_30s_encode_alone(engine32, data_dir, mon
         time.sleep(0.3)
         return 0.3, True
 
-    monkeypatch.setattr(short, "encode", timed_encode)
+    monkeypatch.setattr(EncodedWindow, "full", timed_full)
     monkeypatch.setattr(StreamTranscriber, "_scratch", slow_scratch)
     audio = load_audio(data_dir / "en-basic-pbx-ivr-main.flac")[: 16_000 * 4]
     st, _ = _run(short, audio, update_seconds=2.0, scratch="generate")
@@ -324,8 +324,9 @@ def test_a_short_buffer_is_encoded_on_a_short_context_and_costs_less_than_30s(en
 
     short = StreamModel(engine32.model, engine32.special, engine32.tokenizer, cost=engine32.cost, context="auto")
     audio = load_audio(data_dir / "en-basic-pbx-ivr-main.flac")[: 16_000 * 9]
-    assert short.frames(audio) == AudioContext("auto").frames(9.0) < 3000
-    assert short.frames(audio, full=True) == engine32.frames(audio) == 3000
+    window = short.encode(audio)
+    assert window.short and window.output.view.shape[1] == AudioContext("auto").frames(9.0) // 2 < 1500
+    assert window.full().view.shape[1] == 1500 and not engine32.encode(audio).short
     st, _ = _run(short, audio, update_seconds=3.0, scratch="generate")
     summary = st.metrics.summary()
     assert summary["short_updates"] == len(st.metrics.updates) >= 3

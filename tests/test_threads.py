@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from tokenmap.runtime import threads
-from tokenmap.runtime.threads import POLICY, apply_wait_policy, without_policy
+from tokenmap.runtime.threads import POLICY, apply_wait_policy
 
 
 def test_applied_on_a_clean_environment():
@@ -28,12 +28,6 @@ def test_opt_out_and_too_late():
     env = {}
     assert apply_wait_policy(env, modules={"ctranslate2": object()}) == "late"
     assert env == {}
-
-
-def test_children_can_get_the_defaults_back():
-    env = {"PATH": "/bin", **POLICY}
-    assert without_policy(env, state="applied") == {"PATH": "/bin"}
-    assert without_policy(env, state="user") == env  # the user's own setting travels on
 
 
 def _child_env(script: str, extra: dict) -> dict:

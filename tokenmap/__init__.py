@@ -2,30 +2,21 @@
 
 The package is laid out by what each part does:
 
-* :mod:`tokenmap.runtime` runs the model on this machine: the engine (the CTranslate2
-  fork, checked by :mod:`tokenmap.runtime.engine`), the decoder's precision, stock
-  CTranslate2's worker process and the process-wide thread and malloc policies;
-* :mod:`tokenmap.encoders` is the encoder room: OpenVINO and CTranslate2 encoders behind one door,
-  :func:`tokenmap.encoders.open_encoder`, which opens the one this CPU should use;
-* :mod:`tokenmap.decode` is the decoder: Whisper's logit rules, the reference greedy loop, the
-  verify loop, the drafters and their acceptance control, plain decoding and the guard;
-* :mod:`tokenmap.assembly` builds a model from an encoder, a decoder and drafters (or none), the one
-  way every caller opens a model; :mod:`tokenmap.windows` is where a window is encoded;
-  :mod:`tokenmap.whisper` is the faster-whisper drop-in built on them;
-* :mod:`tokenmap.maps` is the token-map file format and its lookups;
-* :mod:`tokenmap.build` turns a corpus into a map (style, tokens, counts, self-test);
-* :mod:`tokenmap.balance` builds a map set, one map per task, sharing the budget across tasks;
+* :mod:`tokenmap.runtime` runs the model on this machine: the engine (the CTranslate2 fork), the decoder's
+  precision, stock CTranslate2's worker process and the process-wide thread and malloc policies;
+* :mod:`tokenmap.encoders` is the encoder room, behind one door, :func:`tokenmap.encoders.open_encoder`;
+* :mod:`tokenmap.decode` is the decoder: Whisper's logit rules, the verify loop, the drafters and their
+  control, plain decoding and the guard;
+* :mod:`tokenmap.assembly` builds a model from an encoder, a decoder and drafters (or none);
+  :mod:`tokenmap.windows` is where a window is encoded; :mod:`tokenmap.whisper` is the faster-whisper drop-in;
+* :mod:`tokenmap.maps` is the token-map file format; :mod:`tokenmap.build` turns a corpus into a map, and
+  :mod:`tokenmap.balance` builds a map set, one map per task;
 * :mod:`tokenmap.stream` is the live transcriber.
 
-The heavy pieces (CTranslate2, faster-whisper) are imported lazily, so that
-``import tokenmap`` stays cheap and the map builder works without the engine.
-Importing the package first sets the engine threads' wait policy
-(:mod:`tokenmap.runtime.threads`) and packed GEMM for the decoder on Intel CPUs
-(:mod:`tokenmap.runtime.packing`), which must happen before CTranslate2 loads. How
-large buffers are allocated (:mod:`tokenmap.runtime.memory`) changes the whole
-process, so the import applies it only when ``TOKENMAP_MALLOC=tokenmap`` asks;
-the ``tokenmap`` command and ``WhisperModel(..., malloc_policy=True)`` apply it
-before they load a model.
+CTranslate2 and faster-whisper are imported lazily, so ``import tokenmap`` stays cheap. Importing the
+package sets the engine threads' wait policy (:mod:`tokenmap.runtime.threads`) and packed GEMM for the
+decoder (:mod:`tokenmap.runtime.packing`), which must happen before CTranslate2 loads; the malloc policy
+(:mod:`tokenmap.runtime.memory`) only when ``TOKENMAP_MALLOC=tokenmap`` asks.
 """
 
 import importlib

@@ -1,19 +1,17 @@
 """One assembly: the model faster-whisper decodes with, composed from its parts by :func:`assemble`.
 
-A :class:`Model` is what faster-whisper calls ``self.model``, built from three parts:
+A :class:`Model` is what faster-whisper calls ``self.model``:
 
-* an :class:`~tokenmap.encoders.base.Encoder`, the one :func:`tokenmap.encoders.open_encoder` opens for this
-  CPU, behind a :class:`~tokenmap.windows.WindowEncoder` (audio context, first-window reuse, full output);
+* an :class:`~tokenmap.encoders.base.Encoder` (:func:`tokenmap.encoders.open_encoder`) behind a
+  :class:`~tokenmap.windows.WindowEncoder`;
 * a decoder: the fork's ``ctranslate2.models.Whisper`` at the precision :mod:`tokenmap.runtime.precision`
-  chooses (its step API for drafts, ``align``), and a :class:`~tokenmap.decode.plain.PlainDecoder` for
-  ``generate`` and ``detect_language`` without drafts (stock CTranslate2 in its worker where installed);
+  chooses, and a :class:`~tokenmap.decode.plain.PlainDecoder` for ``generate`` and ``detect_language``
+  without drafts (stock CTranslate2 in its worker where installed);
 * drafters (:class:`~tokenmap.decode.drafting.Drafting`), or none where the installed CTranslate2 has no
-  step API (stock CTranslate2 shadowed the fork, or no fork wheel for this platform).
+  step API.
 
-Every ``generate`` goes through the guard (:mod:`tokenmap.decode.guarding`). ``tokenmap.WhisperModel``
-(with a map or without), ``tokenmap transcribe``, the batched pipeline, live streaming and the benchmarks
-all build their model here: :func:`assemble` around a loaded ``ctranslate2.models.Whisper``, or
-:func:`open_model`, which loads it first.
+Every ``generate`` goes through the guard (:mod:`tokenmap.decode.guarding`). Every caller builds its model
+here: :func:`assemble` around a loaded ``ctranslate2.models.Whisper``, or :func:`open_model`, which loads it.
 
 Example::
 
@@ -24,7 +22,6 @@ Example::
 
 from __future__ import annotations
 
-import logging
 import os
 from functools import cached_property
 from pathlib import Path
@@ -40,7 +37,7 @@ from tokenmap.decode.loops import LoopOptions, StoppingDecoder
 from tokenmap.decode.plain import PlainDecoder
 from tokenmap.decode.recall import load_recall
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.encoders import CTranslate2Encoder, Encoder, open_encoder
+from tokenmap.encoders import CTranslate2Encoder, Encoder, Output, open_encoder
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap.runtime import packing, precision
@@ -50,18 +47,14 @@ from tokenmap.runtime.threads import warn_if_late
 from tokenmap.textok import TextTokenizer
 from tokenmap.windows import EncodedWindow, Session, WindowEncoder
 
-logger = logging.getLogger("tokenmap")
-
 
 class Model:
     """An ``encoder``, a ``decoder`` with its ``plain`` decoder, and ``drafting`` (or None), composed.
 
-    ``generate`` takes an :class:`~tokenmap.windows.EncodedWindow` (what ``tokenmap.WhisperModel.encode``
-    returns) or a bare encoder output; ``detect_language`` and ``align`` take either too. Anything else a
-    ``ctranslate2.models.Whisper`` answers (``is_multilingual``, ``n_mels``, ...) is the decoder's.
-    ``guard`` judges every decoded window, ``recorder`` (a :class:`~tokenmap.maps.recallindex.RecallIndex`,
-    or None) records it (``tokenmap recall``), and ``session`` counts the calls made outside a ``transcribe``.
-    """
+    ``generate``, ``detect_language`` and ``align`` take an :class:`~tokenmap.windows.EncodedWindow` or a bare
+    encoder output; anything else a ``ctranslate2.models.Whisper`` answers is the decoder's. ``guard`` judges
+    every decoded window, ``recorder`` (a :class:`~tokenmap.maps.recallindex.RecallIndex`, or None) records it,
+    and ``session`` counts the calls made outside a ``transcribe``."""
 
     def __init__(self, encoder: Encoder, decoder, plain: PlainDecoder, drafting: Drafting | None, *,
                  special: SpecialTokens, tokenizer, model_dir: Path, threads: int, decoder_compute_type: str):
@@ -106,29 +99,30 @@ class Model:
 
     def generate(self, features, prompts, **kwargs):
         """CTranslate2's ``generate``, guarded, with greedy windows drafted where the drafters pay."""
-        window = features if isinstance(features, EncodedWindow) else EncodedWindow(features, session=self.session)
+        window = _window(features, self.session)
         stats = (window.session or self.session).stats
 
-        plain = StoppingDecoder(self.plain, self.loop, self.special, self.text, window.seconds, stats)
-
-        def decode(output, prompts, kwargs):
+        def decode(output: Output, prompts, kwargs):
+            plain = StoppingDecoder(self.plain.on(output.kept), self.loop, self.special, self.text, window.seconds,
+                                    stats)
             if self.drafting is None:
-                return plain.generate(output, prompts, **kwargs)
-            return self.drafting.generate(self.decoder, plain, output, prompts, stats, window.seconds,
+                return plain.generate(output.view, prompts, **kwargs)
+            return self.drafting.generate(self.decoder, plain, output.view, prompts, stats, window.seconds,
                                           window.mel, **kwargs)
 
         output, results = guarded_generate(decode, window, prompts, kwargs, stats, self.guard, self.special,
                                            self.text)
         if self.recorder is not None and len(prompts) == 1:
-            self.recorder.add_window(_rows(output)[0], results[0].sequences_ids[0], self.special.timestamp_begin,
-                                     mel=window.mel)
+            self.recorder.add_window(_rows(output.view)[0], results[0].sequences_ids[0],
+                                     self.special.timestamp_begin, mel=window.mel)
         return results
 
     def detect_language(self, features):
-        return self.plain.detect_language(_output(features))
+        output = _window(features, self.session).output
+        return self.plain.on(output.kept).detect_language(output.view)
 
     def align(self, features, *args, **kwargs):
-        return self.decoder.align(_output(features), *args, **kwargs)
+        return self.decoder.align(_window(features, self.session).output.view, *args, **kwargs)
 
     def wait_ready(self) -> None:
         """Block until the stock worker, where it runs, has loaded its model (the first call waits otherwise)."""
@@ -140,8 +134,9 @@ class Model:
         return getattr(self.decoder, name)
 
 
-def _output(features):
-    return features.output if isinstance(features, EncodedWindow) else features
+def _window(features, session: Session) -> EncodedWindow:
+    """``features`` as an :class:`EncodedWindow`: one already, or bare encoder output of ``session``."""
+    return features if isinstance(features, EncodedWindow) else EncodedWindow(Output(features), session=session)
 
 
 def _rows(output):
@@ -154,16 +149,12 @@ def assemble(fork, model_dir: Path, compute_type: str, threads: int, *, decoder_
              without_fork: str = "raise", prompt_lookup: bool = True, session_cache: bool = True,
              adaptive: bool = True, cost_model=None, **load_kwargs) -> Model:
     """The :class:`Model` around ``fork``, the ``ctranslate2.models.Whisper`` loaded from ``model_dir`` at
-    ``compute_type`` with ``threads``.
-
-    Without the fork's step API, ``without_fork`` decides: ``"raise"`` :class:`~tokenmap.runtime.engine.EngineError`,
-    ``"warn"`` (log why once) or ``"quiet"``; the model then has no drafters and ``fork`` encodes and decodes.
-    With it, ``decoder_compute_type`` and ``exact`` choose the decoder's precision (a second copy of the
-    model, given ``load_kwargs``, when it differs from ``compute_type``), ``encoder`` the encoder
-    (:func:`tokenmap.encoders.open_encoder`), and the drafters draft from ``token_map`` (a path, a loaded map,
-    or a list of them: :func:`load_token_maps`), ``recall``, prompt lookup and the session cache, ``adaptive``
-    on ``cost_model`` (default: this machine's calibration, or the built-in curve).
-    """
+    ``compute_type`` with ``threads``. Without the fork's step API, ``without_fork`` says ``"raise"``
+    (:class:`~tokenmap.runtime.engine.EngineError`), ``"warn"`` (once) or ``"quiet"``, and ``fork`` alone encodes
+    and decodes. Else ``decoder_compute_type`` and ``exact`` choose the decoder's precision (a second copy,
+    loaded with ``load_kwargs``, where it differs), ``encoder`` the encoder, and the drafters draft from
+    ``token_map`` (:func:`load_token_maps`), ``recall``, prompt lookup and the session cache, ``adaptive`` on
+    ``cost_model`` (default: this machine's calibration)."""
     packing.loaded()  # the fork has read the packed-GEMM switch: children must not inherit it
     if without_fork == "raise":
         require_step_api()
@@ -208,12 +199,8 @@ def open_model(model: str | os.PathLike = "base", compute_type: str = "int8", th
 
 
 def load_token_maps(token_map, hf_tokenizer):
-    """One map, or a list of maps (several paths, or a map set's sections) for
-    :class:`tokenmap.decode.drafters.MapSetDrafter`; None for None.
-
-    ``token_map`` is a path or a loaded map, or a list of them; paths are loaded
-    for ``hf_tokenizer`` (a ``tokenizers.Tokenizer``), whose fingerprint they must carry.
-    """
+    """``token_map`` (a path or a loaded map, or a list of them) as one map, or a list of maps for
+    :class:`tokenmap.decode.drafters.MapSetDrafter`; paths are loaded for ``hf_tokenizer``'s fingerprint."""
     if token_map is None:
         return None
     tok = None

@@ -1,19 +1,11 @@
 """``tokenmap.BatchedInferencePipeline``: faster-whisper's batched pipeline, features computed batch by batch.
 
-faster-whisper's ``BatchedInferencePipeline.transcribe`` computes the log-mel features of every
-speech chunk of a file and stacks them, padded to 30 s, before the first batch is decoded: for an
-hour of speech two copies of about 115 MB beside the chunks themselves. This subclass runs the same
-``transcribe`` (options, VAD, chunking, language detection, segments: all faster-whisper's) on the
-model's view for the call (:meth:`tokenmap.WhisperModel.for_call`), whose feature extractor is a
-:class:`ChunkCapture`: it records each chunk and answers with a small placeholder, and the batches
-handed to the decoder are computed from the recorded chunks when the decoder asks for them
-(:class:`LazyBatches`); a batch's chunks are let go once it is computed. The
-features of a batch are the values faster-whisper would have stacked (the same extractor, the same
-``[..., :-1]`` and padding), so the transcript is the same. Language detection, which faster-whisper
-runs on all chunks' features joined, runs on the first chunks' real features, as many as detection
-reads.
-
-With a model that is not a :class:`tokenmap.WhisperModel` it is faster-whisper's pipeline, unchanged.
+faster-whisper's pipeline computes and stacks the features of every speech chunk of a file before the first
+batch is decoded. This subclass runs the same ``transcribe`` on the model's view for the call
+(:meth:`tokenmap.WhisperModel.for_call`), whose feature extractor is a :class:`ChunkCapture`: it records each
+chunk, and each batch is computed from the chunks when the decoder asks for it (:class:`LazyBatches`), with
+the values faster-whisper would have stacked. With a model that is not a :class:`tokenmap.WhisperModel` it
+is faster-whisper's pipeline, unchanged.
 
 Example::
 

@@ -1,17 +1,12 @@
 """The audio context: how much of a window the encoder sees, its audio plus a margin instead of 30 s.
 
-Whisper's encoder always sees 30 s: a 2 s prompt is encoded with 28 s of
-silence after it, and on a CPU that encoder is most of a short file's time.
-CTranslate2's encoder accepts fewer frames, and the decoder's cross-attention
-then spans fewer frames too. With too little context the model fails in
-known ways: it repeats itself, runs past the audio, or never ends.
-
-:class:`AudioContext` says how many mel frames to encode for a window holding
-``seconds`` of audio (``None``: the full window); :class:`tokenmap.windows.WindowEncoder`
-encodes by it, and :class:`tokenmap.decode.guarding.Guard` sends a window whose short-context
-output looks broken back to the full context, so a rejected short decode costs one more encoder
-pass, never a worse transcript on that window. A window the guard accepts may still differ from
-the full-context transcript by a word: ``auto`` trades that for speed (docs/BENCHMARKS.md, "Short audio").
+Whisper's encoder always sees 30 s: a 2 s prompt is encoded with 28 s of silence after it, and on a CPU
+that encoder is most of a short file's time. CTranslate2's encoder accepts fewer frames; with too little
+context the model repeats itself, runs past the audio, or never ends. :class:`AudioContext` says how many
+mel frames to encode for a window holding ``seconds`` of audio (``None``: the full window);
+:class:`tokenmap.windows.WindowEncoder` encodes by it, and :class:`tokenmap.decode.guarding.Guard` sends a
+window whose short-context output looks broken back to the full context. A window the guard accepts may
+still differ from the full-context transcript by a word: ``auto`` trades that for speed.
 
 Example::
 
@@ -32,34 +27,16 @@ WINDOW_FRAMES = 3000
 MODES = ("full", "auto")
 
 
-#: ``auto``'s margin and minimum (seconds) for languages whose dev sets asked for others than the
-#: defaults (``docs/BENCHMARKS.md``, "Short audio on speech nobody tuned on")
-LANGUAGE_CONTEXT: dict[str, tuple[float, float]] = {}
-
-
 @dataclass(frozen=True)
 class AudioContext:
     """How much of a window the encoder sees: ``full`` (30 s) or ``auto`` (the audio, then
     ``margin_s`` seconds of what follows, at least ``min_s`` in all; the full window when that
-    would exceed ``max_s`` or 30 s). ``by_language``: :meth:`for_language` takes the margin and
-    minimum of :data:`LANGUAGE_CONTEXT` for the languages it lists."""
+    would exceed ``max_s`` or 30 s)."""
 
     mode: str = "full"
     margin_s: float = 4.0
     min_s: float = 5.0
     max_s: float = 30.0
-    by_language: bool = True
-
-    def for_language(self, language: str | None) -> "AudioContext":
-        """This context for windows in ``language``.
-
-        >>> AudioContext("auto").for_language("xx") == AudioContext("auto")
-        True
-        """
-        if self.mode == "full" or not self.by_language or language not in LANGUAGE_CONTEXT:
-            return self
-        margin, minimum = LANGUAGE_CONTEXT[language]
-        return AudioContext(self.mode, margin, minimum, self.max_s, False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

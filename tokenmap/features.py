@@ -1,13 +1,10 @@
 """Log-mel features of a long file, window by window, in constant memory.
 
-faster-whisper computes the log-mel spectrogram of a whole file before it decodes its first
-window: for an hour of audio the short-time Fourier transform and its copies peak at several
-gigabytes. :class:`WindowedExtractor` is faster-whisper's ``FeatureExtractor`` that returns, for
-audio longer than ``min_seconds``, a :class:`LogMel` instead of an array: it has the array's
-``shape`` and computes the frames a slice asks for when it is sliced, from the audio and the
-file's peak level (Whisper's features are clamped at 8 below the file's highest value, so that
-one number is measured first, in one pass over the file, 30 s at a time). The values equal the
-whole-file computation's (the same frames, the same padding at both ends); only the memory differs.
+faster-whisper computes the log-mel spectrogram of a whole file before it decodes its first window (for an
+hour of audio, several gigabytes at the peak). :class:`WindowedExtractor` returns, for audio longer than
+``min_seconds``, a :class:`LogMel`: it has the array's ``shape`` and computes the frames a slice asks for,
+from the audio and the file's peak level (Whisper clamps its features at 8 below the file's highest value,
+so that one number is measured first, 30 s at a time). The values equal the whole-file computation's.
 
 Example::
 
@@ -50,10 +47,9 @@ class WindowedExtractor(FeatureExtractor):
 
 
 class LogMel:
-    """The ``[n_mels, frames]`` log-mel spectrogram of ``waveform`` (followed by ``padding`` zero samples,
-    as faster-whisper pads it), computed when sliced. ``lazy[:, a:b]`` and ``lazy[..., a:b]`` return
-    arrays, except slices longer than two windows, which return a view of the same kind; any other
-    index, or ``np.asarray``, computes what it covers."""
+    """The ``[n_mels, frames]`` log-mel spectrogram of ``waveform`` and ``padding`` zero samples, computed when
+    sliced: ``lazy[:, a:b]`` and ``lazy[..., a:b]`` return arrays (a view of the same kind beyond two windows);
+    any other index, or ``np.asarray``, computes what it covers."""
 
     def __init__(self, extractor: FeatureExtractor, waveform: np.ndarray, padding: int = 160,
                  start: int = 0, stop: int | None = None, peak: list | None = None):

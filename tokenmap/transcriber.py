@@ -1,9 +1,6 @@
-"""Transcribe audio files with faster-whisper, one file at a time.
+"""The library side of ``tokenmap transcribe``: :func:`load_model` once, then :func:`transcribe_file` per file.
 
-This is the library side of `tokenmap transcribe`: load a model once
-(:func:`load_model`), then call :func:`transcribe_file` per file. Errors that
-a user can cause (a missing path, a file that is not audio) raise
-:class:`AudioError` with a one-line message; nothing here prints.
+A missing path or a file that is not audio raises :class:`AudioError` (one line); nothing here prints.
 
 Example::
 
@@ -35,17 +32,10 @@ logger = logging.getLogger("tokenmap")
 
 @dataclass(frozen=True)
 class TranscribeOptions:
-    """The faster-whisper ``transcribe`` options tokenmap exposes.
-
-    ``language`` None means detect it; ``vad`` is faster-whisper's ``vad_filter`` (Silero VAD,
-    its default parameters), on by default: without it Whisper may repeat or invent sentences
-    in long pauses. ``batch_size`` above 1 decodes the file's speech chunks that many at a time
-    with :class:`tokenmap.batched.BatchedInferencePipeline` around the model (no previous text as
-    prompt, no temperature fallback; needs ``vad`` on a file over 30 s); 1 decodes window after
-    window, each conditioned on the text before it. ``decoding`` holds any further keyword arguments
-    of faster-whisper's ``transcribe`` (``temperature``, ``initial_prompt``, ``vad_parameters``, ...),
-    passed as given; what it leaves out keeps the model's default.
-    """
+    """The faster-whisper ``transcribe`` options tokenmap exposes: ``language`` None detects it; ``vad`` is
+    ``vad_filter`` (on by default: without it Whisper may invent sentences in long pauses); ``batch_size`` above
+    1 decodes the speech chunks that many at a time (:class:`tokenmap.batched.BatchedInferencePipeline`; needs
+    ``vad`` on a file over 30 s); ``decoding``: further keyword arguments of ``transcribe``, passed as given."""
 
     language: str | None = None
     task: str = "transcribe"
@@ -56,43 +46,20 @@ class TranscribeOptions:
     decoding: dict = field(default_factory=dict)
 
     def as_kwargs(self) -> dict:
-        return {
-            "language": self.language,
-            "task": self.task,
-            "beam_size": self.beam_size,
-            "vad_filter": self.vad,
-            "word_timestamps": self.word_timestamps,
-            **self.decoding,
-        }
+        return dict(language=self.language, task=self.task, beam_size=self.beam_size, vad_filter=self.vad,
+                    word_timestamps=self.word_timestamps, **self.decoding)
 
 
 def load_model(model: str = "base", compute_type: str = "int8", threads: int | None = None, token_map=None,
                decoder_compute_type: str = "auto", encoder: str = "auto", recall=None, exact: bool = False,
                audio_context: str = "full", loop_stop: bool = True):
-    """Load a Whisper model for CPU decoding.
-
-    ``model`` is anything :func:`tokenmap.models.resolve_model` accepts;
-    ``token_map`` (a path or a :class:`tokenmap.maps.mapfile.TokenMap`, a list of
-    them, one per task, or a map set from ``tokenmap build --balance``) turns on
-    token-map speculative decoding; on stock CTranslate2 (no engine fork) the
-    model decodes as plain faster-whisper after one warning.
-    ``exact`` (a float32 decoder for an int8 model, whose output equals plain
-    greedy decoding), ``decoder_compute_type`` and ``encoder`` (``auto``: the engine
-    :mod:`tokenmap.encoders.choice` picks for this CPU) are :func:`tokenmap.assembly.assemble`'s
-    and apply with or without a map: the model is a :class:`tokenmap.WhisperModel` either way.
-    ``audio_context`` (``auto``: short windows
-    are encoded as their audio plus a margin, guarded; :mod:`tokenmap.context`)
-    needs the engine fork, with or without a map. ``recall``
-    (a ``tokenmap recall`` index) drafts segments heard before, with or without a map. ``loop_stop``: stop a
-    decode that starts to repeat (:mod:`tokenmap.decode.loops`). Raises ``ModelError``.
-    """
+    """A :class:`tokenmap.WhisperModel` on the CPU, with or without a map (the arguments are its own;
+    ``model`` is anything :func:`tokenmap.models.resolve_model` accepts). Raises ``ModelError``."""
     threads = threads or default_threads()
     logger.info("loading %s (%s, %d threads)", model, compute_type, threads)
-    return WhisperModel(  # which resolves the model
-        str(model), token_map=token_map, device="cpu", compute_type=compute_type, cpu_threads=threads,
-        decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall, exact=exact,
-        audio_context=audio_context, loop_stop=loop_stop,
-    )
+    return WhisperModel(str(model), token_map=token_map, device="cpu", compute_type=compute_type,
+                        cpu_threads=threads, decoder_compute_type=decoder_compute_type, encoder=encoder,
+                        recall=recall, exact=exact, audio_context=audio_context, loop_stop=loop_stop)
 
 
 #: files longer than this (seconds) give their freed decoding buffers back to the system
@@ -106,11 +73,8 @@ def transcribe_file(
     progress: Callable[[float, float], None] | None = None,
     on_segment: Callable[[Segment], None] | None = None,
 ) -> Transcript:
-    """Transcribe one file; ``progress(done_seconds, total_seconds)`` is called per segment.
-
-    ``on_segment(segment)`` is called with each :class:`Segment` as soon as it is decoded (before
-    ``progress``), so a caller can write a long file's transcript while the rest is still decoding.
-    """
+    """Transcribe one file; ``on_segment(segment)`` is called with each :class:`Segment` as soon as it is
+    decoded, then ``progress(done_seconds, total_seconds)``."""
     held = [load_audio(path)]  # handed over: the decoded file is freed once VAD has joined its speech
     return _transcribe_held(model, held, str(path), options, progress, on_segment)
 
@@ -123,10 +87,8 @@ def transcribe_audio(model, audio: np.ndarray, name: str, options: TranscribeOpt
 
 
 def _transcribe_held(model, held: list, name: str, options: TranscribeOptions, progress, on_segment) -> Transcript:
-    """:func:`transcribe_audio` of ``held.pop()``, holding no reference to that array once faster-whisper
-    has taken what it decodes (with VAD on, a copy of the speech alone); on a file over
-    :data:`LONG_SECONDS` the memory that frees is given back to the system (under tokenmap's malloc
-    policy it would stay resident)."""
+    """:func:`transcribe_audio` of ``held.pop()``, dropped once faster-whisper has taken what it decodes (the
+    memory of a file over :data:`LONG_SECONDS` is then given back)."""
     audio = audio_input(held.pop(), name)
     duration = len(audio) / SAMPLE_RATE
     started = time.perf_counter()

@@ -1,26 +1,18 @@
 """``tokenmap.WhisperModel``: faster-whisper's model with token-map drafting.
 
-A drop-in subclass: ``transcribe()`` keeps VAD, segment and word timestamps, long-form audio with
-``condition_on_previous_text`` and language detection, because faster-whisper's own ``transcribe`` runs.
-What it calls is replaced:
+A drop-in subclass: faster-whisper's own ``transcribe`` runs (VAD, segment and word timestamps, long-form
+audio, language detection), on parts tokenmap replaces:
 
-* ``self.model`` by a :class:`tokenmap.assembly.Model` (:func:`tokenmap.assembly.assemble`): the encoder
-  this CPU should use, the decoder, and the drafters, which decode greedy ``generate`` calls
-  speculatively; everything else (beam search, sampling temperatures of the fallback, repetition
-  penalties, ``detect_language``, ``align``) goes to CTranslate2 as before, and the first call of each
-  such kind logs which option kept it off the map;
-* ``encode`` by the window encoder (:mod:`tokenmap.windows`): the audio context, and the first window's
-  encoder pass shared with language detection (``detect_language`` inside ``transcribe``);
-* ``self.feature_extractor`` by :class:`tokenmap.features.WindowedExtractor` (a long file's features
-  window by window), and faster-whisper's VAD, process-wide, by :func:`tokenmap.vad.install`.
+* ``self.model``, a :class:`tokenmap.assembly.Model`: the encoder this CPU should use, the decoder, and the
+  drafters, which decode greedy ``generate`` calls speculatively (everything else goes to CTranslate2);
+* ``encode``, the window encoder (:mod:`tokenmap.windows`): the audio context, and the first window's
+  encoder pass shared with language detection;
+* ``self.feature_extractor`` (:class:`tokenmap.features.WindowedExtractor`) and faster-whisper's VAD,
+  process-wide (:func:`tokenmap.vad.install`).
 
 Each ``transcribe`` call runs on a shallow copy of the model holding that call's
-:class:`tokenmap.windows.Session` (audio context, statistics, the window kept from detection), so
-concurrent calls share the parts and nothing else.
-
-Speculative verification reproduces greedy decoding: the model checks one drafted path and keeps the
-prefix its own argmax agrees with (precision: :mod:`tokenmap.runtime.precision`). Beam search has no single
-path to verify, so ``transcribe()`` here defaults to ``beam_size=1`` (faster-whisper's default is 5).
+:class:`tokenmap.windows.Session`, so concurrent calls share the parts and nothing else. Beam search has no
+single path to verify, so ``transcribe()`` here defaults to ``beam_size=1``.
 
 Example::
 
@@ -70,41 +62,27 @@ def transcribe_signature() -> inspect.Signature:
 class WhisperModel(faster_whisper.WhisperModel):
     """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
 
-    Extra arguments: ``token_map`` (path or :class:`tokenmap.maps.mapfile.TokenMap`;
-    a list of them, one per task, or a map set from ``tokenmap build --balance``,
-    to infer the task while decoding with :class:`tokenmap.decode.drafters.MapSetDrafter`;
-    or None for prompt lookup and the session cache only), ``prompt_lookup``
-    and ``session_cache`` (drafters after the map), ``adaptive`` (let the
-    cost curve and the running acceptance decide how far to draft),
-    ``cost_model`` (a :class:`tokenmap.decode.cost.CostModel`; default: this
-    machine's calibration or the built-in curve), ``exact`` (False: decode at
-    ``compute_type``, the fastest; True: an int8 ``compute_type`` decodes with a
-    float32 copy of the model, so the transcript equals plain greedy decoding of
-    that configuration), ``decoder_compute_type`` (``"auto"``: as ``exact``
-    says; ``"same"``, ``"float32"``, ``"int8"``: explicitly),
-    ``encoder`` (``"auto"``: OpenVINO bf16 on CPUs with AMX or AVX512_BF16, elsewhere the
-    engine measured fastest here at each audio length; ``"openvino"`` (or ``"openvino:f32"``,
-    ...), ``"ctranslate2"``, ``"stock"``, ``"fork"``; see :mod:`tokenmap.encoders.choice`), ``recall`` (path or
-    :class:`tokenmap.maps.recallindex.RecallIndex` from ``tokenmap recall``: segments heard
-    before, drafted whole where their audio is heard again, at a window's start
-    or inside it), ``audio_context`` (``"full"``: every window is encoded as
-    30 s, as faster-whisper does; ``"auto"``: a window is encoded as its audio
-    plus a margin, and the guard of :mod:`tokenmap.context` sends a window whose
-    output looks broken back to the full context; or an
-    :class:`tokenmap.context.AudioContext`; ``transcribe(audio_context=...)``
-    overrides it per call), ``malloc_policy`` (True: apply
-    :mod:`tokenmap.runtime.memory`'s policy to this process before the model loads:
-    the encoder's large buffers are reused instead of returned to the system, so freed
-    memory stays resident for the whole process; the ``tokenmap`` command applies it). All other arguments are
-    faster-whisper's; ``cpu_threads=0`` (faster-whisper's default, CTranslate2's
-    own choice) becomes :func:`tokenmap.runtime.engine.default_threads`, so the engine
-    runs with the thread count its cost curve was calibrated for.
+    Extra arguments:
 
-    ``self.model`` is always a :class:`tokenmap.assembly.Model`, built by :func:`tokenmap.assembly.assemble`
-    with a map or without: the encoder, the decoder and the drafters; ``token_map``, ``recall`` and
-    ``session_cache`` read and set its drafters' fields. ``drafting`` is False when the loaded
-    CTranslate2 lacks the fork's decoder-step API: the model then has no drafters and decodes as plain
-    faster-whisper (one warning says why, when a map or a recall index asked for drafting).
+    * ``token_map``: a path or :class:`tokenmap.maps.mapfile.TokenMap`, a list of them (one per task), or a
+      map set from ``tokenmap build --balance``; None drafts from prompt lookup and the session cache only;
+    * ``prompt_lookup``, ``session_cache``: the drafters after the map; ``recall``: a
+      :class:`tokenmap.maps.recallindex.RecallIndex` (or its path) of segments heard before;
+    * ``adaptive``: let the cost curve (``cost_model``, default this machine's calibration) and the running
+      acceptance decide how far to draft;
+    * ``exact``: an int8 ``compute_type`` decodes with a float32 copy, so the transcript equals plain greedy
+      decoding; ``decoder_compute_type``: ``"auto"`` (as ``exact`` says), ``"same"``, ``"float32"``, ``"int8"``;
+    * ``encoder``: one of :data:`tokenmap.encoders.ENCODERS` (:mod:`tokenmap.encoders.choice`);
+    * ``audio_context``: ``"full"`` (30 s windows, as faster-whisper), ``"auto"`` (a window's audio plus a
+      margin, guarded by :mod:`tokenmap.context`) or an :class:`tokenmap.context.AudioContext`;
+      ``transcribe(audio_context=...)`` overrides it per call;
+    * ``malloc_policy``: apply :mod:`tokenmap.runtime.memory`'s policy to this process first;
+    * ``loop_stop``: stop decodes that start to repeat (:mod:`tokenmap.decode.loops`).
+
+    All other arguments are faster-whisper's; ``cpu_threads=0`` becomes
+    :func:`tokenmap.runtime.engine.default_threads`, the thread count the cost curve is calibrated for.
+    ``drafting`` is False when the loaded CTranslate2 lacks the fork's decoder-step API: the model then
+    decodes as plain faster-whisper (one warning says why, when a map or recall index asked for drafting).
     """
 
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
@@ -216,13 +194,8 @@ class WhisperModel(faster_whisper.WhisperModel):
         return call
 
     def transcribe(self, audio, *args, audio_context=None, **kwargs):
-        """faster-whisper's ``transcribe``, with ``beam_size=1`` (greedy) unless the call sets it.
-
-        Draft verification reproduces greedy decoding; beam search has no single
-        path to verify and would bypass the map (faster-whisper's default is 5).
-        ``audio_context`` (``"full"``, ``"auto"`` or an :class:`AudioContext`) overrides the
-        model's for this call.
-        """
+        """faster-whisper's ``transcribe``, with ``beam_size=1`` (greedy) unless the call sets it;
+        ``audio_context`` overrides the model's for this call."""
         audio = samples(audio)  # files decoded without a full garbage collection; arrays checked
         bound = inspect.signature(super().transcribe).bind_partial(audio, *args, **kwargs)
         if "beam_size" not in bound.arguments:
@@ -232,14 +205,13 @@ class WhisperModel(faster_whisper.WhisperModel):
         # first window as it is transcribed, which the encoder then answers from what it kept
         with blas_single_thread():
             segments, info = faster_whisper.WhisperModel.transcribe(call, audio, *args, **kwargs)
-        call.session.context = call.session.context.for_language(info.language)
         return call._segments(segments), info
 
     transcribe.__signature__ = transcribe_signature()
 
     def _segments(self, segments):
-        """``segments`` as faster-whisper yields them, decoded with numpy's BLAS on one thread
-        (:func:`tokenmap.runtime.threads.blas_single_thread`), each added to the session cache."""
+        """``segments`` as faster-whisper yields them, decoded with numpy's BLAS on one thread, each added to
+        the session cache."""
         segments = iter(segments)
         while True:
             with blas_single_thread():
@@ -251,9 +223,7 @@ class WhisperModel(faster_whisper.WhisperModel):
             yield segment
 
     def last_stats(self) -> dict:
-        """Decoder statistics of this thread's last ``transcribe`` (as it has run so far).
-
-        All zero when drafting is off (no engine fork; see ``drafting``).
-        """
+        """Decoder statistics of this thread's last ``transcribe`` (as it has run so far; all zero when
+        drafting is off)."""
         session = self._last.get(threading.get_ident())
         return (session.stats if session is not None else DecodeStats()).as_dict()

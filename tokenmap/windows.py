@@ -1,24 +1,17 @@
 """One place where a window is encoded: the audio context, the first window's reuse, short and full outputs.
 
-:class:`WindowEncoder` encodes a window's log-mel features on the model's encoder and returns an
-:class:`EncodedWindow`: the encoder output the decoder reads, how much audio the window holds, its
-features, whether it was encoded on a short audio context (:class:`tokenmap.context.AudioContext`), and
-:meth:`EncodedWindow.full`, which encodes the whole 30 s window when the guard
-(:mod:`tokenmap.decode.guarding`) sends a short decode back. Everything one ``transcribe`` call carries from
-window to window is its :class:`Session`, passed along with each window.
+:class:`WindowEncoder` encodes a window's log-mel features and returns an :class:`EncodedWindow`: the
+encoder output, the window's audio seconds and features, whether it was encoded on a short audio context
+(:class:`tokenmap.context.AudioContext`), and :meth:`EncodedWindow.full`, the whole 30 s window's output,
+which the guard (:mod:`tokenmap.decode.guarding`) and the stream ask for when a short decode is rejected.
+What one ``transcribe`` call carries from window to window is its :class:`Session`.
 
-**The first window's reuse.** Without a ``language``, faster-whisper's ``transcribe`` detects it first: it
-encodes the first 30 s of the features, asks the decoder for the language token, and then encodes the
-first window again to transcribe it. The two inputs are the same frames, except that the detection window
-of a file shorter than 30 s also holds the features' last frame, which covers the 160 zero samples
-faster-whisper appends (the transcribed window stops before it). ``tokenmap.WhisperModel`` detects on
-:func:`first_window` of the features while its session is ``detecting``; the window so encoded is kept in
-the session, and the next encode of equal features (the first window) gets it instead of a second pass.
-Nothing is kept beyond that one encode. The dropped frame moves the language probabilities a little (by
-0.01 at the median and at most 0.15 over 435 files in five sets of eight languages,
-``research/first_window_detection.py``), enough to flip a near-tie, so the first window's answer is
-taken only when its top language has at least :data:`CONFIDENT` probability; below that, faster-whisper's
-own detection runs on its own window, at its usual cost.
+**The first window's reuse.** Without a ``language``, faster-whisper encodes the first 30 s to detect it,
+then the first window again to transcribe it: the same frames, except that the detection window of a file
+under 30 s holds one more (faster-whisper's padding). ``tokenmap.WhisperModel`` detects on
+:func:`first_window` while its session is ``detecting``, and the session keeps that window for the next
+encode of equal features. The dropped frame moves the language probabilities a little, so the first
+window's answer is taken only when its top language has at least :data:`CONFIDENT` probability.
 
 Example::
 
@@ -48,10 +41,9 @@ def first_window(features):
 
 @dataclass
 class Session:
-    """What one ``transcribe`` call carries from window to window: its audio ``context``, its ``stats``, the
-    batched pipeline's ``capture`` of speech chunks (:class:`tokenmap.batched.ChunkCapture`, or None),
-    whether it ``transcribing`` (a session of the model itself is not), whether language detection is
-    ``detecting`` now, and the window it ``kept`` for the next encode: ``(features, EncodedWindow)``."""
+    """What one ``transcribe`` call carries from window to window: its audio ``context``, ``stats``, the batched
+    pipeline's ``capture`` of speech chunks (or None), whether it is ``transcribing`` (the model's own session
+    is not) and ``detecting`` now, and the window it ``kept`` for the next encode: ``(features, window)``."""
 
     context: AudioContext = field(default_factory=AudioContext)
     stats: DecodeStats = field(default_factory=DecodeStats)
@@ -62,7 +54,8 @@ class Session:
 
 
 class EncodedWindow:
-    """A window's (or batch's) encoder ``output`` and what decoding it needs besides: the ``seconds`` of
+    """A window's (or batch's) encoder ``output`` (an :class:`~tokenmap.encoders.base.Output`: the view the
+    decoder reads and the engine's handle on its copy) and what decoding it needs besides: the ``seconds`` of
     audio it holds, ``mel`` (its features, ``[batch, n_mels, 3000]``, or None), whether it is ``short``
     (encoded on fewer frames), its ``session`` and the ``encoder`` that encodes its full context."""
 
@@ -78,14 +71,14 @@ class EncodedWindow:
         return self._full is not None
 
     def full(self, rows=None):
-        """The encoder output of the whole 30 s window, encoded once (``short`` windows only); or of the
-        batch ``rows`` given, encoded for that call."""
+        """The :class:`~tokenmap.encoders.base.Output` of the whole 30 s window, encoded once (``short`` windows
+        only); or of the batch ``rows`` given, encoded for that call."""
         if not self.short:
             return self.output
         if rows is not None:
-            return self.encoder.encode(_storage(self.mel[rows]))
+            return self.encoder.encode_kept(_storage(self.mel[rows]))
         if self._full is None:
-            self._full = self.encoder.encode(_storage(self.mel))
+            self._full = self.encoder.encode_kept(_storage(self.mel))
         return self._full
 
 
@@ -116,7 +109,7 @@ class WindowEncoder:
         mel = array if array.ndim == 3 else array[None]
         seconds = content_seconds(mel) if seconds is None else seconds
         frames = session.context.frames(seconds) if mel.shape[-1] == WINDOW_FRAMES else None
-        output = self.encoder.encode(_storage(mel if frames is None else mel[..., :frames]))
+        output = self.encoder.encode_kept(_storage(mel if frames is None else mel[..., :frames]))
         return EncodedWindow(output, seconds, mel, frames is not None, session, self.encoder)
 
 

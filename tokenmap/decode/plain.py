@@ -7,6 +7,7 @@ precision; otherwise, and for a call the worker refuses, the fork's ``decoder`` 
 
 from __future__ import annotations
 
+import copy
 import logging
 
 from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker, WorkerDied, WorkerHung
@@ -15,12 +16,21 @@ logger = logging.getLogger("tokenmap")
 
 
 class PlainDecoder:
-    """``generate`` and ``detect_language`` on :attr:`engine` (module docstring)."""
+    """``generate`` and ``detect_language`` on :attr:`engine` (module docstring); ``kept``: the worker's handle
+    on the encoder output it keeps, when that is the output decoded (:meth:`on`)."""
+
+    kept: int | None = None
 
     def __init__(self, decoder, worker: StockWorker | None = None, compute_type: str | None = None):
         self.decoder = decoder
         self.worker = worker
         self.compute_type = compute_type
+
+    def on(self, kept: int | None) -> "PlainDecoder":
+        """This decoder for encoder output whose copy the worker keeps as ``kept`` (None: none)."""
+        bound = copy.copy(self)
+        bound.kept = kept
+        return bound
 
     @property
     def engine(self) -> str:
@@ -41,7 +51,7 @@ class PlainDecoder:
         worker, goes to the fork: the call, or every call from then on)."""
         if self.engine == "stock":
             try:
-                return getattr(self.worker, method)(*args, **kwargs)
+                return getattr(self.worker, method)(*args, kept=self.kept, **kwargs)
             except (WorkerDied, WorkerHung) as exc:
                 self.worker.failed = self.worker.failed or str(exc)
                 logger.warning("the stock worker failed (%s); decoding with the fork from now on", exc)

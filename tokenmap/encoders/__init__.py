@@ -11,25 +11,21 @@ from __future__ import annotations
 
 import logging
 
-from tokenmap.encoders.base import CTranslate2Encoder, Encoder
+from tokenmap.encoders.base import CTranslate2Encoder, Encoder, Output
 from tokenmap.encoders.choice import ENCODERS, choose, plan_summary
 from tokenmap.encoders.openvino import OpenVINOEncoder
 from tokenmap.encoders.routed import RoutedEncoder
 from tokenmap.encoders.stock import StockEncoder
 
-__all__ = ["ENCODERS", "Encoder", "open_encoder"]
+__all__ = ["ENCODERS", "Encoder", "Output", "open_encoder"]
 
 logger = logging.getLogger("tokenmap")
 
 
 def open_encoder(requested: str, model_dir, compute_type: str, threads: int, fork, worker=None) -> Encoder:
-    """The :class:`Encoder` this CPU should use for ``requested`` (one of :data:`ENCODERS`).
-
-    ``fork`` is the fork's ``ctranslate2.models.Whisper`` already loaded at ``compute_type`` (it encodes off
-    the CPU, and wherever it is chosen or the worker fails); ``worker``, stock CTranslate2's started
-    :class:`~tokenmap.runtime.stock_worker.StockWorker`, encodes the lengths the choice gives ``"stock"`` (the fork
-    does without one).
-    """
+    """The :class:`Encoder` this CPU should use for ``requested`` (one of :data:`ENCODERS`): ``fork``, the fork's
+    model loaded at ``compute_type``, encodes off the CPU and where it is chosen or the worker fails;
+    ``worker`` (a started :class:`~tokenmap.runtime.stock_worker.StockWorker`, or None) where ``"stock"`` is."""
     if getattr(fork, "device", "cpu") != "cpu":
         return CTranslate2Encoder(fork, compute_type)
     stock = StockEncoder(worker=worker, fallback=fork) if worker is not None else None

@@ -1,12 +1,10 @@
 """The one interface every encoder engine answers: ``encode(features) -> encoder output``.
 
-Whisper's decoder calls (``generate``, ``detect_language``, ``align`` and the fork's ``prefill``) take
-encoder output ``[batch, frames / 2, d_model]`` as a float32 ``ctranslate2.StorageView``, whichever
-engine produced it, so the encoder can run on another runtime than the decoder. An engine is:
-
-* :class:`tokenmap.encoders.openvino.OpenVINOEncoder`: OpenVINO, built from the model's own weights;
-* :class:`CTranslate2Encoder`: a ``ctranslate2.models.Whisper`` in this process (the fork);
-* :class:`tokenmap.encoders.stock.StockEncoder`: stock CTranslate2 in a worker process.
+Whisper's decoder calls (``generate``, ``detect_language``, ``align``, the fork's ``prefill``) take encoder
+output ``[batch, frames / 2, d_model]`` as a float32 ``ctranslate2.StorageView`` from any engine, so the
+encoder can run on another runtime than the decoder: OpenVINO
+(:class:`tokenmap.encoders.openvino.OpenVINOEncoder`), the fork in process (:class:`CTranslate2Encoder`) or
+stock CTranslate2 in its worker (:class:`tokenmap.encoders.stock.StockEncoder`).
 
 Example::
 
@@ -24,6 +22,16 @@ Example::
 from __future__ import annotations
 
 import abc
+from typing import NamedTuple
+
+
+class Output(NamedTuple):
+    """Encoder output: ``view``, ``[batch, frames / 2, d_model]`` as a float32 ``ctranslate2.StorageView``, and
+    ``kept``, the engine's handle on a copy of it that the engine keeps (stock CTranslate2's worker decodes
+    from that copy: :meth:`tokenmap.runtime.stock_worker.StockWorker.encode_kept`), or None."""
+
+    view: object
+    kept: int | None = None
 
 
 class Encoder(abc.ABC):
@@ -35,6 +43,10 @@ class Encoder(abc.ABC):
     @abc.abstractmethod
     def encode(self, features, to_cpu: bool = False):
         """Encoder output of ``features`` (``[batch, n_mels, frames]``) as a ``ctranslate2.StorageView``."""
+
+    def encode_kept(self, features) -> Output:
+        """:meth:`encode`'s output with the engine's handle on the copy it keeps (none here)."""
+        return Output(self.encode(features))
 
     @abc.abstractmethod
     def describe(self) -> str:

@@ -2,17 +2,13 @@
 
 ``encoder`` (``WhisperModel(encoder=...)``, ``--encoder``) is one of :data:`ENCODERS`:
 
-* ``"auto"`` (default): the engine and precision measured fastest on this machine at each audio length among
-  CTranslate2 and the OpenVINO precisions this CPU can run (:func:`openvino_candidates`): f32, int8 weights,
-  bf16 where OpenVINO computes bfloat16 (AMX or AVX512_BF16), and full int8 where the CPU has int8 matrix
-  instructions (AVX512_VNNI, AVX-VNNI, AMX). A precision that fails to compile or run is left out. The
-  measurement runs once per model shape, compute type, thread count, CPU and oneDNN cap (``tokenmap calibrate
-  --encoder``, or at first use: about ten seconds for base, plus a minute the first time the full-int8
-  encoder is built) and is kept beside the cost curves. CTranslate2 keeps a length unless OpenVINO is clearly
-  (5 %) faster there, so ``auto`` never encodes slower than CTranslate2 did;
-* ``"openvino"``: OpenVINO at its measured fastest precision; ``"openvino:f32"``, ``"openvino:bf16"``,
-  ``"openvino:int8"`` (int8 weights), ``"openvino:int8-full"`` (weights and activations) force one;
-* ``"ctranslate2"``: CTranslate2 int8, as faster-whisper encodes: stock CTranslate2 in its worker when
+* ``"auto"`` (default): per audio length, the fastest measured here among CTranslate2 and the OpenVINO
+  precisions this CPU can run (:func:`openvino_candidates`; one that fails to compile or run is left out).
+  Measured once per model shape, compute type, thread count, CPU and oneDNN cap, and kept beside the cost
+  curves (``tokenmap calibrate --encoder`` measures again). CTranslate2 keeps a length unless OpenVINO takes
+  at most :data:`MARGIN` of its time;
+* ``"openvino"``: OpenVINO at its fastest measured precision; ``"openvino:<precision>"`` forces one;
+* ``"ctranslate2"``: CTranslate2, as faster-whisper encodes: stock CTranslate2 in its worker where
   ``make stock-encoder`` installed it (``"stock"``), else the fork in process (``"fork"``).
 
 Example::
@@ -28,7 +24,7 @@ import logging
 import os
 import platform
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -87,9 +83,8 @@ class EncoderPlan:
 
 
 def openvino_candidates() -> tuple[str, ...]:
-    """The OpenVINO precisions worth timing on this CPU: f32 and int8 weights everywhere, bf16 where OpenVINO
-    reports bfloat16, full int8 where the CPU has int8 matrix instructions and the model is built or NNCF can
-    build it. Whether each compiles is found out by timing it (:func:`measure`)."""
+    """The OpenVINO precisions worth timing on this CPU: f32 and int8 weights, bf16 where OpenVINO reports
+    bfloat16, full int8 where the CPU has int8 matrix instructions and NNCF can build it."""
     out = ["openvino:f32", "openvino:int8"]
     if has_bf16():
         out.append("openvino:bf16")
@@ -133,14 +128,10 @@ def ctranslate2_engine() -> str:
 
 def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: int = 3,
             lengths=LENGTHS) -> dict:
-    """Median milliseconds per encode of each candidate at each length in ``lengths``, interleaved.
-
-    Candidates: :func:`openvino_candidates` that compile and run here, and ``"ctranslate2"``: ``ct2``, the
-    CTranslate2 encoder that would run (the stock worker, or the fork's model in this process, whose speed
-    depends on this process's malloc policy), else the fork's model loaded here at ``compute_type``.
-    Returns ``{"cpu", "openvino", "ctranslate2", "candidates", "unavailable": {candidate: why},
-    "ms": {candidate: {frames: ms}}}``.
-    """
+    """Median milliseconds per encode of each candidate at each length in ``lengths``, interleaved: the
+    :func:`openvino_candidates` that compile and run here, and ``"ctranslate2"``, ``ct2`` (the CTranslate2
+    encoder that would run; default: the stock worker, or the fork's model). Returns ``{"cpu", "openvino",
+    "ctranslate2", "candidates", "unavailable": {candidate: why}, "ms": {candidate: {frames: ms}}}``."""
     import ctranslate2
     import openvino as ov
 
@@ -281,7 +272,3 @@ def plan_summary(plan: EncoderPlan) -> str:
     parts = [f"{c.engine} {c.precision}" + (f" up to {c.max_frames // 100} s" if len(plan.choices) > 1 else "")
              for c in plan.choices]
     return f"{', '.join(parts)}: {plan.reason}"
-
-
-def plan_as_dict(plan: EncoderPlan) -> dict:
-    return {"choices": [asdict(c) for c in plan.choices], "reason": plan.reason}

@@ -1,8 +1,6 @@
 """Read a CTranslate2 ``model.bin`` without CTranslate2: its variables as numpy arrays.
 
-The file is CTranslate2's versioned binary format (written by its converter's
-``ModelSpec._serialize``, read by ``src/models/model.cc``). Version 6, the one
-every current converter writes, is laid out as::
+CTranslate2's versioned binary format (``ModelSpec._serialize``, ``src/models/model.cc``); version 6::
 
     uint32  binary version
     string  spec name            (uint16 length with the NUL, bytes, NUL)   version >= 2
@@ -15,9 +13,8 @@ every current converter writes, is laid out as::
     uint32  number of aliases                                                 version >= 3
       string  alias name, string  name of the variable it stands for
 
-Identical arrays are stored once and the others recorded as aliases, so a reader that
-ignores aliases loses variables: a random-weight model's zero biases, for example, all
-point at one decoder entry. :func:`read_model_bin` resolves them.
+Identical arrays are stored once and the others recorded as aliases (a random-weight model's zero biases all
+point at one decoder entry): :func:`read_model_bin` resolves them.
 
 Example::
 

@@ -1,25 +1,19 @@
 """Whisper's encoder on OpenVINO: built once from ``model.bin``, cached, compiled for this CPU.
 
-:class:`OpenVINOEncoder` answers ``encode(features) -> StorageView`` like CTranslate2's, so its output
-goes straight into the fork's ``prefill``, ``generate``, ``detect_language`` and ``align``. The graph
-(:mod:`tokenmap.encoders.openvino_graph`) is written once per model and weight format as OpenVINO IR
-under ``~/.cache/tokenmap/openvino/`` with float16 weights, and OpenVINO's own compiled-model cache
-beside it holds what it compiled for this CPU and precision, so a second load takes a fraction of a
-second. Nothing is fetched and no torch is needed.
+:class:`OpenVINOEncoder` answers ``encode(features) -> StorageView`` like CTranslate2's. The graph
+(:mod:`tokenmap.encoders.openvino_graph`) is written once per model and weight format as OpenVINO IR under
+``~/.cache/tokenmap/openvino/`` with float16 weights; OpenVINO's compiled-model cache beside it keeps what it
+compiled for this CPU and precision. Precisions (:data:`PRECISIONS`):
 
-Precisions (``precision``):
-
-* ``"bf16"``: OpenVINO's default on CPUs with AMX or AVX512_BF16 (matrix units);
-* ``"f32"``: float32 arithmetic, equal to CTranslate2's float32 encoder to about 1e-3;
-* ``"int8"``: linear weights stored as int8 with a scale per row, computed at the CPU's best float
-  precision (bf16 where it has it, else f32);
+* ``"bf16"``: OpenVINO's default on CPUs with AMX or AVX512_BF16;
+* ``"f32"``: float32 arithmetic;
+* ``"int8"``: linear weights stored as int8 with a scale per row, computed at the CPU's best float precision;
 * ``"int8-full"``: weights and activations in int8 (:mod:`tokenmap.encoders.quantize`), for CPUs with int8
-  matrix instructions (AVX512_VNNI, AVX-VNNI, AMX); built once with NNCF, then cached like the others.
+  matrix instructions.
 
-A precision OpenVINO lists is not always one it can compile: with oneDNN capped at AVX2 it still reports
-BF16, yet a bf16 model fails to compile, and an int8-weights model fails on its first inference.
-:class:`OpenVINOEncoder` compiles and runs one tiny window when it opens, turns such failures into
-:class:`EncoderUnavailable` (one line), and the choice (:mod:`tokenmap.encoders.choice`) skips them.
+A precision OpenVINO lists is not always one it can compile or run (with oneDNN capped at AVX2 it still
+reports BF16): :class:`OpenVINOEncoder` compiles and runs one tiny window when it opens and turns a failure
+into :class:`EncoderUnavailable` (one line), which the choice (:mod:`tokenmap.encoders.choice`) skips.
 
 Example::
 
@@ -72,8 +66,7 @@ def openvino_available() -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def cpu_capabilities() -> tuple[str, ...]:
-    """OpenVINO's ``OPTIMIZATION_CAPABILITIES`` of the CPU (``BF16`` where it has AMX or AVX512_BF16); asked once
-    per process."""
+    """OpenVINO's ``OPTIMIZATION_CAPABILITIES`` of the CPU (``BF16`` where it has AMX or AVX512_BF16)."""
     import openvino as ov
 
     return tuple(ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
@@ -115,11 +108,8 @@ def model_key(model_dir: Path, weights: str) -> str:
 
 def cached_ir(model_dir: Path, weights: str, root: Path | None = None, force: bool = False) -> Path:
     """The encoder's IR (``encoder.xml``) for ``model_dir`` in ``weights`` format (a value of :data:`WEIGHTS`),
-    built if missing: ``"int8-full"`` quantizes the float graph with NNCF, which takes about a minute for base.
-
-    The IR is written to a temporary directory and renamed into place, so a crash never leaves half a
-    model and two processes building at once both end with a whole one. ``force`` rebuilds it.
-    """
+    built if missing (or ``force``) in a temporary directory renamed into place, so a crash never leaves half
+    a model and two processes building at once both end with a whole one."""
     import openvino as ov
 
     target = (root or cache_root()) / model_key(model_dir, weights)
@@ -175,11 +165,9 @@ def _first_line(exc: BaseException) -> str:
 
 
 class OpenVINOEncoder(Encoder):
-    """``encode(features) -> StorageView`` on OpenVINO, from ``model_dir``'s own weights.
-
-    ``precision`` is one of :data:`PRECISIONS` (``"bf16"`` on a CPU without bfloat16 runs f32);
-    ``threads`` the inference threads. Thread-safe: each calling thread has its own infer request.
-    """
+    """``encode(features) -> StorageView`` on OpenVINO at ``precision`` (one of :data:`PRECISIONS`), from
+    ``model_dir``'s own weights. Thread-safe: an encode takes an idle infer request from the encoder's pool
+    (a new one when every request is busy) and puts it back when done."""
 
     engine = "openvino"
 
@@ -193,6 +181,7 @@ class OpenVINOEncoder(Encoder):
         self.model_dir = Path(model_dir)
         self.precision = precision
         self.threads = threads
+        self.perf_count = perf_count
         root = cache or cache_root()
         config = compile_config(precision, threads, root / "compiled")
         try:
@@ -209,20 +198,15 @@ class OpenVINOEncoder(Encoder):
         self.inference_precision = str(self.compiled.get_property("INFERENCE_PRECISION_HINT"))
         meta = json.loads((self.ir.parent / "meta.json").read_text(encoding="utf-8"))
         self.n_mels = int(meta["shape"]["n_mels"])
+        self.max_frames = 2 * int(meta["shape"]["positions"])
+        self.version = ov.__version__
+        self._idle: list = []  # infer requests no encode is using
+        self._lock = threading.Lock()
         try:  # some kernels fail only when first run (int8 weights with oneDNN capped below the CPU's ISA)
-            self.compiled.create_infer_request().infer({0: np.zeros((1, self.n_mels, 4), np.float32)})
+            self.encode_array(np.zeros((1, self.n_mels, 4), np.float32))
         except RuntimeError as exc:
             raise EncoderUnavailable(f"OpenVINO cannot run the {precision} encoder on this CPU: "
                                      f"{_first_line(exc)}") from exc
-        self.max_frames = 2 * int(meta["shape"]["positions"])
-        self.version = ov.__version__
-        self._local = threading.local()
-
-    def _request(self):
-        request = getattr(self._local, "request", None)
-        if request is None:
-            request = self._local.request = self.compiled.create_infer_request()
-        return request
 
     def encode(self, features, to_cpu: bool = False):
         import ctranslate2
@@ -231,22 +215,28 @@ class OpenVINOEncoder(Encoder):
 
     def encode_array(self, features) -> np.ndarray:
         """Encoder output as a float32 array ``[batch, frames / 2, d_model]``."""
+        return self._infer(features)[0]
+
+    def profile(self, features) -> list:
+        """OpenVINO's profiling records of one encode of ``features`` (needs ``perf_count=True``)."""
+        return list(self._infer(features)[1])
+
+    def _infer(self, features) -> tuple[np.ndarray, list]:
+        """The encoder output of ``features`` and the profiling records of the request that ran it."""
         array = np.ascontiguousarray(np.asarray(features), dtype=np.float32)
         if array.ndim == 2:
             array = array[None]
         if array.ndim != 3 or array.shape[1] != self.n_mels or not 0 < array.shape[2] <= self.max_frames:
             raise ValueError(f"features of shape {array.shape}, not [batch, {self.n_mels}, 1-{self.max_frames}]")
-        request = self._request()
-        request.infer({0: array})
-        return np.array(request.get_output_tensor(0).data, copy=True)
-
-    def kernels(self) -> list[str]:
-        """The kernels the last inference of this thread ran (needs ``perf_count=True``), most used first."""
-        counts: dict[str, int] = {}
-        for info in self._request().profiling_info:
-            if info.status.name == "EXECUTED" and info.exec_type:
-                counts[info.exec_type] = counts.get(info.exec_type, 0) + 1
-        return sorted(counts, key=lambda k: -counts[k])
+        with self._lock:
+            request = self._idle.pop() if self._idle else self.compiled.create_infer_request()
+        try:
+            request.infer({0: array})
+            output = np.array(request.get_output_tensor(0).data, copy=True)
+            return output, request.profiling_info if self.perf_count else []
+        finally:
+            with self._lock:
+                self._idle.append(request)
 
     def describe(self) -> str:
         return (f"openvino {self.version.split('-')[0]}, {self.precision} "

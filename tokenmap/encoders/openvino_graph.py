@@ -1,7 +1,7 @@
 """Whisper's encoder as an OpenVINO model, built with the graph API from a CTranslate2 ``model.bin``.
 
-No torch, no export, no hub: the arrays of :func:`tokenmap.encoders.modelbin.read_model_bin` become
-constants of the graph CTranslate2 itself runs for ``encode``::
+The arrays of :func:`tokenmap.encoders.modelbin.read_model_bin` become constants of the graph CTranslate2
+itself runs for ``encode``::
 
     features [batch, n_mels, T]
       -> conv1 (kernel 3, pad 1) + GELU -> conv2 (kernel 3, stride 2, pad 1) + GELU
@@ -9,18 +9,15 @@ constants of the graph CTranslate2 itself runs for ``encode``::
       -> n pre-norm layers: x + attention(norm(x)); x + ffn(norm(x))
       -> final layer norm: [batch, T/2, d_model]
 
-``T`` and ``batch`` are dynamic, so one compiled model serves 30 s windows, short audio contexts and
-batches. Any Whisper shape works (n_mels 80 or 128, any depth and width): they are read from the
-file. ``weights="int8"`` stores the linear layers as int8 with one scale per output row (OpenVINO's
-weight-decompression pattern), which saves memory and, on some CPUs, time.
+``T`` and ``batch`` are dynamic; the shape (n_mels, depth, width, heads) is read from the file.
+``weights="int8"`` stores the linear layers as int8 with one scale per output row (OpenVINO's
+weight-decompression pattern).
 
-Example (a tiny random encoder; a real one comes from ``model.bin``)::
+Example::
 
-    >>> import numpy as np
-    >>> spec = random_encoder_variables(n_mels=4, d_model=8, heads=2, layers=1, frames=10)
-    >>> model = build_encoder(spec)
-    >>> [str(p.get_partial_shape()) for p in model.inputs]
-    ['[?,4,?]']
+    >>> spec = read_model_bin(model_dir)                                          # doctest: +SKIP
+    >>> [str(p.get_partial_shape()) for p in build_encoder(spec.variables).inputs]  # doctest: +SKIP
+    ['[?,80,?]']
 """
 
 from __future__ import annotations
@@ -107,12 +104,9 @@ class _Builder:
 
 
 def build_encoder(variables, weights: str = "float", get=None):
-    """An ``openvino.Model`` of the encoder in ``variables`` (name -> array, as :func:`read_model_bin` gives).
-
-    ``get(name) -> float32 array`` reads a variable (default: ``variables[name]`` as float32; pass
-    :meth:`~tokenmap.encoders.modelbin.ModelSpec.float32` to undo a quantized file's scales).
-    ``weights``: ``"float"`` (the compiler's precision decides) or ``"int8"`` (linear layers stored as int8).
-    """
+    """An ``openvino.Model`` of the encoder in ``variables`` (name -> array), whose linear layers store
+    ``weights`` as ``"float"`` or ``"int8"``; ``get(name) -> float32 array`` reads a variable (pass
+    :meth:`~tokenmap.encoders.modelbin.ModelSpec.float32` to undo a quantized file's scales)."""
     import openvino as ov
 
     if weights not in ("float", "int8"):
@@ -136,28 +130,3 @@ def build_encoder(variables, weights: str = "float", get=None):
     x.output(0).get_tensor().set_names({"encoder_output"})
     return ov.Model([x.output(0)], [features], "whisper_encoder")
 
-
-def random_encoder_variables(n_mels: int = 80, d_model: int = 64, heads: int = 2, layers: int = 2,
-                             frames: int = 1500, ffn: int | None = None, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random variables of a Whisper encoder of this shape, named as in ``model.bin`` (for tests)."""
-    rng = np.random.default_rng(seed)
-    ffn = ffn or 4 * d_model
-
-    def w(*dims, scale=0.05):
-        return (rng.standard_normal(dims) * scale).astype(np.float32)
-
-    v = {"encoder/conv1/weight": w(d_model, n_mels, 3, scale=0.2), "encoder/conv1/bias": w(d_model),
-         "encoder/conv2/weight": w(d_model, d_model, 3, scale=0.1), "encoder/conv2/bias": w(d_model),
-         "encoder/position_encodings/encodings": w(frames, d_model, scale=0.5),
-         "encoder/num_heads": np.array(heads, dtype=np.int16),
-         "encoder/layer_norm/gamma": 1 + w(d_model), "encoder/layer_norm/beta": w(d_model)}
-    for i in range(layers):
-        for scope, out, inp in (("self_attention/linear_0", 3 * d_model, d_model),
-                                ("self_attention/linear_1", d_model, d_model),
-                                ("ffn/linear_0", ffn, d_model), ("ffn/linear_1", d_model, ffn)):
-            v[f"encoder/layer_{i}/{scope}/weight"] = w(out, inp)
-            v[f"encoder/layer_{i}/{scope}/bias"] = w(out)
-        for scope in ("self_attention/layer_norm", "ffn/layer_norm"):
-            v[f"encoder/layer_{i}/{scope}/gamma"] = 1 + w(d_model)
-            v[f"encoder/layer_{i}/{scope}/beta"] = w(d_model)
-    return v

@@ -1,24 +1,17 @@
 """The encoder in full int8: weights and activations, by NNCF's static post-training quantization.
 
-Where the CPU has int8 matrix instructions (AVX512_VNNI, AVX-VNNI or AMX), OpenVINO runs a quantized
-encoder's linear layers and attention on int8 kernels, 1.3-1.5x faster than bfloat16 on an AVX-512 VNNI CPU.
-Without them (AVX2 alone) int8 falls back to slow generic kernels, and ``auto`` measures and keeps another
-engine.
-
-The recipe, found by cosine against OpenVINO's float32 encoder on held-out speech:
+Where the CPU has int8 matrix instructions (AVX512_VNNI, AVX-VNNI or AMX), OpenVINO runs a quantized encoder's
+linear layers and attention on int8 kernels; without them int8 falls back to slow generic kernels, and
+``auto`` keeps another engine. The recipe, found by cosine against OpenVINO's float32 encoder on held-out speech:
 
 * SmoothQuant with alpha 0.5 on the matrix products (NNCF's transformer default, 0.95, moves too much of the
-  activations' range into the weights; without SmoothQuant the last layers' FFN inputs lose the signal);
-* two layers stay in float (:data:`FLOAT_LAYERS`): ``encoder/conv2`` and layer 0's fused QKV projection, each
-  found by switching one activation quantizer on at a time. Keeping every layer's second FFN projection in float
-  too raised the mean cosine on the calibration windows (0.9948 -> 0.9961) but cost 10 % of the encoder's time
-  for a WER change within noise, so it is not done;
-* calibration on :func:`calibration_windows`: synthesized speech shipped with the package
-  (``calibration/*.flac``, made by ``benchmarks/make_calibration_audio.py``; no benchmark set's audio), laid out as the
-  encoder meets it (full windows, short speech padded to 30 s, 10 s contexts), plus noise, tones and silence.
+  activations' range into the weights);
+* two layers stay in float (:data:`FLOAT_LAYERS`), each found by switching one activation quantizer on at a time;
+* calibration on :func:`calibration_windows`: synthesized speech shipped with the package (``calibration/*.flac``,
+  made by ``benchmarks/make_calibration_audio.py``), laid out as the encoder meets it, plus noise, tones and silence.
 
-NNCF is needed only here, when the model is built: running it needs OpenVINO alone. Building takes about a
-minute for base on 2 cores (57 windows) and is cached like the float IR (:func:`tokenmap.encoders.openvino.cached_ir`).
+NNCF is needed only to build the model, which takes about a minute for base and is cached like the float IR
+(:func:`tokenmap.encoders.openvino.cached_ir`).
 
 Example::
 

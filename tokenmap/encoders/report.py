@@ -20,9 +20,8 @@ HEAVY = ("FullyConnected", "MatMul", "Convolution", "ScaledDotProductAttention")
 def openvino_kernels(model_dir, precision: str, threads: int, frames: int = 400) -> dict[str, str]:
     """Per heavy node type, the kernels OpenVINO ran for one ``frames``-frame encode at ``precision``."""
     enc = OpenVINOEncoder(model_dir, precision, threads, perf_count=True)
-    enc.encode_array(np.zeros((1, enc.n_mels, frames), np.float32))
     kernels: dict[str, list[str]] = {}
-    for info in enc._request().profiling_info:
+    for info in enc.profile(np.zeros((1, enc.n_mels, frames), np.float32)):
         if info.node_type in HEAVY and info.status.name == "EXECUTED" and info.exec_type:
             found = kernels.setdefault(info.node_type, [])
             if info.exec_type not in found:
@@ -31,11 +30,8 @@ def openvino_kernels(model_dir, precision: str, threads: int, frames: int = 400)
 
 
 def encoder_line(model_dir, compute_type: str, threads: int, ct2_report: dict | None = None) -> str:
-    """What encodes by default (``encoder="auto"``) and with which kernels; why (one line).
-
-    ``ct2_report``: CTranslate2's CPU report (:func:`tokenmap.runtime.report.cpu_report`), for its ISA
-    and GEMM backend.
-    """
+    """One line: what encodes by default and with which kernels, and why; ``ct2_report``: CTranslate2's CPU
+    report (:func:`tokenmap.runtime.report.cpu_report`)."""
     plan = choose("auto", model_dir, compute_type, threads)
     parts = []
     for choice in plan.choices:

@@ -1,7 +1,4 @@
-"""Several encoders behind one ``encode``, each taking the windows of its lengths.
-
-A plan may give short windows to one engine and 30 s windows to another (whichever measured faster at
-each length); :class:`RoutedEncoder` sends each call to the engine of its frame count.
+"""Several encoders behind one ``encode``: :class:`RoutedEncoder` sends each call to the engine of its length.
 
 Example::
 
@@ -18,13 +15,9 @@ Example::
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
-from tokenmap.encoders.base import Encoder
-
-logger = logging.getLogger("tokenmap")
+from tokenmap.encoders.base import Encoder, Output
 
 
 class RoutedEncoder(Encoder):
@@ -35,12 +28,15 @@ class RoutedEncoder(Encoder):
         self.engine = "+".join(dict.fromkeys(e.engine for _, e in self.routes))
         self.precision = "+".join(dict.fromkeys(e.precision for _, e in self.routes))
 
-    def for_frames(self, frames: int) -> Encoder:
+    def _route(self, features) -> Encoder:
+        frames = np.shape(features)[-1]
         return next((enc for limit, enc in self.routes if frames <= limit), self.routes[-1][1])
 
     def encode(self, features, to_cpu: bool = False):
-        frames = int(features.shape[-1]) if hasattr(features, "shape") else int(np.asarray(features).shape[-1])
-        return self.for_frames(frames).encode(features, to_cpu=to_cpu)
+        return self._route(features).encode(features, to_cpu=to_cpu)
+
+    def encode_kept(self, features) -> Output:
+        return self._route(features).encode_kept(features)
 
     def describe(self) -> str:
         return "; ".join(f"up to {limit // 100} s: {enc.describe()}" for limit, enc in self.routes)

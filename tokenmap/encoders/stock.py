@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from tokenmap.encoders.base import Encoder
+from tokenmap.encoders.base import Encoder, Output
 from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker
 
 logger = logging.getLogger("tokenmap")
@@ -24,9 +24,13 @@ class StockEncoder(Encoder):
         self.fallback = fallback
 
     def encode(self, features, to_cpu: bool = False):
+        return self.encode_kept(features).view
+
+    def encode_kept(self, features) -> Output:
+        """The worker's output and its handle on the copy it keeps; the fallback's (no handle) once it failed."""
         if self.worker.failed is None:
             try:
-                return self.worker.encode(features)
+                return Output(*self.worker.encode_kept(features))
             except (StockEncoderError, OSError, ValueError) as exc:
                 if self.fallback is None:
                     raise
@@ -35,7 +39,7 @@ class StockEncoder(Encoder):
                 self.worker.close()
         if self.fallback is None:
             raise StockEncoderError(f"the stock worker was given up: {self.worker.failed}")
-        return self.fallback.encode(features, to_cpu=to_cpu)
+        return Output(self.fallback.encode(features))
 
     def describe(self) -> str:
         version = self.worker.version or "(not started yet)"

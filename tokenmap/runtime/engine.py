@@ -1,17 +1,11 @@
 """The engine: the CTranslate2 build that runs Whisper, whether it can draft, and its threads.
 
-An **engine** here is a CTranslate2 build. Stock ``ctranslate2`` offers Whisper only
-``encode``/``generate``/``detect_language``/``align``. Speculative decoding needs to feed draft
-tokens and truncate the decoder state, which the MIT fork ``ctranslate2-crisperwhisper`` adds
-(``prefill``, ``forward_batch``, ``truncate_to_step``). Both distributions install the same
-``ctranslate2`` package, so whichever was installed last wins; :func:`require_step_api` says so in
-one line (:class:`EngineError`) when stock CTranslate2 won.
-
-The fork ships manylinux x86-64 wheels only. Elsewhere (macOS, Windows, Linux on ARM) stock
-CTranslate2 is the engine: :func:`drafting_off_reason` says why drafting is off and
-:func:`warn_drafting_off` logs it once, while transcription goes on as plain faster-whisper.
-
-Models are assembled on it by :mod:`tokenmap.assembly`.
+Stock ``ctranslate2`` offers Whisper only ``encode``/``generate``/``detect_language``/``align``; drafting
+needs the MIT fork ``ctranslate2-crisperwhisper`` (``prefill``, ``forward_batch``, ``truncate_to_step``).
+Both install the same ``ctranslate2`` package, so whichever was installed last wins: :func:`require_step_api`
+says so in one line (:class:`EngineError`) when stock CTranslate2 won. Where the fork has no wheel (it ships
+manylinux x86-64 only), :func:`drafting_off_reason` says why drafting is off and :func:`warn_drafting_off`
+logs it once, while transcription goes on as plain faster-whisper.
 """
 
 from __future__ import annotations
@@ -58,10 +52,8 @@ def missing_step_api(ctranslate2_module=None) -> list[str]:
 
 
 def require_step_api():
-    """Import ``ctranslate2`` and check it is the fork; return the module.
-
-    Raises :class:`EngineError` naming the command that fixes it.
-    """
+    """Import ``ctranslate2`` and check it is the fork; return the module (else :class:`EngineError`, naming
+    the command that fixes it)."""
     ct2 = _import_ctranslate2()
     missing = missing_step_api(ct2)
     if missing:

@@ -1,34 +1,18 @@
 """How the engine's large buffers are allocated: kept for reuse, not returned to the system.
 
-CTranslate2 allocates its working buffers with ``malloc`` on every call and
-frees them after it. For Whisper base the encoder's attention scores alone
-are 72 MB a layer (8 heads x 1500 x 1500 floats). With glibc's defaults such
-buffers are ``mmap``-ed and unmapped each time, so every call touches fresh
-pages, and the kernel has to fault in and zero each 4 KB page again, on every
-encode and on every window decoded through the decoder-step API. The engine runs
-on a worker thread with its own arena, whose heaps glibc caps at 64 MB, so
-the 72 MB buffers are mapped whatever the thresholds say.
+CTranslate2 allocates its working buffers on every call and frees them after it (the encoder's attention
+scores of base alone are 72 MB a layer). With glibc's defaults such buffers are mapped and unmapped each
+time, so the kernel faults in and zeroes fresh pages on every call; the engine's worker thread has an arena
+of its own, whose heaps glibc caps at 64 MB, so no threshold helps there. :func:`apply_malloc_policy` asks
+glibc (``mallopt``) for :data:`SETTINGS`: one arena, no ``mmap`` for large blocks and a high trim
+threshold, so freed buffers stay in the heap and the next call reuses them. The cost is a resident size
+that stays near its peak, for the whole process.
 
-:func:`apply_malloc_policy` therefore asks glibc (``mallopt``) for one arena
-(:data:`SETTINGS`: every thread allocates from the main heap), no ``mmap``
-for large blocks, and a high trim threshold, so freed buffers stay in the
-heap and the next call reuses them without a fault. The arithmetic is
-unchanged, so is every transcript; the cost is a resident size that stays at
-its peak.
-
-A thread takes its arena at its first allocation, so this only reaches
-models loaded afterwards. The policy holds for the whole process, a host
-program's own allocations included: after a transient peak, freed memory stays
-resident (``research/host_alloc.py``). So it is applied where tokenmap owns the
-process: the ``tokenmap`` command (:func:`install` before any model loads),
-the stock encoder worker (:func:`worker_environment`), and a library process
-that asks for it, with ``WhisperModel(..., malloc_policy=True)`` or
-``TOKENMAP_MALLOC=tokenmap`` in its environment (then on import,
-:func:`install_if_asked`). It does nothing off glibc (macOS, Windows, musl),
-and leaves glibc alone when the user set any ``MALLOC_*`` variable or
-``GLIBC_TUNABLES``, or set ``TOKENMAP_MALLOC=default``. Child processes get the
-same policy through their environment (:func:`child_environment`), which glibc
-reads at start.
+So it is applied where tokenmap owns the process: the ``tokenmap`` command (:func:`install`), the stock
+worker (:func:`worker_environment`), and a program that asks (``WhisperModel(..., malloc_policy=True)``,
+or ``TOKENMAP_MALLOC=tokenmap``: :func:`install_if_asked`). It reaches models loaded afterwards, does
+nothing off glibc, and leaves glibc alone when a ``MALLOC_*`` variable or ``GLIBC_TUNABLES`` is set, or
+``TOKENMAP_MALLOC=default``.
 
 Example::
 
@@ -43,8 +27,6 @@ Example::
     (-8, 1)
     >>> apply_malloc_policy({"MALLOC_ARENA_MAX": "4"}, FakeLibc())
     'user'
-    >>> child_environment({"PATH": "/bin"}, state="applied")["MALLOC_MMAP_MAX_"]
-    '0'
 """
 
 from __future__ import annotations
@@ -86,6 +68,10 @@ _MEANING = {
 }
 
 
+def _opted_out(environ: Mapping[str, str]) -> bool:
+    return environ.get(OPT_OUT, "").lower() in ("default", "0", "off", "no")
+
+
 def _user_set(environ: Mapping[str, str]) -> bool:
     return "GLIBC_TUNABLES" in environ or any(name.startswith("MALLOC_") for name in environ)
 
@@ -103,15 +89,12 @@ def _glibc():
 
 
 def apply_malloc_policy(environ: Mapping[str, str] | None = None, libc=None) -> str:
-    """Apply :data:`SETTINGS` unless the user decided; return what happened.
-
-    ``'applied'``, ``'user'`` (a ``MALLOC_*`` variable or ``GLIBC_TUNABLES``
-    is set), ``'off'`` (``TOKENMAP_MALLOC=default``), ``'unavailable'`` (not
-    glibc) or ``'failed'`` (``mallopt`` returned 0 for a setting).
-    ``libc``: anything with a ``mallopt(param, value)`` method (default: glibc).
-    """
+    """Apply :data:`SETTINGS` unless the user decided; return what happened: ``'applied'``, ``'user'`` (a
+    ``MALLOC_*`` variable or ``GLIBC_TUNABLES`` is set), ``'off'`` (``TOKENMAP_MALLOC=default``),
+    ``'unavailable'`` (not glibc) or ``'failed'`` (``mallopt`` refused a setting). ``libc``: anything with a
+    ``mallopt(param, value)`` method (default: glibc)."""
     environ = os.environ if environ is None else environ
-    if environ.get(OPT_OUT, "").lower() in ("default", "0", "off", "no"):
+    if _opted_out(environ):
         return "off"
     if _user_set(environ):
         return "user"
@@ -123,17 +106,6 @@ def apply_malloc_policy(environ: Mapping[str, str] | None = None, libc=None) -> 
             logger.debug("mallopt(%s, %d) refused", name, value)
             return "failed"
     return "applied"
-
-
-def child_environment(environ: Mapping[str, str] | None = None, state: str | None = None) -> dict:
-    """A copy of ``environ`` that gives a child process this process's policy (:data:`ENVIRONMENT`).
-
-    ``state``: what :func:`apply_malloc_policy` returned (default: this process's :data:`status`).
-    """
-    env = dict(os.environ if environ is None else environ)
-    if (status if state is None else state) == "applied":
-        env.update(ENVIRONMENT)
-    return env
 
 
 def describe() -> str:
@@ -151,12 +123,8 @@ def install() -> str:
 
 
 def release_free_memory() -> bool:
-    """Give the heap's free memory back to the system (glibc ``malloc_trim``); False off glibc.
-
-    Under the policy freed memory stays resident (a 512 MB trim threshold); loading a model converts
-    its stored weights (float16 for base: 145 MB) to the compute type and frees them, once, so
-    :class:`tokenmap.WhisperModel` calls this after loading.
-    """
+    """Give the heap's free memory back to the system (glibc ``malloc_trim``; False off glibc): what loading a
+    model converted and freed, which the policy would keep resident."""
     libc = _glibc()
     if libc is None:
         return False
@@ -171,17 +139,15 @@ def install_if_asked(environ: Mapping[str, str] | None = None) -> str | None:
 
 
 def worker_environment(environ: Mapping[str, str] | None = None) -> dict:
-    """A copy of ``environ`` with the policies for a worker process tokenmap owns (the stock encoder):
-    the thread wait policy (:func:`tokenmap.runtime.threads.child_policy`, whatever this process's
-    import order), and the heap policy unless the user set ``TOKENMAP_MALLOC=default``, a ``MALLOC_*``
-    variable or ``GLIBC_TUNABLES``.
+    """A copy of ``environ`` with the policies for a worker process tokenmap owns (the stock worker): the thread
+    wait policy (:func:`tokenmap.runtime.threads.child_policy`) and the heap policy unless the user decided.
 
     >>> worker_environment({})["MALLOC_ARENA_MAX"], "MALLOC_ARENA_MAX" in worker_environment({OPT_OUT: "default"})
     ('1', False)
     >>> worker_environment({"TOKENMAP_THREAD_WAIT": "default"}).get("OMP_WAIT_POLICY")
     """
     env = child_policy(packing.child_environment(os.environ if environ is None else environ))
-    if env.get(OPT_OUT, "").lower() in ("default", "0", "off", "no") or _user_set(env):
+    if _opted_out(env) or _user_set(env):
         return env
     env.update(ENVIRONMENT)
     return env

@@ -1,12 +1,9 @@
 """tokenmap's own small native libraries: where ``make`` builds them, and how they are loaded.
 
-``make setup`` compiles the sources in ``tokenmap/runtime/native/`` with the system's compilers into
-:func:`library_path` (``$XDG_CACHE_HOME/tokenmap/native``). Each one is optional: without a
-compiler, or with ``TOKENMAP_NATIVE=0``, tokenmap computes the same decisions in numpy.
-
-* ``libtokenmap_packing.so`` (C++): packed GEMM for the fork's decoder (:mod:`tokenmap.runtime.packing`);
-* ``libtokenmap_rowmath.so`` (C, ``row_math.c``): the decoding loop's row reductions,
-  :func:`lane_sums` and :func:`log_softmax_shifts` (:mod:`tokenmap.decode.ct2math` uses them).
+``make setup`` compiles the sources in ``tokenmap/runtime/native/`` into :func:`library_path`. Each one is
+optional: without a compiler, or with ``TOKENMAP_NATIVE=0``, numpy computes the same decisions. Besides
+packed GEMM's library (:mod:`tokenmap.runtime.packing`), ``libtokenmap_rowmath.so`` (``row_math.c``) computes
+the decoding loop's row reductions (:mod:`tokenmap.decode.ct2math` uses them).
 
 Example::
 
@@ -110,12 +107,10 @@ def log_softmax_shifts(x: np.ndarray, lanes: int) -> np.ndarray | None:
 
 def decide_row(row: np.ndarray, timestamp_begin: int, timestamp_end: int, check: bool, tolerance: float,
                lanes: int, disabled: float, shift: np.ndarray) -> int | None:
-    """One greedy decision on a rule-masked [V] float32 row (contiguous), as
-    :meth:`tokenmap.decode.rules.RuleSet.choose_rows` makes it: with ``check``, the text tokens are
-    disabled (set to ``disabled``) when the timestamps' total probability beats the best text token's;
-    returns the first index of the row's maximum and writes the row's log-softmax shift into
-    ``shift[0]``. None without the library, or when a comparison is within ``tolerance`` of a tie
-    (then decide on exact log-probs; the row holds only what the rules would have written)."""
+    """One greedy decision on a rule-masked [V] float32 row, as :meth:`tokenmap.decode.rules.RuleSet.choose_rows`
+    makes it (with ``check``, the timestamp rule disables the text tokens): the first index of the row's
+    maximum, its log-softmax shift written into ``shift[0]``. None without the library, or when a comparison
+    is within ``tolerance`` of a tie (the row then holds only what the rules would have written)."""
     lib = row_math()
     if lib is None or row.dtype != np.float32 or row.ndim != 1 or row.strides[0] != 4:
         return None

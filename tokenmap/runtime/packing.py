@@ -1,23 +1,14 @@
 """Packed GEMM for the engine fork's decoder on Intel CPUs (MKL).
 
-On Intel CPUs CTranslate2 runs its matrix products on Intel MKL. Stock CTranslate2 4.8
-packs the weights for MKL once at load (``SGEMM backend: MKL (packed: true)`` in
-``CT2_VERBOSE=1``); the engine fork is a 4.7.1, where packing is an experimental switch
-(``CT2_USE_EXPERIMENTAL_PACKED_GEMM=1``) that breaks loading Whisper: it packs the encoder's
-3-D convolution weights too and drops the originals. Unpacked, the fork's decoder step costs
-about twice stock's on such a CPU, for the same tokens.
-
-:func:`install` turns packing on for the fork's decoder: it loads a small library of tokenmap's
-(``native/decoder_packing.cc``, built by ``make engine`` into :func:`library_path`) into the
-global symbol scope, where it takes the place of the fork's ``Model::is_packable`` so that
-only decoder weights are packed, then sets the switch. It must run before ``ctranslate2`` is
-imported (the library's symbols are bound when CTranslate2's is loaded) and only acts for the
-fork build it was made for. On CPUs where CTranslate2 does not use MKL (AMD, ARM) the switch
-changes nothing. ``TOKENMAP_PACKED_GEMM=0`` turns it off.
-
-CTranslate2 reads the switch at its first model load. A process that loads the fork without
-this library must not inherit it: :func:`loaded` removes it once tokenmap has loaded a model, and
-:func:`child_environment` removes it for workers.
+Stock CTranslate2 4.8 packs the weights for Intel MKL at load; the fork, a 4.7.1, has only an experimental
+switch (``CT2_USE_EXPERIMENTAL_PACKED_GEMM=1``) that breaks loading Whisper: it packs the encoder's 3-D
+convolution weights too and drops the originals. :func:`install` loads a small library of tokenmap's
+(``native/decoder_packing.cc``, built into :func:`library_path`) into the global symbol scope, where it takes
+the place of the fork's ``Model::is_packable`` so that only decoder weights are packed, then sets the switch.
+It must run before ``ctranslate2`` is imported and acts only for the fork build it was made for; where
+CTranslate2 does not use MKL (AMD, ARM) the switch changes nothing. ``TOKENMAP_PACKED_GEMM=0`` turns it off.
+A process that loads the fork without the library must not inherit the switch: :func:`loaded` and
+:func:`child_environment` remove it.
 
 Example::
 
@@ -109,9 +100,8 @@ def install(library: Path | None = None) -> str:
 
 
 def loaded() -> None:
-    """Called once the fork has loaded a model in this process: CTranslate2 has read the switch (it
-    keeps it for the process), so it leaves the environment, where a child process that loads the
-    fork without this library would inherit it."""
+    """Called once the fork has loaded a model in this process (CTranslate2 has read the switch): the switch
+    leaves the environment, which a child process would inherit."""
     if status == "on":
         os.environ.pop(SWITCH, None)
 

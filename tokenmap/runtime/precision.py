@@ -1,21 +1,10 @@
-"""Encoder and decoder precision: fast by default, exact on request.
+"""The decoder's precision: fast by default, exact on request.
 
-Map decoding verifies a draft in one batched decoder pass and keeps what the
-model's own argmax agrees with. At float32 the batched logits equal the
-step-wise ones, so the map changes speed and nothing else. At int8 they do not
-(the GEMM kernel picks a different blocking for several rows than for one), so
-near-ties flip and some transcripts differ from plain decoding by a word or a
-comma, at the same word error rate.
-
-``decoder_compute_type="auto"`` (the default) decodes at the encoder's
-compute type: int8 throughout, the fastest configuration. ``exact=True`` makes
-``auto`` decode a quantized model with a float32 copy of it instead, whose
-output equals plain greedy decoding of that configuration, at the price of a
-second copy of the weights and a slower decoder. ``"same"``, ``"float32"`` and
-``"int8"`` choose explicitly.
-
-The encoder's engine and precision are chosen in the encoder room (:mod:`tokenmap.encoders`);
-:mod:`tokenmap.assembly` puts the two halves together.
+At float32 a batched verify pass gives the step-wise logits, so the map changes speed and nothing else; at
+int8 the GEMM blocks several rows differently from one, so near-ties flip and some transcripts differ from
+plain decoding by a word. ``decoder_compute_type="auto"`` decodes at the model's compute type (the fastest);
+with ``exact=True`` a quantized model decodes with a float32 copy, whose output equals plain greedy decoding.
+``"same"``, ``"float32"`` and ``"int8"`` choose explicitly.
 
 Example::
 
@@ -36,12 +25,8 @@ QUANTIZED = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16")
 
 
 def decoder_compute_type(compute_type: str, requested: str | None = "auto", exact: bool = False) -> str:
-    """The decoder's compute type for an encoder at ``compute_type``.
-
-    ``auto`` (or None): ``compute_type``, or float32 when ``exact`` and
-    ``compute_type`` is quantized; ``same``: ``compute_type``; anything else is
-    used as given.
-    """
+    """The decoder's compute type for a model at ``compute_type``: ``requested`` as given, except ``"same"``
+    and ``"auto"`` (or None): ``compute_type``, or float32 for a quantized one when ``exact``."""
     if requested in (None, "auto"):
         return "float32" if exact and compute_type in QUANTIZED else compute_type
     if requested == "same":

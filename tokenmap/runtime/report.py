@@ -1,8 +1,5 @@
-"""What ``tokenmap doctor`` prints: the engine, the platform, the host settings and the CPU.
-
-:func:`doctor_info` gathers it as one dict (the command prints it as a table or as JSON);
-:func:`runtime_settings` is its line on the process-wide thread and malloc policies, and
-:func:`cpu_report` CTranslate2's own CPU report, read in a subprocess.
+"""What ``tokenmap doctor`` prints: the engine, the platform, the host settings and the CPU, as one dict
+(:func:`doctor_info`; the command prints it as a table or as JSON).
 
 Example::
 
@@ -31,11 +28,8 @@ def _version(dist: str) -> str:
 
 
 def cpu_report(model_dir, timeout: float = 120.0) -> dict:
-    """CTranslate2's own CPU report (ISA, GEMM backends), read in a subprocess.
-
-    CTranslate2 prints it when it first loads a model with ``CT2_VERBOSE=1``,
-    so this loads ``model_dir`` once in a child process.
-    """
+    """CTranslate2's own CPU report (ISA, GEMM backends), which it prints when it first loads a model with
+    ``CT2_VERBOSE=1``: ``model_dir`` is loaded once in a child process."""
     code = (
         "import ctranslate2; "
         f"ctranslate2.models.Whisper({str(model_dir)!r}, device='cpu', compute_type='int8')"
@@ -59,12 +53,8 @@ def cpu_report(model_dir, timeout: float = 120.0) -> dict:
 
 
 def doctor_info(model_dir=None, encoder_line=None) -> dict:
-    """Everything `tokenmap doctor` prints, as a dict.
-
-    ``model_dir`` (optional) is loaded in a subprocess to read CTranslate2's CPU report;
-    ``encoder_line(model_dir, compute_type, threads, cpu_report)`` (optional, the encoder room's
-    :func:`tokenmap.encoders.report.encoder_line`) names what encodes it on this CPU.
-    """
+    """Everything `tokenmap doctor` prints, as a dict: with ``model_dir``, CTranslate2's CPU report and
+    ``encoder_line(model_dir, compute_type, threads, cpu_report)`` (:func:`tokenmap.encoders.report.encoder_line`)."""
     info = {
         "platform": engine.platform_name(),
         "fork wheel for this platform": (
@@ -118,14 +108,8 @@ def doctor_info(model_dir=None, encoder_line=None) -> dict:
 
 
 def runtime_settings() -> str:
-    """One line for ``tokenmap doctor``: the process-wide settings tokenmap applied here.
-
-    They hold for the whole process, a host program's own threads and allocations included (the
-    thread wait policy also reaches child processes through the environment), so the line names
-    each one applied with the variable that turns it off. The thread wait policy is set on
-    ``import tokenmap``; the malloc policy by the ``tokenmap`` command, by
-    ``WhisperModel(..., malloc_policy=True)`` or on import with ``TOKENMAP_MALLOC=tokenmap``.
-    """
+    """One line for ``tokenmap doctor``: the process-wide settings tokenmap applied here, each with the variable
+    that turns it off (they reach a host program's own threads and allocations too)."""
     applied = []
     if memory.status == "applied":
         applied.append(f"glibc malloc: one arena, no mmap, trim threshold 512 MB, top pad 64 MB "
@@ -140,8 +124,7 @@ def runtime_settings() -> str:
 
 
 def _precision_report() -> dict:
-    """Which precision decodes by default, and why (:mod:`tokenmap.runtime.precision`); the encoder line needs
-    a model and comes with the CPU report."""
+    """Which precision decodes by default, and why; the encoder line needs a model."""
     return {"encoder": "needs a model (`tokenmap models prepare`)", "decoder (--compute-type int8)": describe("int8"),
             "decoder (--exact)": describe("int8", exact=True)}
 

@@ -1,42 +1,15 @@
 """Stock CTranslate2 in a worker process: ``encode``, ``generate`` and ``detect_language`` through shared memory.
 
-Stock CTranslate2 is the engine stock faster-whisper runs, and stock
-CTranslate2 and the engine fork cannot be loaded into one process.
-:class:`StockWorker` starts :mod:`tokenmap.runtime.stock_worker_child` with
-a private copy of stock CTranslate2 first on ``PYTHONPATH`` (installed by
-``make stock-encoder`` into :func:`stock_dir`; never fetched at run time) and
-answers ``encode(features) -> StorageView`` like ``ctranslate2.models.Whisper``; the
-encoder room's face of it is :class:`tokenmap.encoders.stock.StockEncoder`. Its ``generate``
-and ``detect_language`` serve :class:`tokenmap.decode.plain.PlainDecoder`: a window decoded
-without drafts runs on stock's decoder, where it stays in the worker's memory from its encoding
-(on Intel CPUs stock CTranslate2's MKL GEMM is packed and the fork's is not, so stock decodes faster there).
-
-What happens when things go wrong:
-
-* The worker dies (killed by the OOM killer, crashed) after it had started:
-  the request is sent again to a new worker, once; a second death in the
-  same call gives up (see ``fallback``).
-* The worker does not answer within ``timeout`` seconds a window (default
-  :data:`DEFAULT_TIMEOUT`, or ``$TOKENMAP_ENCODER_TIMEOUT``; loading the model
-  has the same limit): it is killed and the call gives up.
-* Giving up: :class:`StockEncoderError` (one line); the encoder's face and the plain decoder
-  then go on with the fork.
-* The process owning the encoder dies: the worker sees its stdin close (or its
-  parent change), removes the shared-memory blocks and exits.
-* ``os.fork()``: the child lets go of the parent's worker and blocks without
-  touching them and starts a worker of its own at its first ``encode``.
-
-The shared-memory blocks are created and removed without
-``multiprocessing``'s resource tracker: the owner removes them in
-:meth:`StockWorker.close`, the worker when its owner is gone. A tracker that
-was killed with the worker would otherwise be restarted empty and print a
-``KeyError`` traceback for every block removed later.
-
-Example::
-
-    >>> worker = StockWorker(model_dir, "int8", threads=2)        # doctest: +SKIP
-    >>> out = worker.encode(features)   # StorageView [1, 1500, 512]  # doctest: +SKIP
-    >>> worker.close()                                              # doctest: +SKIP
+Stock CTranslate2 (the engine stock faster-whisper runs) and the fork cannot share one process.
+:class:`StockWorker` starts :mod:`tokenmap.runtime.stock_worker_child` with a private copy of stock
+CTranslate2 (``make stock-encoder`` installs it into :func:`stock_dir`) first on ``PYTHONPATH``. Its
+``encode`` serves :class:`tokenmap.encoders.stock.StockEncoder`; its ``generate`` and ``detect_language``
+serve :class:`tokenmap.decode.plain.PlainDecoder`, on the output it keeps from its last encode
+(:meth:`StockWorker.encode_kept`). A worker that dies is replaced once in a call; one that does not answer
+within ``timeout`` (:func:`encoder_timeout`) is killed; giving up raises :class:`StockEncoderError`, and its
+users go on with the fork. A worker whose owner dies removes the shared-memory blocks and exits; after
+``os.fork()`` the child starts its own. The blocks bypass ``multiprocessing``'s resource tracker (one killed
+with the worker would be restarted empty and print a traceback for every block removed later).
 """
 
 from __future__ import annotations
@@ -84,7 +57,7 @@ def stock_installed(directory: Path | None = None) -> bool:
 
 
 def encoder_timeout(seconds: float | None = None) -> float:
-    """Seconds the worker may take per window: ``seconds``, else ``$TOKENMAP_ENCODER_TIMEOUT``, else the default.
+    """Seconds the worker may take a window: ``seconds``, else ``$TOKENMAP_ENCODER_TIMEOUT``, else the default.
 
     >>> encoder_timeout(5), encoder_timeout(None) > 10
     (5.0, True)
@@ -119,12 +92,8 @@ if hasattr(os, "register_at_fork"):
 
 
 class StockWorker:
-    """Stock CTranslate2 in a worker process (one request at a time; thread-safe).
-
-    The worker loads its model while the caller goes on (the first request waits for it).
-    ``timeout``: seconds a window may take (:func:`encoder_timeout`). ``failed`` says why the
-    worker was given up, once a user of it did.
-    """
+    """Stock CTranslate2 in a worker process (one request at a time; thread-safe), which loads its model while
+    the caller goes on. ``timeout``: :func:`encoder_timeout`; ``failed``: why a user gave the worker up."""
 
     def __init__(self, model_dir, compute_type: str = "int8", threads: int = 2, directory: Path | None = None,
                  timeout: float | None = None):
@@ -132,9 +101,7 @@ class StockWorker:
         if not stock_installed(directory):
             raise StockEncoderError(f"no stock CTranslate2 in {directory}; run `make stock-encoder`")
         self.timeout = encoder_timeout(timeout)
-        # the thread wait policy (tokenmap.runtime.threads): the worker also decodes plain windows, whose
-        # hundreds of small parallel regions a step need spinning threads; the encoder's 72 MB attention
-        # buffers gain from the heap policy (tokenmap.runtime.memory), which glibc reads at start
+        # the thread wait and heap policies (tokenmap.runtime.threads, memory), read at the worker's start
         self._env = dict(worker_environment(),
                          PYTHONPATH=os.pathsep.join([str(directory), os.environ.get("PYTHONPATH", "")]))
         self.compute_type = self.precision = compute_type
@@ -145,12 +112,13 @@ class StockWorker:
         self.failed: str | None = None  # why the worker was given up, once it was
         self.version: str | None = None  # stock CTranslate2's version, once the worker is ready
         self._worker: Worker | None = Worker(self._argv, self._env)
-        self._kept = (None, None)  # (worker, the StorageView last returned): the worker keeps its own copy
+        self._encodes = 0  # encodes so far: each one's number is its handle (encode_kept)
+        self._holds: int | None = None  # the handle of the output the current worker keeps
         _LIVE.add(self)
 
     @property
     def _proc(self):
-        """The current worker's ``Popen`` (None before a forked child's first ``encode``)."""
+        """The current worker's ``Popen`` (None before a forked child's first call)."""
         return self._worker.proc if self._worker is not None else None
 
     def wait_ready(self) -> str:
@@ -162,7 +130,7 @@ class StockWorker:
         if self._closed:
             raise StockEncoderError("the stock encoder is closed")
         if self._worker is None:
-            self._worker = Worker(self._argv, self._env)
+            self._new_worker()
         worker = self._worker
         if worker.version is None:
             hello = worker.receive(self.timeout)
@@ -181,8 +149,16 @@ class StockWorker:
             block = self._blocks[kind] = SharedBlock(size)
         return block
 
+    def _new_worker(self) -> None:
+        self._worker, self._holds = Worker(self._argv, self._env), None
+
     def encode(self, features):
         """Encoder output of ``features`` (StorageView or array, [batch, n_mels, frames]) as a StorageView."""
+        return self.encode_kept(features)[0]
+
+    def encode_kept(self, features) -> tuple:
+        """:meth:`encode`'s output and its handle: the worker keeps a copy of the output it encoded last,
+        which :meth:`generate` and :meth:`detect_language` given that handle decode from."""
         import ctranslate2  # the fork, in this process; loaded when a window is first encoded
 
         array = np.ascontiguousarray(np.asarray(features), dtype=np.float32)
@@ -192,8 +168,9 @@ class StockWorker:
             raise ValueError(f"features of shape {array.shape}, not [batch, n_mels, frames]")
         with self._lock:
             view = ctranslate2.StorageView.from_array(self._request(array))
-            self._kept = (self._worker, view)  # the worker that encoded it keeps its own copy
-        return view
+            self._encodes += 1
+            self._holds = self._encodes
+            return view, self._holds
 
     def _request(self, array: np.ndarray) -> np.ndarray:
         """Send ``array`` to the worker to encode and copy its answer out."""
@@ -227,37 +204,34 @@ class StockWorker:
                 if attempt == 2:
                     raise
                 logger.warning("%s; starting a new one", str(exc).replace("; see its stderr above", ""))
-                self._worker = Worker(self._argv, self._env)
+                self._new_worker()
                 self._ready()
         if "error" in answer:
             raise StockEncoderError(f"stock CTranslate2 failed in its worker: {answer['error']}")
         return answer
 
-    def generate(self, features, prompts, **options) -> list[GenerationResult]:
-        """Stock CTranslate2's ``generate`` in the worker, with ``options`` as ``ctranslate2.models.Whisper``
-        takes them. ``features`` that :meth:`encode` returned last are decoded from the worker's own copy
-        (nothing crosses the pipe but the prompt and the tokens); other features (encoder output or mel) go
-        through shared memory. Raises :class:`StockEncoderError` (one line) when the worker fails or has
-        failed before: the caller decodes on the fork then."""
+    def generate(self, features, prompts, kept: int | None = None, **options) -> list[GenerationResult]:
+        """Stock CTranslate2's ``generate`` in the worker, on its own copy of the output whose handle is ``kept``
+        (:meth:`encode_kept`) while it keeps it, else on ``features`` sent through shared memory. Raises
+        :class:`StockEncoderError` (one line) when the worker fails or has failed before."""
         request = {"op": "generate", "prompts": [[int(t) for t in p] for p in prompts], "options": options}
-        results = self._on_worker(features, request, len(prompts))
+        results = self._on_worker(features, request, len(prompts), kept)
         return [GenerationResult(r["sequences_ids"], r.get("scores") or [], r.get("no_speech_prob") or 0.0)
                 for r in results]
 
-    def detect_language(self, features) -> list[list[tuple[str, float]]]:
-        """Stock CTranslate2's ``detect_language`` in the worker (``features`` as for :meth:`generate`):
-        per batch row, ``(language token, probability)`` pairs, most probable first."""
-        results = self._on_worker(features, {"op": "detect_language"}, int(features.shape[0]))
+    def detect_language(self, features, kept: int | None = None) -> list[list[tuple[str, float]]]:
+        """Stock CTranslate2's ``detect_language`` in the worker (``features`` and ``kept`` as for
+        :meth:`generate`): per batch row, ``(language token, probability)`` pairs, most probable first."""
+        results = self._on_worker(features, {"op": "detect_language"}, int(features.shape[0]), kept)
         return [[(str(token), float(prob)) for token, prob in row] for row in results]
 
-    def _on_worker(self, features, request: dict, rows: int) -> list:
-        """The worker's ``results`` for ``request`` on ``features``: its own copy when :meth:`encode` returned
-        ``features`` last, else the array through shared memory."""
+    def _on_worker(self, features, request: dict, rows: int, kept: int | None) -> list:
+        """The worker's ``results`` for ``request`` on ``features`` (or its copy of ``kept``)."""
         if self.failed is not None:
             raise StockEncoderError(f"the stock worker was given up: {self.failed}")
 
         def message():
-            if features is self._kept[1] and self._kept[0] is self._worker:
+            if kept is not None and kept == self._holds:
                 return request
             return dict(request, **self._send_array(np.ascontiguousarray(np.asarray(features), dtype=np.float32)))
 
@@ -272,7 +246,7 @@ class StockWorker:
         """In a child made by ``os.fork``: let go of the parent's worker and blocks without stopping or
         removing them (the parent still uses them); the next ``encode`` starts a worker here."""
         self._lock = threading.Lock()  # another thread may have held it at the fork
-        self._kept = (None, self._kept[1])
+        self._holds = None
         if self._worker is not None:
             self._worker.abandon()
             self._worker = None

@@ -1,33 +1,18 @@
-"""The stock-encoder worker: stock CTranslate2 encodes features passed through shared memory.
+"""The stock-encoder worker: stock CTranslate2 encodes and decodes on arrays passed through shared memory.
 
-Standalone on purpose: it imports only ``ctranslate2`` (stock, from the
-directory the parent puts first on ``PYTHONPATH``) and numpy, because stock
-CTranslate2 and the fork cannot share one process. The parent
-(:mod:`tokenmap.runtime.stock_worker`) starts it by path::
+Standalone: it imports only ``ctranslate2`` (stock, first on ``PYTHONPATH``) and numpy, since stock
+CTranslate2 and the fork cannot share one process. :mod:`tokenmap.runtime.stock_worker` starts it as
+``python stock_worker_child.py MODEL_DIR COMPUTE_TYPE THREADS``; its first line is
+``{"ready": true, "version": "4.8.5"}``, then each JSON request line gets one answer line
+(``{"error": "..."}`` on failure):
 
-    python tokenmap/runtime/stock_worker_child.py MODEL_DIR COMPUTE_TYPE THREADS
+* ``{"in": NAME, "out": NAME, "shape": [b, mels, frames]}`` (blocks the parent created): encode into
+  ``out``, answer ``{"shape": [...]}``, and keep the output;
+* ``{"op": "generate", "prompts": [[...]], "options": {...}}`` and ``{"op": "detect_language"}``: on the kept
+  output, or with ``"in"`` and ``"shape"`` on the array in that block; answer ``{"results": [...]}``.
 
-and talks one JSON line per request, each answered by one line (``{"error": "..."}`` on failure):
-
-* ``{"in": NAME, "out": NAME, "shape": [b, mels, frames]}`` (both shared-memory blocks created by
-  the parent): encode; answered by ``{"shape": [...]}`` once the encoder output is in ``out``. The
-  worker keeps that output for the next ``generate``.
-* ``{"op": "generate", "prompts": [[...]], "options": {...}}``: greedy or beam ``generate`` on the
-  encoder output kept from the last encode (or, with ``"in"`` and ``"shape"``, on the encoder
-  output or features in that block); answered by ``{"results": [{"sequences_ids": ..., "scores":
-  ..., "no_speech_prob": ...}, ...]}``.
-* ``{"op": "detect_language"}`` (with ``"in"`` and ``"shape"`` as for ``generate``, or on the kept
-  output): ``detect_language``; answered by ``{"results": [[[token, probability], ...], ...]}``.
-
-The first line it writes is ``{"ready": true, "version": "4.8.5"}``.
-
-The parent owns the blocks; the worker attaches them without a resource
-tracker (which would remove them when the worker exits). When the parent is
-gone (its end of stdin closes, or the worker's parent process changes, checked
-every half second, in case another process still holds that pipe) or stops
-reading the answers, the worker removes the blocks it knows, since nobody else
-will, and exits quietly. Ctrl-C reaches the whole process group: the worker
-ignores it and leaves stopping to its parent.
+When the parent is gone (stdin closes, or the parent process changes) or stops reading, the worker removes
+the blocks it knows and exits. It ignores Ctrl-C, which reaches the whole process group.
 """
 
 import json
@@ -39,10 +24,6 @@ import threading
 import time
 
 import numpy as np
-
-#: windows per encoder call: a batch of 8 windows of 30 s encoded in one call peaks at 1.35 GB in this
-#: process and takes 1.15x the time of eight calls of one window (485 MB); research/batch_encode_rows.py
-ROWS_PER_CALL = 1
 
 PARENT_CHECK = 0.5  # seconds between checks that the parent is still there
 
@@ -87,13 +68,12 @@ def _answer(model, req, blocks, kept):
         return _decode(model, req, blocks, kept)
     shape = tuple(req["shape"])
     src = np.ndarray(shape, dtype=np.float32, buffer=_attach("in", req["in"], blocks).map)
-    if shape[0] <= ROWS_PER_CALL:
+    if shape[0] == 1:
         output = model.encode(ctranslate2.StorageView.from_array(src))
         kept["array"] = None
-    else:  # a batch, a few windows at a time: the attention buffers of one call grow with its rows
-        pieces = [np.asarray(model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(piece))))
-                  for piece in np.split(src, range(ROWS_PER_CALL, shape[0], ROWS_PER_CALL))]
-        kept["array"] = np.concatenate(pieces)
+    else:  # a batch one window a call: its peak memory stays one window's (docs/ENGINE.md)
+        kept["array"] = np.concatenate([np.asarray(model.encode(ctranslate2.StorageView.from_array(
+            np.ascontiguousarray(src[row: row + 1])))) for row in range(shape[0])])
         output = ctranslate2.StorageView.from_array(kept["array"])
     kept["encoded"] = output
     enc = np.asarray(output)
@@ -122,8 +102,7 @@ def _decode(model, req, blocks, kept):
 
 
 def _leave(blocks):
-    """Stdin closed or the parent is gone: remove the blocks (the parent, if alive, has no more use for
-    them, and a parent that died cannot) and exit at once, without unloading the model."""
+    """Stdin closed or the parent is gone: remove the blocks (nobody else will) and exit at once."""
     for block in list(blocks.values()):
         block.unlink()
     os._exit(0)
@@ -136,9 +115,8 @@ def _watch_parent(parent, blocks):
 
 
 def _release_free_memory() -> None:
-    """Give the heap's free memory back to the system (glibc ``malloc_trim``). Loading a model converts
-    its stored weights (float16 for base: 145 MB) to the compute type, and the malloc policy this
-    process runs under (a 512 MB trim threshold) would keep those freed buffers resident."""
+    """Give what loading the model converted and freed back to the system (glibc ``malloc_trim``), which the
+    malloc policy this process runs under would keep resident."""
     try:
         import ctypes
 

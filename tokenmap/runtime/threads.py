@@ -1,31 +1,14 @@
-"""How the engine's OpenMP threads wait between operations.
+"""How the engine's OpenMP threads wait between operations, and numpy's BLAS threads.
 
-A Whisper decoder pass is a few hundred small operations (about 230 GEMMs for
-base), each one an OpenMP parallel region. Between two regions the engine's
-worker threads wait. CTranslate2's wheels bundle GNU libgomp, which, with its
-default policy, spins only briefly before sleeping on a futex, and waking a
-sleeping thread costs far more than the work of a small region, so a decoder
-pass spends much of its time waking threads.
+A decoder pass of base is about 230 small GEMMs, each an OpenMP parallel region. With libgomp's defaults
+(the OpenMP runtime in CTranslate2's wheels) a worker thread sleeps between regions, and waking it costs
+more than the work. :func:`apply_wait_policy` sets ``OMP_WAIT_POLICY=ACTIVE`` with a finite
+``GOMP_SPINCOUNT``: the threads spin across the gaps of a pass and sleep a millisecond or two after it.
+libgomp reads these variables when it loads, so ``import tokenmap`` applies it before ``ctranslate2`` is
+imported. A user's own setting of either variable, or ``TOKENMAP_THREAD_WAIT=default``, is left alone.
 
-:func:`apply_wait_policy` sets ``OMP_WAIT_POLICY=ACTIVE`` with a finite
-``GOMP_SPINCOUNT``: the threads spin across the short gaps of a decoder pass
-and still go to sleep a millisecond or two after the last region, so an idle
-process (or one waiting for the encoder worker) takes no CPU. The arithmetic
-is unchanged, so is every transcript. libgomp reads these variables once,
-when it is loaded, so this has to run before ``ctranslate2`` is imported:
-``tokenmap/__init__.py`` calls it on import.
-
-It leaves the environment alone when the user set either variable, or set
-``TOKENMAP_THREAD_WAIT=default``. Child processes inherit the setting; pass
-:func:`without_policy` as their environment to run them with the defaults.
-
-numpy's BLAS (OpenBLAS in its wheels) keeps threads of its own, which also
-spin for a while after each call. faster-whisper computes a file's log-mel
-features with one BLAS product; on a short file the engine starts right after
-it, and on a machine with few cores those spinning threads take the engine's
-cores from decoder steps and short encodes. :func:`blas_single_thread` holds numpy's
-BLAS to one thread while tokenmap transcribes (``WhisperModel.transcribe``),
-and :data:`BLAS_ENVIRONMENT` is the same for a child process.
+numpy's BLAS keeps threads of its own that also spin after each call (faster-whisper's features are one
+BLAS product); :func:`blas_single_thread` holds it to one thread while tokenmap transcribes.
 
 Example::
 
@@ -36,8 +19,6 @@ Example::
     ('ACTIVE', '100000')
     >>> apply_wait_policy({"OMP_WAIT_POLICY": "PASSIVE"}, modules={})
     'user'
-    >>> without_policy(env, state="applied")
-    {}
 """
 
 from __future__ import annotations
@@ -52,8 +33,6 @@ logger = logging.getLogger("tokenmap")
 
 #: the variables set, with their values (spin about a millisecond, then sleep)
 POLICY = {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "100000"}
-#: numpy's BLAS on one thread, for a child process (:func:`blas_single_thread` in this one)
-BLAS_ENVIRONMENT = {"OPENBLAS_NUM_THREADS": "1"}
 OPT_OUT = "TOKENMAP_THREAD_WAIT"
 
 #: what :func:`apply_wait_policy` did in this process (None until it ran)
@@ -71,12 +50,9 @@ _MEANING = {
 
 
 def apply_wait_policy(environ: MutableMapping[str, str] | None = None, modules=None) -> str:
-    """Set :data:`POLICY` in ``environ`` unless the user decided; return what happened.
-
-    ``'applied'``, ``'user'`` (either variable already set), ``'off'``
-    (``TOKENMAP_THREAD_WAIT=default``) or ``'late'`` (``ctranslate2`` is
-    already in ``modules``, so its libgomp has read the environment).
-    """
+    """Set :data:`POLICY` in ``environ`` unless the user decided; return what happened: ``'applied'``,
+    ``'user'`` (either variable set), ``'off'`` (``TOKENMAP_THREAD_WAIT=default``) or ``'late'``
+    (``ctranslate2`` is in ``modules``: its libgomp has read the environment)."""
     environ = os.environ if environ is None else environ
     modules = sys.modules if modules is None else modules
     if environ.get(OPT_OUT, "").lower() in ("default", "0", "off", "no"):
@@ -89,26 +65,9 @@ def apply_wait_policy(environ: MutableMapping[str, str] | None = None, modules=N
     return "applied"
 
 
-def without_policy(environ: MutableMapping[str, str] | None = None, state: str | None = None) -> dict:
-    """A copy of ``environ`` without the variables tokenmap set (those a user set stay).
-
-    ``state``: what :func:`apply_wait_policy` returned (default: this process's :data:`status`).
-    """
-    environ = os.environ if environ is None else environ
-    state = status if state is None else state
-    env = dict(environ)
-    if state == "applied":
-        for name in POLICY:
-            env.pop(name, None)
-    return env
-
-
 def child_policy(environ: MutableMapping[str, str] | None = None) -> dict:
-    """A copy of ``environ`` with :data:`POLICY` for a new process tokenmap starts (the stock worker).
-
-    A new process reads the variables when its own engine loads, so it gets the policy even when
-    this one imported ``ctranslate2`` before ``tokenmap`` (status ``'late'``); a user's own
-    variables or ``TOKENMAP_THREAD_WAIT=default`` are kept as they are.
+    """A copy of ``environ`` with :data:`POLICY` for a new process tokenmap starts (the stock worker), even
+    when this one imported ``ctranslate2`` first; a user's own variables or opt-out are kept.
 
     >>> child_policy({})["OMP_WAIT_POLICY"], child_policy({"OMP_WAIT_POLICY": "PASSIVE"})["OMP_WAIT_POLICY"]
     ('ACTIVE', 'PASSIVE')
@@ -128,11 +87,8 @@ def describe() -> str:
 
 
 def warn_if_late() -> bool:
-    """Log one warning when the policy came too late for this process; True if it did.
-
-    A program that imports ``faster_whisper`` or ``ctranslate2`` before ``tokenmap``
-    decodes with libgomp's defaults, whose sleeping threads make every decoder pass slower.
-    """
+    """Log one warning when the policy came too late for this process (``ctranslate2`` was imported
+    first); True if it did."""
     global _warned
     if status != "late" or _warned:
         return False

@@ -1,8 +1,6 @@
-"""A worker process spoken to in JSON lines, with its data in POSIX shared memory.
-
-:class:`Worker` sends one JSON line to a child's stdin and reads one back from its stdout within a
-time limit; :class:`SharedBlock` is a shared-memory block that no resource tracker knows of, so the
-child can map it by name. :mod:`tokenmap.runtime.stock_worker` runs stock CTranslate2 this way.
+"""A worker process spoken to in JSON lines (:class:`Worker`), its data in POSIX shared memory
+(:class:`SharedBlock`, which no resource tracker knows of). :mod:`tokenmap.runtime.stock_worker` runs
+stock CTranslate2 this way.
 
 Example::
 
@@ -39,12 +37,8 @@ class WorkerHung(StockEncoderError):
 
 
 class SharedBlock:
-    """A POSIX shared-memory block (``/dev/shm/psm_…`` on Linux) that no resource tracker knows of.
-
-    ``name`` is what the worker attaches (without the leading slash), ``buf``
-    the mapped bytes; :meth:`close` unmaps them, :meth:`unlink` removes the
-    block (a block already removed is no error).
-    """
+    """A POSIX shared-memory block that no resource tracker knows of: ``name`` is what the worker attaches,
+    ``buf`` the mapped bytes; :meth:`unlink` removes the block (one already removed is no error)."""
 
     def __init__(self, size: int):
         import _posixshmem  # what multiprocessing.shared_memory itself uses
@@ -87,11 +81,8 @@ class SharedBlock:
 
 
 class Worker:
-    """One worker process: a JSON line to its stdin, a JSON line back from its stdout, read with a time limit.
-
-    Both pipes are unbuffered, so a child made by ``os.fork`` can close its
-    copies without writing anything the parent had not sent.
-    """
+    """One worker process: a JSON line to its stdin, a JSON line back from its stdout, read with a time limit
+    (both pipes unbuffered, so a child made by ``os.fork`` can close its copies without writing anything)."""
 
     def __init__(self, argv: list[str], env: dict):
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0)

@@ -1,8 +1,7 @@
 """Audio sources for :mod:`tokenmap.stream.live`: a file (as fast as possible or in real time) or a microphone.
 
-A source yields float32 mono 16 kHz chunks, one per update. In real time a
-chunk holds the audio that has arrived since the last one, so when decoding
-falls behind the next update simply sees more audio.
+A source yields float32 mono 16 kHz chunks, one per update; in real time a chunk holds what arrived since
+the last one, so an update that falls behind sees more audio next time.
 """
 
 from __future__ import annotations

@@ -1,38 +1,24 @@
 """The previous hypothesis as the draft (Algorithm 1), kept aligned after mismatches.
 
-A new hypothesis mostly repeats the previous one with a few local edits: a
-word re-recognised, a comma inserted, a segment boundary moved, a timestamp
-value changed, new words at the end. Algorithm 1 drafts the previous
-hypothesis once and decodes everything after the first mismatch step by
-step; here the rest of the previous hypothesis is re-aligned to the output
-after every mismatch (prompt-lookup style, but anchored near the expected
-position), so one edit costs one extra verify pass instead of ending the
-drafting. Beyond its end the fallback drafter (token map, prompt lookup)
-proposes.
-
-Alignment of the tokens decided so far with ``previous`` (first that applies):
+A new hypothesis mostly repeats the previous one with a few local edits, so the rest of the previous
+hypothesis is re-aligned to the output after every mismatch: one edit costs one extra verify pass. Beyond
+its end the fallback drafter (token map, prompt lookup) proposes. The tokens decided so far are aligned with
+``previous`` by the first rule that applies:
 
 1. they follow ``previous`` (any timestamp matches any timestamp): continue there;
-2. their text (timestamps ignored) is a prefix of its text: continue the text
-   (a segment boundary moved; after a closing timestamp the opening one repeats it);
-3. their last 4..2 tokens occur in ``previous``: continue after the occurrence
-   nearest the expected position; the last token alone when it occurs within
-   ``near`` positions (a deletion);
-4. the last token replaced one of ``previous``: continue after it (a substitution).
+2. their text is a prefix of its text (a segment boundary moved): continue the text;
+3. their last 4..2 tokens occur in ``previous``: continue after the occurrence nearest the expected
+   position; the last token alone when it occurs within ``near`` positions (a deletion).
 
-A drafted opening timestamp is given the value of the closing timestamp the
-model just chose (Whisper repeats it), and a draft that would be only the
-previous hypothesis' final timestamp (usually moved by the new audio) is not
-proposed on its own.
+A drafted opening timestamp takes the value of the closing timestamp the model just chose, and a draft that
+would be only the previous hypothesis' final timestamp is not proposed on its own.
 
     >>> ts = 100
     >>> d = PreviousHypothesisDrafter([ts, 1, 2, 3, 4, 5, ts + 9], ts)
     >>> d.draft([ts, 1, 3], 9)        # "2" deleted: realigned on "3"
     [4, 5, 109]
-    >>> d.draft([ts, 1, 7], 9)        # "2" replaced by "7": rule 4 is off by default
+    >>> d.draft([ts, 1, 7], 9)        # "2" replaced by "7": no alignment
     []
-    >>> PreviousHypothesisDrafter([ts, 1, 2, 3, 4, 5, ts + 9], ts, substitute=True).draft([ts, 1, 7], 9)
-    [3, 4, 5, 109]
 """
 
 from __future__ import annotations
@@ -44,9 +30,8 @@ class PreviousHypothesisDrafter:
     """Drafts the rest of ``previous`` aligned to the tokens so far, else asks ``fallback``."""
 
     def __init__(self, previous: Sequence[int], timestamp_begin: int, fallback=None, realign: int = 64,
-                 near: int = 4, substitute: bool = False, short_tail: int = 2):
-        self.previous, self.realign, self.near = list(previous), realign, near
-        self.substitute, self.short_tail = substitute, short_tail
+                 near: int = 4, short_tail: int = 2):
+        self.previous, self.realign, self.near, self.short_tail = list(previous), realign, near, short_tail
         self.ts0 = timestamp_begin
         self.fallback = fallback
         self.kind = ""  # how the last draft was aligned (diagnostics)
@@ -109,12 +94,6 @@ class PreviousHypothesisDrafter:
             return aligned
         self.kind = "lookup"
         j = self._lookup(tokens)
-        if j is None and self.substitute and len(tokens) >= 2:  # a substitution of the last token
-            self.kind = "substitution"
-            before = tokens[:-1]
-            k = len(before) if self.follows(before) else self._lookup(before)
-            if k is not None and k < len(prev) and not self._same(prev[k], tokens[-1]):
-                j = k + 1
         if j is None:
             return None
         return self._opening(tokens, j)[: self.realign]

@@ -1,42 +1,21 @@
 """Live transcription of a growing audio buffer with self-speculative (biased) decoding.
 
-Every update re-decodes the whole buffer (at most 30 s), encoded as its audio plus a margin
-(:class:`tokenmap.context.AudioContext`, ``auto`` by default) rather than as 30 s; when the
-:class:`tokenmap.context.Guard` rejects what the decoder wrote on that short context, the update is
-encoded as 30 s and decoded again. The previous update's
-hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding
-paper): it is verified in one decoder pass, realigned to the output after
-each mismatch (:mod:`tokenmap.stream.draft`), so mostly only the new tail is
-decoded step by step; beyond the previous hypothesis the token map (or
-prompt lookup) drafts, under the same controls as in file transcription: a
-:class:`tokenmap.decode.control.ControllerSet` kept across updates, with the
-calibrated cost curve, learns what the model accepts of those drafts.
+Every update re-decodes the whole buffer (at most 30 s), encoded by the model's window encoder on its audio
+plus a margin (``auto`` by default); when the :class:`tokenmap.context.Guard` rejects a decode on that short
+context, the update is decoded again on :meth:`tokenmap.windows.EncodedWindow.full`. The previous update's
+hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding paper), realigned after each
+mismatch (:mod:`tokenmap.stream.draft`); beyond it the token map (or prompt lookup) drafts, under a
+:class:`tokenmap.decode.control.ControllerSet` kept across updates.
 
-Commit policy (LocalAgreement-2 over whole segments, segment-end trimming):
-Whisper splits the buffer into timestamped segments. A leading segment is
-committed when it is closed by a timestamp and its text is identical in the
-last ``agreement`` hypotheses. The buffer is then cut at that segment's end
-timestamp; the committed text can go into the prompt as faster-whisper
-does (``<|startofprev|>`` + last 223 committed tokens), so the next update
-neither re-transcribes nor forgets it (only with ``condition_on_previous``: off by
-default, because base then looped on dictation, repeating committed text until
-max_length). Committed text never changes. When
-the buffer would exceed 30 s, every closed segment is committed (or, with
-none, the whole hypothesis). A hypothesis whose no-speech probability is high
-and average log-probability low counts as silence: the buffer is then cut to
-its last second, so long pauses never grow it.
+Commit policy (LocalAgreement-2 over whole segments): a leading segment closed by a timestamp whose text is
+identical in the last ``agreement`` hypotheses is committed, and the buffer cut at its end. Committed text
+never changes; with ``condition_on_previous`` (off by default) it goes into the prompt. A buffer that would
+exceed 30 s commits every closed segment (or the whole hypothesis); silence (high no-speech probability,
+low log-probability) cuts the buffer to its last second. Without a ``language`` every update detects it
+until two in a row agree with at least :data:`DETECTION_THRESHOLD` probability; nothing commits before.
 
-Language detection (``language=None``): every update detects the language on the buffer, until
-two updates in a row name the same language with at least :data:`DETECTION_THRESHOLD` probability
-(faster-whisper's ``language_detection_threshold``); each update decodes in the language it
-detected, and nothing is committed before the language is settled (except when the buffer is full,
-or at the end, which settle it too). An English-only model transcribes English.
-
-Biased verification (paper eq. 5): at a position where the previous
-hypothesis drafts ``d`` and greedy chooses ``c``, ``d`` is kept when
-``(1-beta) P(d) + beta >= (1-beta) P(c)`` on the softmax of the rule-filtered
-logits, only while the output still follows the previous hypothesis. beta = 0
-(default) is exact greedy decoding.
+Biased verification (paper eq. 5): where the previous hypothesis drafts ``d`` and greedy chooses ``c``,
+``d`` is kept when ``(1-beta) P(d) + beta >= (1-beta) P(c)``; beta = 0 (default) is exact greedy decoding.
 
 Example::
 
@@ -58,7 +37,7 @@ from faster_whisper.feature_extractor import FeatureExtractor
 
 from tokenmap.assembly import open_model
 from tokenmap.audio import SAMPLE_RATE
-from tokenmap.context import WINDOW_FRAMES, AudioContext, as_audio_context
+from tokenmap.context import WINDOW_FRAMES, as_audio_context
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.drafters import default_drafter, lcp
@@ -67,10 +46,11 @@ from tokenmap.decode.reference import GREEDY_KW, greedy_decode
 from tokenmap.decode.rules import DISABLED
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
+from tokenmap.encoders import Output
 from tokenmap.stream.draft import PreviousHypothesisDrafter
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
 from tokenmap.stream.segments import TS_SECONDS, TokenSegment, agreed_segments, parse_segments, shift_timestamps
-from tokenmap.windows import Session
+from tokenmap.windows import EncodedWindow, Session
 
 logger = logging.getLogger("tokenmap")
 
@@ -78,15 +58,12 @@ logger = logging.getLogger("tokenmap")
 DETECTION_THRESHOLD = 0.5
 
 
-
 @dataclass(frozen=True)
 class StreamOptions:
-    """``update_seconds``: audio per update; ``beta``: verification bias (0 = exact greedy);
-    ``mask_k``: display-only mask of the last k tentative tokens; ``agreement``: hypotheses that must
-    agree before a segment commits; ``scratch``: also decode every update from scratch
-    (``"generate"`` or ``"reference"``, step-wise greedy) to time and check it;
-    ``recheck_margin``: see :func:`tokenmap.decode.speculative.decode_window` (int8 near-ties);
-    ``language`` None: detect it (module docstring)."""
+    """``update_seconds``: audio per update; ``beta``: verification bias (0 = exact greedy); ``mask_k``:
+    display-only mask of the last k tentative tokens; ``agreement``: hypotheses that must agree before a
+    segment commits; ``scratch``: also decode every update from scratch (``"generate"`` or ``"reference"``)
+    to time and check it; ``recheck_margin``: :func:`tokenmap.decode.speculative.decode_window`'s."""
 
     update_seconds: float = 1.0
     beta: float = 0.0
@@ -131,12 +108,11 @@ class StreamModel:
     def load(cls, model: str = "base", compute_type: str = "int8", threads: int | None = None,
              token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto",
              exact: bool = False, audio_context="auto") -> "StreamModel":
-        """Load ``model``; ``decoder_compute_type``, ``encoder`` and ``exact`` as in
-        :func:`tokenmap.assembly.assemble`. Returns once the encoder is ready (the stock
-        worker has loaded its model), so that the first update costs what the others do."""
+        """Load ``model`` (the options as in :func:`tokenmap.assembly.assemble`); returns once the stock worker
+        has loaded its model, so that the first update costs what the others do."""
         opened = open_model(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
                             exact=exact, device="cpu")
-        opened.wait_ready()  # a live stream's first update must not wait for the worker
+        opened.wait_ready()
         return cls(opened, opened.special, opened.tokenizer, opened.token_map, opened.cost, audio_context)
 
     def token_id(self, token: str) -> int:
@@ -145,17 +121,12 @@ class StreamModel:
             raise ValueError(f"the model has no token {token}")
         return found
 
-    def frames(self, audio: np.ndarray, full: bool = False) -> int:
-        """Mel frames the encoder sees for ``audio``: 3000 (30 s) unless the context is short for it."""
-        return (None if full else self.context.frames(len(audio) / SAMPLE_RATE)) or WINDOW_FRAMES
-
-    def encode(self, audio: np.ndarray, full: bool = False):
-        """Encoder output of ``audio`` (<= 30 s) by the model's window encoder: features zero-padded to 3000
-        frames as faster-whisper does, of which the first :meth:`frames` are encoded (all when ``full``)."""
+    def encode(self, audio: np.ndarray) -> EncodedWindow:
+        """``audio`` (<= 30 s) encoded by the model's window encoder on the stream's audio context: its features
+        zero-padded to 3000 frames as faster-whisper does (:meth:`EncodedWindow.full` encodes them all)."""
         feats = self.features(audio)[:, :WINDOW_FRAMES]
         feats = np.pad(feats, ((0, 0), (0, WINDOW_FRAMES - feats.shape[1])))
-        session = Session(AudioContext() if full else self.context)
-        return self.model.windows.encode(feats, session, seconds=len(audio) / SAMPLE_RATE).output
+        return self.model.windows.encode(feats, Session(self.context), seconds=len(audio) / SAMPLE_RATE)
 
     def rejected(self, tokens: Sequence[int], seconds: float, score: float, no_speech: float) -> str | None:
         """Why the guard rejects ``tokens`` decoded on a short context (None: kept)."""
@@ -166,12 +137,16 @@ class StreamModel:
         return self.tokenizer.decode([t for t in tokens if t < self.special.eot])
 
 
-def biased_accept(beta: float, drafter: PreviousHypothesisDrafter):
-    """The ``accept`` predicate of :func:`decode_window` for paper eq. 5 (None when beta = 0).
+def _timed_full(window: EncodedWindow) -> float:
+    """Seconds :meth:`EncodedWindow.full` took to encode ``window`` as 30 s."""
+    started = time.perf_counter()
+    window.full()
+    return time.perf_counter() - started
 
-    Keeps the previous hypothesis' token ``d`` over greedy ``c`` when
-    ``(1 - beta) P(d) + beta >= (1 - beta) P(c)``; a token the rules disabled is never kept.
-    """
+
+def biased_accept(beta: float, drafter: PreviousHypothesisDrafter):
+    """The ``accept`` predicate of :func:`decode_window` for paper eq. 5 (None when beta = 0); a token the rules
+    disabled is never kept."""
     if beta <= 0:
         return None
 
@@ -249,27 +224,25 @@ class StreamTranscriber:
         audio_end, buffer_seconds = self.audio_end, len(self.buffer) / SAMPLE_RATE
         tokens, enc_s, dec, scratch = [], 0.0, Decoded([], 0.0, 1.0, 0.0), (None, None, None)
         short = guarded = False
-        draft = self.next_draft()
+        draft = self.previous[:]  # the previous update's hypothesis
         if len(self.buffer) >= SAMPLE_RATE // 10:  # less than 0.1 s: nothing to hear yet
             t = time.perf_counter()
-            enc = self.engine.encode(self.buffer)
-            enc_s = time.perf_counter() - t
+            window = self.engine.encode(self.buffer)
+            enc_s = full_s = time.perf_counter() - t  # full_s: the 30 s encode's time
             if self.detecting:
-                self._detect(enc)
+                self._detect(window)
             prompt = self.prompt()
-            dec = self.decode(enc, prompt, draft)
-            short = self.engine.frames(self.buffer) < WINDOW_FRAMES
+            dec = self.decode(window.output.view, prompt, draft)
+            short = window.short
             if short and self.engine.rejected(dec.tokens, buffer_seconds, dec.score, dec.no_speech):
                 guarded = True
-                t = time.perf_counter()
-                enc = self.engine.encode(self.buffer, full=True)
-                enc_s += time.perf_counter() - t
-                dec = self.decode(enc, prompt, draft)
+                full_s = _timed_full(window)
+                enc_s += full_s
+                dec = self.decode(window.full().view, prompt, draft)
             if self.options.scratch:  # as whisper_streaming-style tools do: the buffer as 30 s, plain decoding
-                t = time.perf_counter()
-                full = self.engine.encode(self.buffer, full=True) if short else enc
-                full_s = time.perf_counter() - t if short else enc_s
-                scratch = (*self._scratch(full, prompt, dec.tokens), full_s)
+                if short and not guarded:
+                    full_s = _timed_full(window)
+                scratch = (*self._scratch(window.full(), prompt, dec.tokens), full_s)
             silent = dec.no_speech > self.options.no_speech_threshold and dec.score < self.options.logprob_threshold
             tokens = [] if silent else dec.tokens
         segments = parse_segments(tokens, self.ts0)
@@ -293,19 +266,15 @@ class StreamTranscriber:
         return StreamUpdate(record.index, audio_end, self.committed_text, new_text,
                             self.engine.text(shown).strip(), final, record)
 
-    def _detect(self, enc) -> None:
+    def _detect(self, window: EncodedWindow) -> None:
         """Detect the buffer's language; settle it when the last update named it too, both likely enough."""
-        result = self.engine.model.detect_language(enc)[0]
+        result = self.engine.model.detect_language(window)[0]
         language, probability = result[0][0].strip("<|>"), result[0][1]
         self.language = language
         likely = probability >= DETECTION_THRESHOLD
         self.detecting = not (likely and language == self._detected)
         self._detected = language if likely else None
         logger.info("detected language %s (p=%.2f)%s", language, probability, "" if self.detecting else ", settled")
-
-    def next_draft(self) -> list[int]:
-        """The draft of the next update: the previous update's hypothesis."""
-        return self.previous[:]
 
     def decode(self, enc, prompt: list[int], draft: list[int]) -> Decoded:
         """One update's decoding of the buffer: ``draft`` verified, the rest drafted by the map (or prompt lookup)."""
@@ -321,13 +290,14 @@ class StreamTranscriber:
         return Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
                         r.stats.drafted, r.stats.accepted)
 
-    def _scratch(self, enc, prompt: list[int], tokens: list[int]) -> tuple[float, bool]:
-        """``(decode seconds, same tokens)`` of the update decoded from scratch on ``enc``."""
+    def _scratch(self, output: Output, prompt: list[int], tokens: list[int]) -> tuple[float, bool]:
+        """``(decode seconds, same tokens)`` of the update decoded from scratch on ``output``."""
         t = time.perf_counter()
         if self.options.scratch == "reference":
-            out = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **GREEDY_KW).tokens
+            out = greedy_decode(self.engine.model, output.view, prompt, self.engine.special, **GREEDY_KW).tokens
         else:
-            out = self.engine.model.plain.generate(enc, [prompt], **GREEDY_KW)[0].sequences_ids[0]
+            plain = self.engine.model.plain.on(output.kept)
+            out = plain.generate(output.view, [prompt], **GREEDY_KW)[0].sequences_ids[0]
         return time.perf_counter() - t, list(out) == list(tokens)
 
     def _commit_count(self, segments: list[TokenSegment], buffer_seconds: float) -> int:

@@ -1,11 +1,9 @@
 """Streaming metrics: flicker (normalized erasure), draft acceptance and commit latency.
 
-Metrics follow the definitions of the self-speculative biased decoding paper.
+Metrics follow the definitions of the self-speculative biased decoding paper, on token id lists.
 
-Everything here is pure Python on token id lists, so it is cheap to test.
-
-Normalized erasure (paper eqs. 3-4) measures flicker: how many tokens the
-display takes back, summed over updates, per token of the final text::
+Normalized erasure (paper eqs. 3-4) measures flicker: tokens the display takes back, per token of the
+final text::
 
     E(i) = |Y^{i-1}| - |LCP(Y^{i-1}, Y^i)|            NE = sum_i E(i) / |Y^N|
 
@@ -17,15 +15,13 @@ Worked example (display after each of three updates, letters are tokens)::
     >>> normalized_erasure([[1, 2, 3], [1, 2, 4, 5], [1, 2, 4, 5, 6]])
     0.2
 
-Draft acceptance (paper Table 2): the previous hypothesis is the draft; its
-first ``k`` tokens survive verification (``k`` = LCP of the draft and the new
-output). A/D = sum k / sum |draft|, A/O = sum k / sum |output|::
+Draft acceptance (paper Table 2): the first ``k`` tokens of the draft (the previous hypothesis) survive
+verification. A/D = sum k / sum |draft|, A/O = sum k / sum |output|::
 
     draft a b c d, new output a b c x y  ->  k = 3, A/D = 3/4, A/O = 3/5
 
-Latency: for each committed segment, the time from the end of its speech
-(absolute audio time of its closing timestamp) to the moment the commit is
-known: the end of the audio the update saw plus the update's compute time.
+Latency: for each committed segment, from the end of its speech (its closing timestamp) to the moment the
+commit is known (the end of the audio the update saw plus the update's compute time).
 """
 
 from __future__ import annotations
@@ -56,17 +52,12 @@ def mask_display(committed: Sequence[int], tentative: Sequence[int], k: int) -> 
 
 @dataclass(frozen=True)
 class UpdateRecord:
-    """What one update did; times in seconds.
-
-    ``audio_end``: absolute audio time the buffer reached; ``buffer_seconds``:
-    its length; ``draft``/``accepted``: previous-hypothesis draft length and its
-    accepted prefix (paper's m and k); ``output``: tokens decoded (timestamps
-    included, EOT excluded); ``committed``/``tentative``: text token ids after
-    the update; ``scratch_decode``: the from-scratch decode time on the buffer encoded as 30 s
-    (None when not measured); ``scratch_same``: it produced the same tokens; ``scratch_encode``: that
-    30 s encode's time; ``short``: the update was encoded on a short audio context; ``guarded``: the
-    guard sent it back to 30 s.
-    """
+    """What one update did; times in seconds. ``audio_end``: absolute audio time the buffer reached;
+    ``draft``/``accepted``: previous-hypothesis draft length and its accepted prefix (paper's m and k);
+    ``output``: tokens decoded (timestamps included, EOT excluded); ``committed``/``tentative``: text token
+    ids after the update; ``scratch_decode``, ``scratch_same``, ``scratch_encode``: the decode from scratch on
+    the buffer encoded as 30 s (None when not measured), whether it gave the same tokens, that encode's time;
+    ``short``: encoded on a short audio context; ``guarded``: the guard sent it back to 30 s."""
 
     index: int
     audio_end: float

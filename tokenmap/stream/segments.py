@@ -1,8 +1,7 @@
 """The commit policy's view of a hypothesis: its timestamped segments and which ones earlier hypotheses agree on.
 
-Pure Python on token id lists.  A segment is ``<|t0|> text <|t1|>`` (closed) or
-a trailing ``<|t0|> text`` (open); :func:`agreed_segments` counts the leading
-closed segments that earlier hypotheses agree on (LocalAgreement over segments).
+A segment is ``<|t0|> text <|t1|>`` (closed) or a trailing ``<|t0|> text`` (open); :func:`agreed_segments`
+counts the leading closed segments earlier hypotheses agree on (LocalAgreement over segments).
 """
 
 from __future__ import annotations
