@@ -37,9 +37,9 @@ def engines(model_dir: Path, threads: int, cache: Path | None, stock_worker: boo
     """name -> encode(features array) -> array, for every engine this machine has."""
     import ctranslate2
 
+    from tokenmap.encoders.base import StockEncoder
     from tokenmap.encoders.choice import openvino_candidates
     from tokenmap.encoders.openvino import EncoderUnavailable, OpenVINOEncoder
-    from tokenmap.encoders.stock import StockEncoder
     from tokenmap.runtime.stock_worker import stock_installed
 
     out = {}

@@ -33,7 +33,7 @@ from tokenmap.context import AudioContext
 from tokenmap.decode.calibration import calibrate
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import default_drafter
-from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.decode.rules import GREEDY_KW
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
 from tokenmap_bench import Recording, features, load_manifest

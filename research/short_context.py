@@ -46,7 +46,7 @@ def record(args):
 
     from tokenmap import resolve_model
     from tokenmap.context import AudioContext
-    from tokenmap.decode.reference import GREEDY_KW
+    from tokenmap.decode.rules import GREEDY_KW
     from tokenmap_bench import decode_g722
 
     model_dir = resolve_model("base", download=False)

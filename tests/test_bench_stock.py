@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.decode.rules import GREEDY_KW
 from tokenmap_bench import stock_runner
 from tokenmap_bench.harness import BenchOptions
 from tokenmap_bench.stock import start_server

@@ -161,7 +161,7 @@ def test_drafts_keep_greedy_output_on_openvino_encoder_output(base_model_dir, ru
     import ctranslate2
 
     from tokenmap.decode.drafters import FixedDrafter
-    from tokenmap.decode.reference import greedy_decode
+    from tokenmap.decode.rules import greedy_decode
     from tokenmap.decode.special import SpecialTokens
     from tokenmap.decode.speculative import decode_window
 

@@ -5,7 +5,7 @@ import pytest
 
 from tokenmap.decode.drafters import default_drafter
 from tokenmap.decode.recall import RecallDrafter, new_index
-from tokenmap.decode.reference import greedy_decode
+from tokenmap.decode.rules import greedy_decode
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
 from tokenmap.maps.audio_fingerprints import fingerprint, mel_fingerprint

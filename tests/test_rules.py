@@ -1,4 +1,4 @@
-"""Tests of tokenmap.decode.rules (synthetic logits) and tokenmap.decode.reference (real model)."""
+"""Tests of tokenmap.decode.rules (synthetic logits) and tokenmap.decode.rules (real model)."""
 
 import os
 
@@ -220,7 +220,7 @@ def _fw_suppress(model_dir):
 @pytest.mark.model
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_reference_matches_generate(base_setup, base_model_dir, case):
-    from tokenmap.decode.reference import greedy_decode
+    from tokenmap.decode.rules import greedy_decode
 
     model, special, encoded = base_setup
     prompt, extra = CASES[case]
@@ -245,7 +245,7 @@ def test_reference_matches_generate(base_setup, base_model_dir, case):
 
 @pytest.mark.model
 def test_reference_matches_generate_tiny_en(tmp_path_factory):
-    from tokenmap.decode.reference import greedy_decode
+    from tokenmap.decode.rules import greedy_decode
     from tokenmap.models import resolve_model
 
     model, special, encoded = _load(resolve_model("tiny.en", download=False), tmp_path_factory)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tokenmap.decode.control import AcceptanceController, ControlledDrafter
 from tokenmap.decode.drafters import FixedDrafter
-from tokenmap.decode.reference import greedy_decode
+from tokenmap.decode.rules import greedy_decode
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tokenmap.decode.plain import PlainDecoder
+from tokenmap.encoders.base import StockEncoder
 from tokenmap.encoders.choice import choose
-from tokenmap.encoders.stock import StockEncoder
 from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker, stock_dir, stock_installed
 
 

@@ -7,9 +7,17 @@ import pytest
 
 from tokenmap.decode.drafters import lcp
 from tokenmap.stream.audio import FileSource
-from tokenmap.stream.live import Decoded, PreviousHypothesisDrafter, StreamOptions, StreamTranscriber, biased_accept
+from tokenmap.stream.live import (
+    Decoded,
+    PreviousHypothesisDrafter,
+    StreamOptions,
+    StreamTranscriber,
+    agreed_segments,
+    biased_accept,
+    parse_segments,
+    shift_timestamps,
+)
 from tokenmap.stream.metrics import erasures, mask_display, normalized_erasure
-from tokenmap.stream.segments import agreed_segments, parse_segments, shift_timestamps
 
 TS = 50364  # <|0.00|> of the multilingual vocabulary
 
@@ -238,7 +246,7 @@ class Stepwise(StreamTranscriber):
     """Decodes every update step by step with plain greedy decoding, no draft (the non-streaming check)."""
 
     def decode(self, enc, prompt, draft):
-        from tokenmap.decode.reference import GREEDY_KW, greedy_decode
+        from tokenmap.decode.rules import GREEDY_KW, greedy_decode
 
         r = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **GREEDY_KW)
         return Decoded(list(r.tokens), 0.0, r.no_speech_prob or 0.0, r.score)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenmap.encoders.stock import StockEncoder
+from tokenmap.encoders.base import StockEncoder
 from tokenmap.runtime.stock_worker import (
     DEFAULT_TIMEOUT,
     TIMEOUT_ENV,

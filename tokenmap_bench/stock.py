@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.decode.rules import GREEDY_KW
 from tokenmap.runtime import memory, threads
 
 log = logging.getLogger("tokenmap")

@@ -25,7 +25,7 @@ from pathlib import Path
 from tokenmap.assembly import open_model
 from tokenmap.decode.control import AcceptanceController, ControllerSet
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
-from tokenmap.decode.reference import GREEDY_KW
+from tokenmap.decode.rules import GREEDY_KW
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import DecodeStats, decode_window
 

@@ -48,7 +48,7 @@ class GreedyBase:
     def __init__(self):
         import ctranslate2
 
-        from tokenmap.decode.reference import GREEDY_KW
+        from tokenmap.decode.rules import GREEDY_KW
         from tokenmap.decode.special import SpecialTokens
         from tokenmap.models import resolve_model
         from tokenmap.textok import TextTokenizer

@@ -2,7 +2,7 @@
 
 Its engines answer one interface (:class:`~tokenmap.encoders.base.Encoder`): OpenVINO
 (:mod:`~tokenmap.encoders.openvino`), the fork in process (:class:`~tokenmap.encoders.base.CTranslate2Encoder`)
-and stock CTranslate2 in its worker (:class:`~tokenmap.encoders.stock.StockEncoder`).
+and stock CTranslate2 in its worker (:class:`~tokenmap.encoders.base.StockEncoder`).
 :mod:`~tokenmap.encoders.choice` decides which of them encodes each window length on this CPU and
 names the engines (:data:`ENCODERS`); :mod:`~tokenmap.encoders.report` is ``tokenmap doctor``'s line.
 """
@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import logging
 
-from tokenmap.encoders.base import CTranslate2Encoder, Encoder, Output
+from tokenmap.encoders.base import CTranslate2Encoder, Encoder, Output, RoutedEncoder, StockEncoder
 from tokenmap.encoders.choice import ENCODERS, choose, plan_summary
 from tokenmap.encoders.openvino import OpenVINOEncoder
-from tokenmap.encoders.routed import RoutedEncoder
-from tokenmap.encoders.stock import StockEncoder
 
 __all__ = ["ENCODERS", "Encoder", "Output", "open_encoder"]
 

@@ -4,7 +4,7 @@ Whisper's decoder calls (``generate``, ``detect_language``, ``align``, the fork'
 output ``[batch, frames / 2, d_model]`` as a float32 ``ctranslate2.StorageView`` from any engine, so the
 encoder can run on another runtime than the decoder: OpenVINO
 (:class:`tokenmap.encoders.openvino.OpenVINOEncoder`), the fork in process (:class:`CTranslate2Encoder`) or
-stock CTranslate2 in its worker (:class:`tokenmap.encoders.stock.StockEncoder`).
+stock CTranslate2 in its worker (:class:`StockEncoder`); :class:`RoutedEncoder` puts several behind one ``encode``.
 
 Example::
 
@@ -22,7 +22,14 @@ Example::
 from __future__ import annotations
 
 import abc
+import logging
 from typing import NamedTuple
+
+import numpy as np
+
+from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker
+
+logger = logging.getLogger("tokenmap")
 
 
 class Output(NamedTuple):
@@ -72,3 +79,77 @@ class CTranslate2Encoder(Encoder):
         import ctranslate2
 
         return f"ctranslate2 {ctranslate2.__version__} (the fork, in process), {self.precision}"
+
+
+class StockEncoder(Encoder):
+    """``encode`` by stock CTranslate2 in ``worker`` (default: a worker started here from ``model_dir``,
+    ``compute_type``, ``threads`` and ``options``). ``fallback`` (optional, e.g. the fork's model): if the
+    worker fails, one warning is logged and every later ``encode`` runs on it."""
+
+    engine = "stock"
+
+    def __init__(self, model_dir=None, compute_type: str = "int8", threads: int = 2, *,
+                 worker: StockWorker | None = None, fallback=None, **options):
+        self.worker = worker if worker is not None else StockWorker(model_dir, compute_type, threads, **options)
+        self.precision = self.worker.compute_type
+        self.fallback = fallback
+
+    def encode(self, features, to_cpu: bool = False):
+        return self.encode_kept(features).view
+
+    def encode_kept(self, features) -> Output:
+        """The worker's output and its handle on the copy it keeps; the fallback's (no handle) once it failed."""
+        if self.worker.failed is None:
+            try:
+                return Output(*self.worker.encode_kept(features))
+            except (StockEncoderError, OSError, ValueError) as exc:
+                if self.fallback is None:
+                    raise
+                self.worker.failed = str(exc)
+                logger.warning("the stock encoder worker failed (%s); encoding with the fork from now on", exc)
+                self.worker.close()
+        if self.fallback is None:
+            raise StockEncoderError(f"the stock worker was given up: {self.worker.failed}")
+        return Output(self.fallback.encode(features))
+
+    def describe(self) -> str:
+        version = self.worker.version or "(not started yet)"
+        return f"ctranslate2 {version} (stock, worker process), {self.precision}"
+
+    def close(self) -> None:
+        self.worker.close()
+
+
+class RoutedEncoder(Encoder):
+    """Each ``encode`` on the first of ``routes`` (``(max_frames, encoder)``, ascending) its frames fit.
+
+    >>> class Named(Encoder):
+    ...     def __init__(self, name): self.engine, self.precision = name, "f32"
+    ...     def encode(self, features, to_cpu=False): return self.engine
+    ...     def describe(self): return self.engine
+    >>> routed = RoutedEncoder([(2000, Named("short")), (3000, Named("long"))])
+    >>> routed.encode(np.zeros((1, 80, 800))), routed.encode(np.zeros((1, 80, 3000)))
+    ('short', 'long')
+    """
+
+    def __init__(self, routes):
+        self.routes = list(routes)
+        self.engine = "+".join(dict.fromkeys(e.engine for _, e in self.routes))
+        self.precision = "+".join(dict.fromkeys(e.precision for _, e in self.routes))
+
+    def _route(self, features) -> Encoder:
+        frames = np.shape(features)[-1]
+        return next((enc for limit, enc in self.routes if frames <= limit), self.routes[-1][1])
+
+    def encode(self, features, to_cpu: bool = False):
+        return self._route(features).encode(features, to_cpu=to_cpu)
+
+    def encode_kept(self, features) -> Output:
+        return self._route(features).encode_kept(features)
+
+    def describe(self) -> str:
+        return "; ".join(f"up to {limit // 100} s: {enc.describe()}" for limit, enc in self.routes)
+
+    def close(self) -> None:
+        for _, enc in self.routes:
+            enc.close()

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenmap.decode.cost import calibration_path
+from tokenmap.encoders.base import StockEncoder
 from tokenmap.encoders.openvino import (
     PRECISIONS,
     EncoderUnavailable,
@@ -39,7 +40,6 @@ from tokenmap.encoders.openvino import (
     openvino_available,
 )
 from tokenmap.encoders.quantize import nncf_missing
-from tokenmap.encoders.stock import StockEncoder
 from tokenmap.runtime import memory
 from tokenmap.runtime.stock_worker import StockEncoderError, stock_dir, stock_installed
 

@@ -3,7 +3,7 @@
 Stock CTranslate2 (the engine stock faster-whisper runs) and the fork cannot share one process.
 :class:`StockWorker` starts :mod:`tokenmap.runtime.stock_worker_child` with a private copy of stock
 CTranslate2 (``make stock-encoder`` installs it into :func:`stock_dir`) first on ``PYTHONPATH``. Its
-``encode`` serves :class:`tokenmap.encoders.stock.StockEncoder`; its ``generate`` and ``detect_language``
+``encode`` serves :class:`tokenmap.encoders.base.StockEncoder`; its ``generate`` and ``detect_language``
 serve :class:`tokenmap.decode.plain.PlainDecoder`, on the output it keeps from its last encode
 (:meth:`StockWorker.encode_kept`). A worker that dies is replaced once in a call; one that does not answer
 within ``timeout`` (:func:`encoder_timeout`) is killed; giving up raises :class:`StockEncoderError`, and its

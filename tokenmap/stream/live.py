@@ -1,18 +1,19 @@
 """Live transcription of a growing audio buffer with self-speculative (biased) decoding.
 
 Every update re-decodes the whole buffer (at most 30 s), encoded by the model's window encoder on its audio
-plus a margin (``auto`` by default); when the :class:`tokenmap.context.Guard` rejects a decode on that short
-context, the update is decoded again on :meth:`tokenmap.windows.EncodedWindow.full`. The previous update's
+plus a margin (``auto`` by default); when the :class:`tokenmap.decode.guarding.Guard` rejects a decode on that
+short context, the update is decoded again on :meth:`tokenmap.windows.EncodedWindow.full`. The previous update's
 hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding paper), realigned after each
 mismatch (:mod:`tokenmap.stream.draft`); beyond it the token map (or prompt lookup) drafts, under a
 :class:`tokenmap.decode.control.ControllerSet` kept across updates.
 
-Commit policy (LocalAgreement-2 over whole segments): a leading segment closed by a timestamp whose text is
-identical in the last ``agreement`` hypotheses is committed, and the buffer cut at its end. Committed text
-never changes; with ``condition_on_previous`` (off by default) it goes into the prompt. A buffer that would
-exceed 30 s commits every closed segment (or the whole hypothesis); silence (high no-speech probability,
-low log-probability) cuts the buffer to its last second. Without a ``language`` every update detects it
-until two in a row agree with at least :data:`DETECTION_THRESHOLD` probability; nothing commits before.
+Commit policy (LocalAgreement-2 over whole segments, :func:`agreed_segments`): a leading segment closed by a
+timestamp (``<|t0|> text <|t1|>``; a trailing ``<|t0|> text`` is open) whose text is identical in the last
+``agreement`` hypotheses is committed, and the buffer cut at its end. Committed text never changes; with
+``condition_on_previous`` (off by default) it goes into the prompt. A buffer that would exceed 30 s commits
+every closed segment (or the whole hypothesis); silence (high no-speech probability, low log-probability)
+cuts the buffer to its last second. Without a ``language`` every update detects it until two in a row agree
+with at least :data:`DETECTION_THRESHOLD` probability; nothing commits before.
 
 Biased verification (paper eq. 5): where the previous hypothesis drafts ``d`` and greedy chooses ``c``,
 ``d`` is kept when ``(1-beta) P(d) + beta >= (1-beta) P(c)``; beta = 0 (default) is exact greedy decoding.
@@ -42,20 +43,70 @@ from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.drafters import default_drafter, lcp
 from tokenmap.decode.guarding import Guard
-from tokenmap.decode.reference import GREEDY_KW, greedy_decode
-from tokenmap.decode.rules import DISABLED
+from tokenmap.decode.rules import DISABLED, GREEDY_KW, greedy_decode
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
 from tokenmap.encoders import Output
 from tokenmap.stream.draft import PreviousHypothesisDrafter
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
-from tokenmap.stream.segments import TS_SECONDS, TokenSegment, agreed_segments, parse_segments, shift_timestamps
 from tokenmap.windows import EncodedWindow, Session
 
 logger = logging.getLogger("tokenmap")
 
 #: the probability at which a detected language counts (faster-whisper's ``language_detection_threshold``)
 DETECTION_THRESHOLD = 0.5
+
+TS_SECONDS = 0.02  # one Whisper timestamp step
+
+
+@dataclass(frozen=True)
+class TokenSegment:
+    """A parsed piece of a hypothesis: token range [begin, end), times in s (end None if open)."""
+
+    begin: int
+    end: int
+    start: float
+    stop: float | None
+    text: tuple
+
+
+def parse_segments(tokens: Sequence[int], ts0: int) -> list[TokenSegment]:
+    """Split decoder output into segments: ``<|t0|> text <|t1|>`` (closed) or a trailing open one."""
+    segments, i, n = [], 0, len(tokens)
+    while i < n:
+        begin, start = i, 0.0
+        if tokens[i] >= ts0:
+            start = (tokens[i] - ts0) * TS_SECONDS
+            i += 1
+        j = i
+        while j < n and tokens[j] < ts0:
+            j += 1
+        text = tuple(tokens[i:j])
+        if j < n:  # closing timestamp
+            segments.append(TokenSegment(begin, j + 1, start, (tokens[j] - ts0) * TS_SECONDS, text))
+            i = j + 1
+        else:
+            if text:
+                segments.append(TokenSegment(begin, j, start, None, text))
+            i = j
+    return [s for s in segments if s.text]
+
+
+def agreed_segments(current: Sequence[TokenSegment], previous: Sequence[Sequence[TokenSegment]]) -> int:
+    """How many leading closed segments of ``current`` have the same text in every earlier hypothesis."""
+    count = 0
+    for i, seg in enumerate(current):
+        if seg.stop is None:
+            break
+        if not all(i < len(p) and p[i].stop is not None and p[i].text == seg.text for p in previous):
+            break
+        count += 1
+    return count
+
+
+def shift_timestamps(tokens: Sequence[int], ts0: int, ts_end: int, steps: int) -> list[int]:
+    """``tokens`` with every timestamp moved ``steps`` positions earlier (clamped to the range)."""
+    return [min(ts_end, max(ts0, t - steps)) if t >= ts0 else t for t in tokens]
 
 
 @dataclass(frozen=True)
