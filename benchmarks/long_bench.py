@@ -29,10 +29,12 @@ SYSTEMS = ("stock-seq", "stock-batch4", "stock-batch8", "stock-batch16", "tokenm
 CHILD = r"""
 import json, resource, sys, time
 system, wav = sys.argv[1], sys.argv[2]
+system, _, encoder = system.partition("@")
 if system.startswith("tokenmap"):
     import tokenmap
     from tokenmap import BatchedInferencePipeline  # what `tokenmap transcribe --batch-size` runs
-    model = tokenmap.WhisperModel("base", compute_type="int8", cpu_threads=2, session_cache=False)
+    model = tokenmap.WhisperModel("base", compute_type="int8", cpu_threads=2, session_cache=False,
+                                  **({"encoder": encoder} if encoder else {}))
 else:
     import faster_whisper
     from faster_whisper import BatchedInferencePipeline
@@ -69,7 +71,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=20.0, help="minutes of audio [20]")
     parser.add_argument("--reps", type=int, default=2, help="repetitions; the best wall time is kept [2]")
-    parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, of {', '.join(SYSTEMS)}")
+    parser.add_argument("--systems", default=",".join(SYSTEMS),
+                        help=f"comma-separated, of {', '.join(SYSTEMS)}; tokenmap-...@ENCODER sets WhisperModel's "
+                        "encoder (e.g. tokenmap-batch8@openvino:bf16)")
     parser.add_argument("--json", default=None, help="write every run here")
     args = parser.parse_args()
     from hour_bench import build_audio
