@@ -17,9 +17,7 @@ The sets, split so that nothing reported was tuned on (``dev`` tunes, ``test`` r
   each utterance in the split the manifest gives it;
 * ``librivox`` (test): the 5 pocketsphinx LibriVox clips, and ``librivox-paused``: the same clips with
   7 s of silence between them (53 s; VAD on, faster-whisper's default temperatures, the reading of
-  issue 58).
-
-Short files are decoded at temperature 0 without VAD, as the benchmarks decode them.
+  issue 58). Short files are decoded at temperature 0 without VAD, as the benchmarks decode them.
 
 ``analyze`` labels every greedy window (temperature 0) that did not end before the maximum length, or
 whose text's compression ratio is above faster-whisper's 2.4, a *loop*, every other a *legit* window,
@@ -29,9 +27,10 @@ rule's thresholds), and for each loop the token at which the rule stops it::
 
     .venv/bin/python research/loop_rule.py analyze results/loops/ct2.jsonl results/loops/ov.jsonl
 
-``cost`` times windows that loop (and the 53 s reading) with the loop stop on and off (alternated, ``--reps``)::
+``cost`` times cases (the 53 s reading, a crafted loop, ``bench-data/wer`` ids) at faster-whisper's default
+temperatures on tokenmap with the stop on and off and on tuned stock, alternated, a fresh model per run::
 
-    .venv/bin/python research/loop_rule.py cost --encoder ctranslate2 --cases silence,noise,reading
+    .venv/bin/python research/loop_rule.py cost --cases reading,fillets-nl/labyrinth/bl-v-pozadi --reps 3
 """
 
 from __future__ import annotations
@@ -96,12 +95,12 @@ def utterances(per_lang: int, wer_manifest: Path, sets: set[str] | None, per_set
     return items
 
 
-def paused_reading():
+def paused_reading(load_audio=None):
     """The 5 LibriVox clips in name order with 7 s of silence between them (53 s; research/vad_table.py's)."""
     import numpy as np
 
-    from tokenmap.audio import load_audio
-
+    if load_audio is None:
+        from tokenmap.audio import load_audio
     pause = np.zeros(7 * 16000, dtype=np.float32)
     clips = [load_audio(str(path)) for path in sorted(LIBRIVOX.glob("*.wav"))]
     return np.concatenate([piece for clip in clips for piece in (clip, pause)][:-1])
@@ -287,44 +286,70 @@ def analyze(args) -> int:
     return 0
 
 
-def cost_cases(names):
-    """``{name: (audio, transcribe kwargs)}``: the 53 s reading (VAD on), and windows crafted to loop on the
-    machines measured: 5 s of silence and 12 s of faint noise after a prompt of "Thank you." said 3 times."""
+def cost_case(name):
+    """``(audio, language, transcribe kwargs)``: ``reading`` (the 53 s reading, VAD on); ``noise``: 12 s of faint
+    noise after a prompt of "Thank you." said 3 times (it loops); else a ``bench-data/wer`` utterance id."""
     import numpy as np
+    from faster_whisper.audio import decode_audio
 
-    prompt = {"initial_prompt": " Thank you. Thank you. Thank you.", "vad_filter": False}
-    noise = (0.003 * np.random.default_rng(0).standard_normal(16000 * 12)).astype(np.float32)
-    cases = {"reading": (paused_reading, {"vad_filter": True}),
-             "silence": (lambda: np.zeros(16000 * 5, dtype=np.float32), prompt), "noise": (lambda: noise, prompt)}
-    return {name: (cases[name][0](), cases[name][1]) for name in names}
+    if name == "reading":
+        return paused_reading(decode_audio), "en", {"vad_filter": True}
+    if name == "noise":
+        noise = (0.003 * np.random.default_rng(0).standard_normal(16000 * 12)).astype(np.float32)
+        return noise, "en", {"initial_prompt": " Thank you. Thank you. Thank you."}
+    row = next(json.loads(x) for x in (ROOT / "bench-data/wer/manifest.jsonl").open() if json.loads(x)["id"] == name)
+    return decode_audio(str(ROOT / "bench-data/wer" / row["audio"])), row["lang"], {}
+
+
+def cost_child(args) -> int:
+    """A system (``on``/``off``: tokenmap's loop stop; ``stock``), a fresh warmed model per case read on stdin."""
+    for name in sys.stdin:
+        audio, lang, kwargs = cost_case(name.strip())
+        if args.system == "stock":
+            import faster_whisper
+            model = faster_whisper.WhisperModel(args.model, compute_type="int8", cpu_threads=args.threads)
+        else:
+            from tokenmap import WhisperModel
+            model = WhisperModel(args.model, compute_type="int8", cpu_threads=args.threads, encoder=args.encoder,
+                                 session_cache=False, loop_stop=args.system == "on")
+        list(model.transcribe(audio[:16000], language=lang, vad_filter=True)[0])
+        started = time.perf_counter()
+        segments = list(model.transcribe(audio, language=lang, beam_size=1, **dict({"vad_filter": False}, **kwargs))[0])
+        text = " ".join(s.text.strip() for s in segments)
+        stats = model.last_stats() if hasattr(model, "last_stats") else {}
+        print(json.dumps({"seconds": time.perf_counter() - started, "text": text, "loops": stats.get("loops_stopped"),
+                          "temperatures": sorted({s.temperature for s in segments})}), flush=True)
+    return 0
 
 
 def cost(args) -> int:
-    """Each case with the loop stop on and off, alternated (faster-whisper's default temperatures): wall time,
-    ``generate`` calls, the temperatures sampled, loops stopped, the transcript."""
-    from tokenmap import WhisperModel
+    """Each case on each system (a process each; stock in ``.venv-stock`` with tokenmap's runtime settings),
+    faster-whisper's default temperatures, systems alternated in each repetition: wall time and transcript."""
+    import statistics
+    import subprocess
 
-    models = {on: WhisperModel(args.model, compute_type="int8", cpu_threads=args.threads, encoder=args.encoder,
-                               malloc_policy=True, loop_stop=on) for on in (False, True)}
-    recorders = {on: Recorder(model.model) for on, model in models.items()}
-    for name, (audio, kwargs) in cost_cases(args.cases.split(",")).items():
-        for on, model in models.items():  # warm: the first call loads VAD and pages the weights in
-            list(model.transcribe(audio[:16000], language="en", vad_filter=True)[0])
-        texts = {}
-        for rep in range(args.reps):
-            for on in ((False, True) if rep % 2 == 0 else (True, False)):
-                recorders[on].calls.clear()
-                started = time.perf_counter()
-                segments, _ = models[on].transcribe(audio, language="en", **kwargs)
-                text = " ".join(s.text.strip() for s in segments)
-                seconds = time.perf_counter() - started
-                calls = recorders[on].calls
-                print(f"{name}: loop stop {'on ' if on else 'off'} {seconds:.2f} s, {len(calls)} generate calls "
-                      f"(temperatures {[c['temperature'] for c in calls]}, longest hypothesis "
-                      f"{[max(map(len, c['hypotheses'])) for c in calls]} tokens), loops stopped "
-                      f"{models[on].last_stats().get('loops_stopped')}: {text[:60]!r}", flush=True)
-                texts.setdefault(on, set()).add(text)
-        print(f"{name}: same transcript on and off: {texts[False] == texts[True]}")
+    from tokenmap import resolve_model
+    from tokenmap_bench import tuned_environment
+
+    model = str(resolve_model(args.model, download=False))
+    procs = {system: subprocess.Popen(
+        [str(ROOT / (".venv-stock" if system == "stock" else ".venv") / "bin/python"), __file__, "cost-child", system,
+         "--model", model, "--encoder", args.encoder], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        env=tuned_environment(), cwd=ROOT) for system in args.systems.split(",")}
+    names, times = list(procs), {}
+    for rep in range(args.reps):
+        for case in args.cases.split(","):
+            for system in names[rep % len(names):] + names[: rep % len(names)]:
+                procs[system].stdin.write(case + "\n")
+                procs[system].stdin.flush()
+                got = json.loads(next(line for line in procs[system].stdout if line.startswith("{")))
+                times.setdefault((case, system), []).append(got["seconds"])
+                print(f"{case} {system}: {got['seconds']:.2f} s, loops stopped {got['loops']}, temperatures "
+                      f"{got['temperatures']}: {got['text'][:60]!r}", flush=True)
+    for case in args.cases.split(","):
+        med = {system: statistics.median(times[(case, system)]) for system in names}
+        print(f"{case}: median " + ", ".join(f"{s} {t:.2f} s" for s, t in med.items()) + "; time over the last's: "
+              + ", ".join(f"{s} {med[s] / med[names[-1]]:.2f}" for s in names[:-1]))
     return 0
 
 
@@ -345,14 +370,18 @@ def main(argv=None) -> int:
     a = sub.add_parser("analyze")
     a.add_argument("files", nargs="+")
     a.add_argument("--ratio-min-tokens", type=int, default=32, help="compression ratios of prefixes this long [32]")
-    k = sub.add_parser("cost")
-    k.add_argument("--encoder", default="openvino")
-    k.add_argument("--model", default="base")
-    k.add_argument("--threads", type=int, default=2)
-    k.add_argument("--reps", type=int, default=2)
-    k.add_argument("--cases", default="reading,silence,noise")
+    for name in ("cost", "cost-child"):
+        k = sub.add_parser(name)
+        k.add_argument("--encoder", default="auto")
+        k.add_argument("--model", default="base")
+        k.add_argument("--threads", type=int, default=2)
+        k.add_argument("--reps", type=int, default=3)
+        k.add_argument("--cases", default="reading,noise")
+        k.add_argument("--systems", default="on,off,stock", help="of on, off (tokenmap's loop stop), stock")
+        if name == "cost-child":
+            k.add_argument("system")
     args = ap.parse_args(argv)
-    return {"collect": collect, "analyze": analyze, "cost": cost}[args.command](args)
+    return {"collect": collect, "analyze": analyze, "cost": cost, "cost-child": cost_child}[args.command](args)
 
 
 if __name__ == "__main__":

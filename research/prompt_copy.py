@@ -3,8 +3,8 @@ back to back with pauses, read twice, transcribed with VAD on and off, the promp
 
 Run: ``python research/prompt_copy.py [--audio-context full|auto]``; ``--menus en,es,fr`` instead
 transcribes speech that really repeats (an IVR menu played again after each of four other prompts), where
-every window the guard decodes again is a false alarm. Prints WER, the windows the guard decoded again and
-the time, per guard (off; runs of 12 tokens; runs or 3-word phrases) and VAD setting.
+every window the guard decodes again is a false alarm. Prints WER, the windows the guard decoded again (and
+kept after a probe) and the time, per guard (off; runs of 12 tokens; runs or 3-word phrases) and VAD setting.
 """
 
 import argparse
@@ -63,6 +63,9 @@ def main():
     ap.add_argument("--audio-context", default="full")
     ap.add_argument("--times", type=int, default=2)
     ap.add_argument("--menus", default=None, help="instead of the reading: IVR menus repeated, e.g. en,es,fr")
+    ap.add_argument("--guards", default=",".join(GUARDS), help="alternated in each of --reps [off,runs,runs+phrases]")
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--vad", default="on,off")
     args = ap.parse_args()
     import jiwer
 
@@ -74,8 +77,9 @@ def main():
                           jiwer.Strip(), jiwer.ReduceToListOfListOfWords()])
     for lang, audio, ref in cases:
         print(f"{lang}: {len(audio) / 16000:.1f} s of audio")
-        for guard, fields in GUARDS.items():
-            for vad in (True, False):
+        guards = args.guards.split(",")
+        for rep, vad in ((rep, vad == "on") for rep in range(args.reps) for vad in args.vad.split(",")):
+            for guard, fields in ((g, GUARDS[g]) for g in guards[rep % len(guards):] + guards[: rep % len(guards)]):
                 model = tokenmap.WhisperModel("base", compute_type="int8", cpu_threads=2, session_cache=False,
                                               audio_context=args.audio_context)
                 model.model.guard = Guard(**fields)
@@ -85,8 +89,8 @@ def main():
                 wall = time.perf_counter() - t
                 wer = jiwer.wer(ref, text, reference_transform=norm, hypothesis_transform=norm)
                 stats = model.last_stats()
-                print(f"copy guard {guard:12s} vad={vad!s:5s} WER {wer:6.1%} copies {stats['prompt_copies']} "
-                      f"windows {stats['windows'] + stats['fallbacks']} {wall:.1f} s")
+                print(f"copy guard {guard:12s} vad={vad!s:5s} WER {wer:6.1%} copies {stats['prompt_copies']} kept "
+                      f"{stats['copies_kept']} windows {stats['windows']} {wall:.1f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ def test_the_passage_start_and_its_words():
     assert copy_start([TS, 5] + PREVIOUS[4:9], PREVIOUS, 3) == 2
     assert not says_again("Press one for sales", "press two for sales", 4)
     assert says_again("Press one, for sales.", "Welcome. Press one for sales and", 4)
+    assert says_again(" d'Hell, Answer et Hangup", " Dahl, Answer et Hangup pour", 4)  # a name spelt otherwise
 
 
 def test_the_guard_keeps_speech_that_repeats_and_still_decodes_a_copy_again():

@@ -109,19 +109,28 @@ def test_faster_whisper_sees_a_stopped_decodes_ratio_once():
 
 
 class ScriptedGenerate:
-    """A ``generate`` whose rows decode scripted token lists (EOT at their end), cut at the steps
-    ``max_length`` allows, as CTranslate2 cuts them."""
+    """A ``generate`` whose rows (ids in the features' rows; None: 0, 1, ...) decode scripted token lists (one a
+    hypothesis; EOT at the end of a ``finished`` one), cut at the steps ``max_length`` leaves a prompt of
+    ``prompt_length``, a decoding prefix counted as decoded, as CTranslate2 counts it. Hypothesis ``h`` has a
+    log-probability of -0.1 (h + 1) a token; scores are CTranslate2's (the new tokens' over all tokens)."""
 
-    def __init__(self, scripts, finished):
-        self.scripts, self.finished, self.calls = scripts, finished, []
+    def __init__(self, scripts, finished, prompt_length=3):
+        self.scripts, self.finished, self.prompt_length = scripts, finished, prompt_length
+        self.calls, self.prompts = [], []
 
-    def __call__(self, features, prompts, max_length=448, **kwargs):
+    def __call__(self, features, prompts, max_length=448, num_hypotheses=1, **kwargs):
         self.calls.append(max_length)
+        self.prompts.append([list(p) for p in prompts])
+        rows = range(len(prompts)) if features is None else [int(f[0]) for f in np.asarray(features)]
         out = []
-        for prompt, script, finished in zip(prompts, self.scripts, self.finished):
-            steps = steps_of(max_length, len(prompt))
-            tokens = script[:steps] if not finished or len(script) >= steps else script
-            out.append(Result([list(tokens)], [-0.1], 0.2))
+        for prompt, row in zip(prompts, rows):
+            script = self.scripts[row] if isinstance(self.scripts[row][0], list) else [self.scripts[row]]
+            prefix = list(prompt[self.prompt_length:])
+            steps = steps_of(max_length, self.prompt_length)
+            chosen = [h for h, s in enumerate(script) if s[: len(prefix)] == prefix][:num_hypotheses]
+            tokens = [script[h][:steps] for h in chosen]
+            scores = [-0.1 * (h + 1) * (len(t) - len(prefix)) / max(len(t), 1) for h, t in zip(chosen, tokens)]
+            out.append(Result(tokens, scores, 0.2))
         return out
 
 
@@ -131,7 +140,8 @@ def test_plain_generate_is_stopped_by_a_short_maximum_length():
     long_legit = list(range(100, 300))  # 200 tokens, then EOT: longer than the first cap
     short = [TS, 5, 6, TS + 10]
     gen = ScriptedGenerate([looping, long_legit, short], [False, True, True])
-    results, report = generate_stopping(gen, None, [prompt] * 3, LoopOptions(), TS, seconds=2.0, beam_size=1)
+    results, report = generate_stopping(gen, np.arange(3)[:, None], [prompt] * 3, LoopOptions(), TS, seconds=2.0,
+                                        beam_size=1)
     assert results[0].sequences_ids[0] == [TS, 40, 41, 42] and results[0].loop.unit == (40, 41, 42)
     assert loops.decoded_tokens(results[0]) == looping[: results[0].loop.stop]  # what the guards judge
     assert loops.decoded_tokens(results[2]) == short
@@ -141,6 +151,26 @@ def test_plain_generate_is_stopped_by_a_short_maximum_length():
     first = gen.calls[0]
     assert steps_of(first, 3) == LoopOptions().cap_tokens + 2 * LoopOptions().cap_rate
     assert gen.calls[-1] == 448 and len(gen.calls) >= 2
+    assert all(p == [prompt] for p in gen.prompts[1:])  # only the long row, greedy: decoded again from its start
+
+
+def test_sampled_hypotheses_go_on_from_where_they_were_capped():
+    """The fallback's five sampled hypotheses: a loop is cut at the first cap, short ones are kept, and only a
+    long one goes on, from its own tokens as a decoding prefix, its score covering both calls."""
+    prompt = [1, 2, 3]
+    looping = [TS] + [40, 41, 42] * 200
+    long_legit = list(range(100, 300))
+    shorts = [[TS, 5, 6, TS + 10], [TS, 7, TS + 10], [TS, 8, TS + 10]]
+    gen = ScriptedGenerate([[looping, long_legit] + shorts], None)
+    results, report = generate_stopping(gen, None, [prompt], LoopOptions(), TS, seconds=2.0, beam_size=1,
+                                        num_hypotheses=5, sampling_topk=0, sampling_temperature=0.2)
+    first = steps_of(gen.calls[0], 3)
+    assert [p[0][3:] for p in gen.prompts[1:]] == [long_legit[:first], long_legit[:2 * first]]
+    result = results[0]
+    assert result.sequences_ids[0] == [TS, 40, 41, 42] and result.sequences_ids[1] == long_legit
+    assert result.sequences_ids[2:] == shorts
+    assert result.scores == pytest.approx([-0.1, -0.2, -0.3, -0.4, -0.5])  # ordered by score, as CTranslate2 does
+    assert report.loops == 1 and report.calls == 3 and result.loop.unit == (40, 41, 42)
 
 
 def test_a_long_previous_text_keeps_the_first_call_its_steps():
@@ -148,7 +178,7 @@ def test_a_long_previous_text_keeps_the_first_call_its_steps():
     leaves the steps the audio needs after the prompt (CTranslate2 refuses a length the prompt fills)."""
     prompt = list(range(1, 200))
     looping = [TS] + [40, 41, 42] * 200
-    gen = ScriptedGenerate([looping], [False])
+    gen = ScriptedGenerate([looping], [False], prompt_length=len(prompt))
     results, report = generate_stopping(gen, None, [prompt], LoopOptions(), TS, seconds=0.3)
     first = gen.calls[0]
     assert steps_of(first, len(prompt)) >= LoopOptions().cap_tokens and first < 448
@@ -315,3 +345,25 @@ def test_no_false_alarm_on_the_committed_real_clips(engine, special, data_dir, v
                        for loop in (None, LoopOptions())]
             assert drafted[1].loop is None and drafted[1].tokens == drafted[0].tokens, clip.name
             assert drafted[1].score == drafted[0].score
+
+
+@pytest.mark.model
+def test_a_sampled_hypothesis_continued_from_its_prefix_is_the_uncapped_one(engine, special, data_dir, vocab):
+    """On CTranslate2: a hypothesis capped after 4 steps goes on from its tokens as a decoding prefix, twice. At a
+    temperature near 0 sampling is greedy, so the tokens must be the uncapped greedy call's."""
+    from tokenmap.audio import load_audio
+
+    enc = encode_samples(engine, load_audio(str(data_dir / "en-conf-getpin.flac")))
+    prompt = [special.sot, vocab.token_to_id("<|en|>"), vocab.token_to_id("<|transcribe|>")]
+    greedy = engine.generate(enc, [prompt], **KW)[0].sequences_ids[0]
+    prompts = []
+
+    def generate(features, batch, **kwargs):
+        prompts.append(batch[0])
+        return engine.generate(features, batch, **kwargs)
+
+    sampled = dict(KW, num_hypotheses=2, sampling_topk=0, sampling_temperature=1e-4)
+    results, report = generate_stopping(generate, enc, [prompt], LoopOptions(cap_tokens=4, cap_rate=0),
+                                        special.timestamp_begin, 1.0, special.eot, **sampled)
+    assert results[0].sequences_ids == [greedy, greedy] and len(greedy) > 8
+    assert prompts[1] == prompt + greedy[:4] and prompts[2] == prompt + greedy[:8] and report.loops == 0

@@ -2,15 +2,13 @@
 
 faster-whisper conditions a window on the previous window's text, and Whisper sometimes writes that text
 again instead of what it hears. The guard (:meth:`tokenmap.decode.guarding.Guard.copied`) finds a window
-whose text repeats the previous text; until now every such window was decoded again without the previous
-text. But speech repeats too (a reading said twice, an IVR menu played again), and there the second decode
-writes the same thing: a whole decode wasted, and the window's text changed for nothing.
+whose text repeats the previous text. But speech repeats too (a reading said twice, an IVR menu played
+again), and there a decode without the previous text writes the same thing: a decode wasted.
 
 :func:`probe_copy` asks the audio first, cheaply: the window is decoded without the previous text only as
-far as the copied passage's first words (its start plus :attr:`CopyProbe.tokens`). Where that probe writes
-the same words there, the audio says them: the window keeps the text it had (faster-whisper's own, the one
-conditioned on the previous text). Where it writes something else, it was a copy: the window is decoded
-without the previous text, as before (the probe is that decode, when it ended within its steps).
+far as the window wrote the copied passage's first words (plus :attr:`CopyProbe.tokens`). Where that probe
+writes them too (one spelt otherwise at most), the audio says them: the window keeps its text. Else it was
+a copy, decoded without the previous text (the probe is that decode, when it ended within its steps).
 
 Example::
 
@@ -18,26 +16,29 @@ Example::
     2
     >>> says_again(" And so it began. And so", " and so it began again", 4)
     True
+    >>> says_again(" d'Hell, Answer et Hangup", " Dahl, Answer et Hangup pour", 4)
+    True
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Callable, Sequence
 
 from tokenmap.decode.loops import decoded_tokens, length_for, steps_of
 
-WORD = re.compile(r"\w+", re.UNICODE)
+WORD = re.compile(r"\w+(?:'\w+)?")
 
 
 @dataclass(frozen=True)
 class CopyProbe:
-    """``tokens``: decode this many tokens past the copied passage's start; ``words``: the words of the
-    passage the probe must write again to count as speech; ``min_run``: the shortest run of the
+    """``words``: the words of the copied passage the probe must write again to count as speech; ``tokens``:
+    the probe decodes this many tokens past where the window wrote them; ``min_run``: the shortest run of the
     previous text's tokens that marks where the passage starts."""
 
-    tokens: int = 16
+    tokens: int = 4
     words: int = 4
     min_run: int = 3
 
@@ -52,14 +53,26 @@ def copy_start(tokens: Sequence[int], history: Sequence[int], min_run: int) -> i
     return None
 
 
-def says_again(passage: str, probe: str, words: int) -> bool:
-    """Whether ``probe`` writes the first ``words`` words of ``passage`` (lower case, punctuation dropped)
-    in a row."""
-    want = [w.lower() for w in WORD.findall(passage)][:words]
-    have = [w.lower() for w in WORD.findall(probe)]
-    if not want:
-        return False
-    return any(have[i: i + len(want)] == want for i in range(len(have) - len(want) + 1))
+def says_again(passage: str, probe: str, words: int, similar: float = 0.6) -> bool:
+    """Whether ``probe`` writes the first ``words`` words of ``passage`` in a row (lower case, punctuation
+    dropped); one of them may be spelt otherwise (a character similarity of at least ``similar``, no digits:
+    "d'Hell" and "Dahl", not "one" and "two", nor "1000" and "3000")."""
+    want, have = words_of(passage)[:words], words_of(probe)
+
+    def alike(a: str, b: str) -> bool:
+        return not re.search(r"\d", a + b) and SequenceMatcher(None, a, b).ratio() >= similar
+
+    def said(got: list) -> bool:
+        other = [(a, b) for a, b in zip(want, got) if a != b]
+        return len(other) <= 1 and all(alike(a, b) for a, b in other)
+
+    return bool(want) and any(said(have[i: i + len(want)]) for i in range(len(have) - len(want) + 1))
+
+
+def words_of(text: str) -> list[str]:
+    """Lower-case words of ``text``, punctuation and apostrophes dropped ("Press 1, for Sales! D'accord": press, 1,
+    for, sales, daccord)."""
+    return [w.replace("'", "") for w in WORD.findall(text.lower())]
 
 
 def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history: Sequence[int], kwargs: dict,
@@ -75,14 +88,15 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
     max_length = kwargs.get("max_length", 448)
     if start is None:
         return decode(output, [list(prompt)], kwargs)
-    steps = start + probe.tokens
+    passage = [t for t in tokens[start:] if t < eot]
+    said = next((n for n in range(len(passage)) if len(words_of(text(passage[:n]))) > probe.words), len(passage))
+    steps = start + said + probe.tokens
     cap = length_for(steps, len(prompt), max_length)
     if steps_of(cap, len(prompt)) >= steps_of(max_length, len(prompt)):
         cap = max_length
     first = decode(output, [list(prompt)], dict(kwargs, max_length=cap))
     probed = [t for t in first[0].sequences_ids[0] if t < eot]
-    passage = text([t for t in tokens[start:] if t < eot])
-    if says_again(passage, text(probed), probe.words):
+    if says_again(text(passage), text(probed), probe.words):
         return None
     ended = len(first[0].sequences_ids[0]) < steps_of(cap, len(prompt))
     return first if ended or cap == max_length else decode(output, [list(prompt)], kwargs)

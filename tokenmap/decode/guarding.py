@@ -31,13 +31,11 @@ Example::
 from __future__ import annotations
 
 import logging
-import re
-import zlib
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from tokenmap.decode.copies import probe_copy
-from tokenmap.decode.loops import decoded_tokens
+from tokenmap.decode.copies import probe_copy, words_of
+from tokenmap.decode.loops import compression_ratio, decoded_tokens
 
 logger = logging.getLogger("tokenmap")
 
@@ -111,12 +109,6 @@ class Guard:
         return None
 
 
-def compression_ratio(text: str) -> float:
-    """faster-whisper's: UTF-8 bytes over zlib-compressed bytes (high for repetitive text)."""
-    data = text.encode("utf-8")
-    return len(data) / len(zlib.compress(data))
-
-
 def repeated_run(tokens: Sequence[int], longest: int = 8) -> int:
     """The most times any sequence of 1 to ``longest`` tokens repeats back to back in ``tokens``.
 
@@ -153,15 +145,6 @@ def copied_run(tokens: Sequence[int], history: Sequence[int], at_least: int) -> 
                 n += 1
             best = max(best, n)
     return best
-
-
-def words_of(text: str) -> list[str]:
-    """Lower-case words of ``text``, punctuation dropped.
-
-    >>> words_of("Press 1, for Sales!  ¿Qué?")
-    ['press', '1', 'for', 'sales', 'qué']
-    """
-    return re.findall(r"\w+(?:'\w+)?", text.lower())
 
 
 def copied_share(words: Sequence[str], history: Sequence[str], n: int) -> float:

@@ -1,33 +1,22 @@
 """Loops: stop a decode that has clearly started to repeat, as it starts.
 
-Whisper's greedy decoder sometimes writes the same few tokens again and again until the maximum
-length (224 steps for a window). faster-whisper sees it only after the whole window, by the text's
-compression ratio, and then its temperature fallback decodes the window up to three more times, five
-sampled hypotheses each, to the maximum length again. A loop is the dearest thing a window can do.
+Whisper's greedy decoder sometimes writes the same few tokens again and again up to the maximum length
+(224 steps a window); faster-whisper sees it only afterwards, by the text's compression ratio, and its
+temperature fallback then decodes the window again, five sampled hypotheses a temperature.
 
-**The rule** (:class:`LoopRule`, measured in ``research/loop_rule.py`` on real speech): a decode has
-clearly started to repeat when its text tokens (timestamps left out: a loop's segments advance their
-timestamps) end with a unit of 1 to ``max_unit`` tokens repeated back to back until the repetition
-spans at least ``min_span`` tokens and ``min_repeats`` units. Legit speech repeats too ("no, no, no",
-a phone number, a menu said twice), but not for that long, back to back, inside one window.
+**The rule** (:class:`LoopRule`, measured in ``research/loop_rule.py`` on real speech): the text tokens
+(timestamps left out) end with a unit of 1 to ``max_unit`` tokens repeated back to back over at least
+``min_span`` tokens and ``min_repeats`` units. Legit speech repeats too, but not that long, back to back.
 
-**What a stopped decode returns** (:func:`cut_tokens`): its tokens up to the start of the repetition's
-second unit (the first is kept: the speaker may have said it once), without a dangling timestamp.
-Its score is the mean log-probability of every token decoded, the loop's included, as the loop's
-would have been. faster-whisper must still see it as the loop it is (compression ratio above its
-threshold, so that its temperature fallback runs as it did), so the text is registered here with the
-compression ratio the loop would have reached at the maximum length (:func:`projected_ratio`), and
-:func:`install` makes faster-whisper's ``get_compression_ratio`` answer that for it. Where the fallback
-finds nothing better (every temperature loops, or temperature 0 alone), faster-whisper keeps this
-result: the text up to where the repetition began, instead of the loop.
+**A stopped decode** returns its tokens before the repetition's second unit, without a dangling
+timestamp (:func:`cut_tokens`), scored by every token decoded. faster-whisper must still see the loop (so
+that its fallback runs as it did): the text is registered with the compression ratio the loop would have
+reached (:func:`projected_ratio`), which faster-whisper's ``get_compression_ratio`` answers once
+:func:`install` ran. Where nothing better is found, faster-whisper keeps the text before the repetition.
 
-**Where it stops** a decode: the drafting loop checks every token it decides
-(:func:`tokenmap.decode.speculative.decode_window` with ``loop=``); plain ``generate`` has no per-token
-hook in CTranslate2 (stock or fork), so :func:`generate_stopping` runs it with a short maximum length
-first (what legit speech of the window's length needs, with a margin) and checks the rule on what came
-back; a hypothesis that reached that length without looping is decoded again with the next, doubled,
-length, up to the caller's. Greedy decoding is deterministic, so a window that does not loop gets the
-tokens the uncapped call gives.
+**Where**: the drafting loop checks every token it decides (``decode_window(loop=)``); plain ``generate``
+has no per-token hook, so :func:`generate_stopping` gives it the steps legit speech of the window's
+length needs and checks what came back.
 
 Example::
 
@@ -149,13 +138,14 @@ def compression_ratio(text: str) -> float:
 
 
 def projected_ratio(kept: Sequence[int], loop: Loop, steps: int, text: Callable[[Sequence[int]], str]) -> float:
-    """The compression ratio of the text the loop would have written by ``steps`` tokens: ``kept`` and
-    its unit again and again (what faster-whisper would have judged, had the decode not been stopped)."""
-    body = list(kept)
-    unit = list(loop.unit) or [0]
-    while len(body) < steps:
-        body.extend(unit)
-    return compression_ratio(text(body[:max(steps, len(kept))]).strip())
+    """The compression ratio of the text the loop would have written by ``steps`` tokens (what faster-whisper
+    would have judged, had the decode not been stopped)."""
+    return compression_ratio(text(looped(kept, loop, steps)).strip())
+
+
+def looped(kept: Sequence[int], loop: Loop, length: int) -> list:
+    """``kept`` and the loop's unit again and again, to ``length`` tokens (all of ``kept`` at least)."""
+    return (list(kept) + (list(loop.unit) or [0]) * length)[: max(length, len(kept))]
 
 
 # faster-whisper's compression ratio, answered for stopped decodes ------------------------------------
@@ -166,9 +156,7 @@ _installed: list = []
 
 def register_stopped(text: str, ratio: float) -> None:
     """Remember that ``text`` is a stopped loop's, whose compression ratio faster-whisper must see as ``ratio``."""
-    if not hasattr(_stopped, "texts"):
-        _stopped.texts = {}
-    _stopped.texts[text.strip()] = ratio
+    _stopped.__dict__.setdefault("texts", {})[text.strip()] = ratio
 
 
 def clear_stopped() -> None:
@@ -219,12 +207,7 @@ def decoded_tokens(result) -> list:
 def window_as_result(window) -> "Result":
     """The drafting loop's :class:`tokenmap.decode.speculative.WindowResult` as a ``generate`` result; a stopped
     window's ``decoded`` tokens are its kept tokens and its unit again up to the stop."""
-    decoded = None
-    if window.loop is not None:
-        decoded = list(window.tokens)
-        unit = list(window.loop.unit) or [0]
-        while len(decoded) < window.loop.stop:
-            decoded.extend(unit)
+    decoded = looped(window.tokens, window.loop, window.loop.stop) if window.loop is not None else None
     return Result([list(window.tokens)], [window.score], window.no_speech_prob or 0.0, window.loop, decoded)
 
 
@@ -258,73 +241,90 @@ def generate_stopping(generate, features, prompts, options: LoopOptions, timesta
     """``generate(features, prompts, **kwargs)`` whose looping hypotheses are stopped and cut.
 
     The first call gets the steps ``options.cap_tokens + options.cap_rate * seconds`` (``seconds``: the
-    window's audio; None: 30); a hypothesis that used them all is checked with the rule: cut when it
-    loops, decoded again (its whole call, at twice the steps) when it does not. Returns
-    ``(results, StoppedGeneration)``; rows with nothing stopped are CTranslate2's own results.
+    window's audio; None: 30). A hypothesis that used them all is cut when it loops; else it goes on with
+    twice the steps, up to the caller's ``max_length``, alone: a greedy one decoded again (deterministic:
+    the uncapped call's tokens), a sampled one continued from its tokens as a decoding prefix (the same
+    distribution; its score then covers both calls). Hypotheses are then ordered by score, as CTranslate2
+    orders them. Returns ``(results, StoppedGeneration)``; rows where nothing changed are CTranslate2's own.
     """
     max_length = kwargs.pop("max_length", 448)
-    longest = max(len(p) for p in prompts)
-    steps_needed = int(options.cap_tokens + options.cap_rate * (30.0 if seconds is None else seconds))
-    cap = length_for(steps_needed, longest, max_length)
+    sampled, power = kwargs.get("sampling_topk", 1) != 1, kwargs.get("length_penalty", 1.0)
+    steps = int(options.cap_tokens + options.cap_rate * (30.0 if seconds is None else seconds))
     report = StoppedGeneration()
-    results: list = [None] * len(prompts)
-    pending = list(range(len(prompts)))
-    while pending:
+    firsts = table = None
+    todo = [(row, None, ()) for row in range(len(prompts))]  # (row, hypothesis, prefix) to decode
+    while todo:
+        longest = max(len(prompts[row]) for row, _, _ in todo)
+        cap = length_for(steps, longest, max_length)
         final = cap >= max_length or steps_of(cap, longest) >= steps_of(max_length, longest)
         cap = max_length if final else cap
         report.calls += 1
-        got = generate(features, prompts, max_length=cap, **kwargs)
-        again = []
-        for row in pending:
-            result = got[row]
-            if final:
-                results[row] = result
-                continue
-            limit = steps_of(cap, len(prompts[row]))
-            cut = _cut_result(result, limit, options, timestamp_begin, eot, report, row)
-            if cut is None:
-                again.append(row)
-            else:
-                results[row] = cut
-        pending = again
-        steps_needed *= 2
-        cap = length_for(steps_needed, longest, max_length)
-    return results, report
+        if firsts is None:
+            firsts = generate(features, prompts, max_length=cap, **kwargs)
+            table = [[[list(s), sc, None] for s, sc in zip(r.sequences_ids, list(r.scores or []) or
+                                                          [None] * len(r.sequences_ids))] for r in firsts]
+            decoded = [(row, h) for row in range(len(prompts)) for h in range(len(table[row]))]
+        else:
+            got = generate(_rows_of(features, [row for row, _, _ in todo]),
+                           [list(prompts[row]) + list(prefix) for row, _, prefix in todo],
+                           max_length=cap, **dict(kwargs, num_hypotheses=1))
+            for (row, h, prefix), result in zip(todo, got):
+                tokens, score = list(result.sequences_ids[0]), (list(result.scores or []) or [None])[0]
+                if prefix and score is not None:  # the prefix's log-probability is the first call's
+                    score = (table[row][h][1] * len(prefix) ** power + score * len(tokens) ** power) / len(
+                        tokens) ** power
+                table[row][h] = [tokens, score, "again"]
+            decoded = [(row, h) for row, h, _ in todo]
+        todo = []
+        for row, h in decoded:
+            entry = table[row][h]
+            if len(entry[0]) < steps_of(cap, len(prompts[row])):
+                continue  # it ended with EOT
+            loop = find_loop(entry[0], options, timestamp_begin, eot)
+            if loop is not None:
+                entry[2] = loop
+                report.loops += 1
+            elif not final:
+                todo.append((row, h, entry[0] if sampled else ()))
+        steps *= 2
+    return [_row_result(first, hypotheses, row, timestamp_begin, report)
+            for row, (first, hypotheses) in enumerate(zip(firsts, table))], report
 
 
-def _cut_result(result, limit: int, options, timestamp_begin, eot, report: StoppedGeneration, row: int):
-    """``result`` with its looping hypotheses cut; None when a hypothesis used every step without looping."""
-    sequences, changed, first = [], False, None
-    for h, sequence in enumerate(result.sequences_ids):
-        sequence = list(sequence)
-        if len(sequence) < limit:  # it ended with EOT
-            sequences.append(sequence)
-            continue
-        loop = find_loop(sequence, options, timestamp_begin, eot)
-        if loop is None:
-            return None
-        sequences.append(cut_tokens(sequence, loop, timestamp_begin))
-        changed = True
-        report.loops += 1
-        if h == 0:
-            first = loop
-            report.stopped_rows.append((row, loop, sequence))
-    if not changed:
-        return result
-    decoded = list(result.sequences_ids[0][: first.stop]) if first is not None else None
-    return Result(sequences, list(result.scores or []), getattr(result, "no_speech_prob", 0.0), first, decoded)
+def _rows_of(features, rows: list):
+    """``features`` (a StorageView or array, one window a row) for the windows ``rows``."""
+    if features is None or (rows == [0] and getattr(features, "shape", (1,))[0] == 1):
+        return features
+    import numpy as np
+
+    array = np.ascontiguousarray(np.asarray(features)[rows])
+    return type(features).from_array(array) if hasattr(type(features), "from_array") else array
+
+
+def _row_result(first, hypotheses, row: int, timestamp_begin: int, report: StoppedGeneration):
+    """A row's result from its ``[tokens, score, loop or "again" or None]`` hypotheses: CTranslate2's ``first``
+    where none was cut or decoded again; else the cut ones cut, all ordered by score."""
+    if all(state is None for _, _, state in hypotheses):
+        return first
+    if all(score is not None for _, score, _ in hypotheses):
+        hypotheses = sorted(hypotheses, key=lambda entry: -entry[1])
+    tokens, _, loop = hypotheses[0]
+    loop = loop if isinstance(loop, Loop) else None
+    if loop is not None:
+        report.stopped_rows.append((row, loop, tokens))
+    sequences = [cut_tokens(t, s, timestamp_begin) if isinstance(s, Loop) else t for t, _, s in hypotheses]
+    scores = [score for _, score, _ in hypotheses if score is not None]
+    return Result(sequences, scores, getattr(first, "no_speech_prob", 0.0), loop,
+                  tokens[: loop.stop] if loop is not None else None)
 
 
 class StoppingDecoder:
-    """A plain decoder (anything with CTranslate2's ``generate``) whose decodes stop as they start to loop.
+    """A plain decoder (CTranslate2's ``generate``) whose decodes stop as they start to loop.
 
-    ``options``: the rule's (None: ``generate`` as it is); ``special``, ``text`` (token ids -> text): the
-    model's; ``seconds``: the audio of the window being decoded (None: 30 s or unknown); ``stats``: a
-    :class:`tokenmap.decode.speculative.DecodeStats` counting ``loops_stopped``. ``generate`` (greedy or sampled,
-    one window or a batch; not beam search, which keeps several hypotheses a step, nor a decoding prefix)
-    goes through :func:`generate_stopping`; :meth:`note` takes the drafting loop's result. Either way a
-    stopped window's text is registered for faster-whisper's compression ratio (:func:`register_stopped`).
-    Anything else is the wrapped decoder's.
+    ``options``: the rule's (None: ``generate`` as it is); ``special``, ``text`` (ids -> text): the model's;
+    ``seconds``: the window's audio (None: 30 s or unknown); ``stats`` counts ``loops_stopped``. Greedy or
+    sampled ``generate`` goes through :func:`generate_stopping` (see :func:`stoppable`); :meth:`note` takes the
+    drafting loop's result. A stopped window's text is registered (:func:`register_stopped`).
     """
 
     def __init__(self, plain, options: LoopOptions | None, special, text, seconds: float | None = None, stats=None):
