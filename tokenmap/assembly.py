@@ -4,14 +4,13 @@ A :class:`Model` is what faster-whisper calls ``self.model``:
 
 * an :class:`~tokenmap.encoders.base.Encoder` (:func:`tokenmap.encoders.open_encoder`) behind a
   :class:`~tokenmap.windows.WindowEncoder`;
-* a decoder: the fork's ``ctranslate2.models.Whisper`` at the precision :mod:`tokenmap.runtime.precision`
-  chooses, and a :class:`~tokenmap.decode.plain.PlainDecoder` for ``generate`` and ``detect_language``
-  without drafts (stock CTranslate2 in its worker where installed);
-* drafters (:class:`~tokenmap.decode.drafting.Drafting`), or none where the installed CTranslate2 has no
-  step API.
+* a decoder: the fork's ``ctranslate2.models.Whisper`` at the precision :mod:`tokenmap.runtime.precision` chooses,
+  and a :class:`~tokenmap.decode.plain.PlainDecoder` for ``generate`` and ``detect_language`` without drafts
+  (stock CTranslate2 in its worker where installed);
+* drafters (:class:`~tokenmap.decode.drafting.Drafting`), or none where the installed CTranslate2 has no step API.
 
-Every ``generate`` goes through the guard (:mod:`tokenmap.decode.guarding`). Every caller builds its model
-here: :func:`assemble` around a loaded ``ctranslate2.models.Whisper``, or :func:`open_model`, which loads it.
+Every ``generate`` goes through the guard (:mod:`tokenmap.decode.guarding`). Every caller builds its model here:
+:func:`assemble` around a loaded ``ctranslate2.models.Whisper``, or :func:`open_model`, which loads it.
 
 Example::
 

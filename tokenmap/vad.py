@@ -1,16 +1,15 @@
 """faster-whisper's Silero VAD over a long file without a second copy of the file in memory.
 
-faster-whisper's ``SileroVADModel`` turns the whole (padded) file into rows of 512 samples, each
-with the 64 samples before it, in one new array (1.125x the audio) before it runs the model 10,000
-rows at a time. :class:`PiecewiseVad` builds those rows one batch of :data:`BATCH` at a time
-instead, with the same context, the recurrent state carried from batch to batch and the same quirk
-(the last row's own last 64 samples are zero). The model's output for a row does not depend on how
-rows are batched (checked below), so the speech chunks are the same; a smaller batch keeps the
-model's own working memory small too. :func:`install` puts it behind
-``faster_whisper.vad.get_vad_model``, which ``get_speech_timestamps`` asks for its model.
+faster-whisper's ``SileroVADModel`` turns the whole (padded) file into one new array of 512-sample rows, each
+with the 64 samples before it, then runs the model 10,000 rows at a time. :class:`PiecewiseVad` builds the
+rows one batch of :data:`BATCH` at a time, with the same context, the recurrent state carried across batches
+and the same quirk (the last row's own last 64 samples are zero). A row's output does not depend on the
+batching (the example checks it), so the speech chunks are the same, and the model's working memory stays
+small too. :func:`install` puts it behind ``faster_whisper.vad.get_vad_model``, which
+``get_speech_timestamps`` asks for its model.
 
-faster-whisper's ``collect_chunks`` then grows the array of speech chunks chunk by chunk (a copy
-at every step) before ``transcribe`` copies it once more; :func:`collect_chunks` leaves that one copy.
+faster-whisper's ``collect_chunks`` grows the array of speech chunks chunk by chunk (a copy at every step)
+before ``transcribe`` copies it once more; :func:`collect_chunks` leaves that one copy.
 
 Example::
 

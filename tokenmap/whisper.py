@@ -1,18 +1,18 @@
 """``tokenmap.WhisperModel``: faster-whisper's model with token-map drafting.
 
 A drop-in subclass: faster-whisper's own ``transcribe`` runs (VAD, segment and word timestamps, long-form
-audio, language detection), on parts tokenmap replaces:
+audio, language detection) on parts tokenmap replaces:
 
 * ``self.model``, a :class:`tokenmap.assembly.Model`: the encoder this CPU should use, the decoder, and the
-  drafters, which decode greedy ``generate`` calls speculatively (everything else goes to CTranslate2);
-* ``encode``, the window encoder (:mod:`tokenmap.windows`): the audio context, and the first window's
-  encoder pass shared with language detection;
-* ``self.feature_extractor`` (:class:`tokenmap.features.WindowedExtractor`) and faster-whisper's VAD,
-  process-wide (:func:`tokenmap.vad.install`).
+  drafters that decode greedy ``generate`` calls speculatively (everything else goes to CTranslate2);
+* ``encode``, the window encoder (:mod:`tokenmap.windows`): the audio context, and the first window's encoder
+  pass shared with language detection;
+* ``self.feature_extractor`` (:class:`tokenmap.features.WindowedExtractor`) and, process-wide, faster-whisper's
+  VAD (:func:`tokenmap.vad.install`).
 
-Each ``transcribe`` call runs on a shallow copy of the model holding that call's
-:class:`tokenmap.windows.Session`, so concurrent calls share the parts and nothing else. Beam search has no
-single path to verify, so ``transcribe()`` here defaults to ``beam_size=1``.
+Each ``transcribe`` call runs on a shallow copy of the model holding that call's :class:`tokenmap.windows.Session`,
+so concurrent calls share the parts and nothing else. Beam search has no single path to verify, so
+``transcribe()`` defaults to ``beam_size=1``.
 
 Example::
 
@@ -80,9 +80,9 @@ class WhisperModel(faster_whisper.WhisperModel):
     * ``loop_stop``: stop decodes that start to repeat (:mod:`tokenmap.decode.loops`).
 
     All other arguments are faster-whisper's; ``cpu_threads=0`` becomes
-    :func:`tokenmap.runtime.engine.default_threads`, the thread count the cost curve is calibrated for.
-    ``drafting`` is False when the loaded CTranslate2 lacks the fork's decoder-step API: the model then
-    decodes as plain faster-whisper (one warning says why, when a map or recall index asked for drafting).
+    :func:`tokenmap.runtime.engine.default_threads`, the thread count the cost curve is calibrated for. Where the
+    loaded CTranslate2 lacks the fork's decoder-step API, ``drafting`` is False and the model decodes as plain
+    faster-whisper (with one warning if a map or recall index asked for drafting).
     """
 
     def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,

@@ -1,12 +1,10 @@
 """Transcript writers: txt, srt, vtt, json, tsv.
 
-Each writer takes a :class:`Transcript` and returns the file's text. Times are
-seconds (float) in the data and formatted per format: SRT ``HH:MM:SS,mmm``,
-VTT ``HH:MM:SS.mmm``, TSV integer milliseconds (as openai/whisper writes it).
-
-SRT and VTT write one cue per segment, or per line of its words when it has
-word timestamps (:func:`cues`). txt, srt, vtt and tsv are a header followed by one piece per segment, so a
-:class:`SegmentWriter` can write a file segment by segment as it is decoded.
+Each writer takes a :class:`Transcript` and returns the file's text. Times are seconds (float) in the data;
+SRT writes them ``HH:MM:SS,mmm``, VTT ``HH:MM:SS.mmm``, TSV integer milliseconds (as openai/whisper does).
+SRT and VTT write one cue per segment, or per line of its words when it has word timestamps (:func:`cues`).
+txt, srt, vtt and tsv are a header followed by one piece per segment, so a :class:`SegmentWriter` can write a
+file segment by segment as it is decoded.
 
 Example::
 

@@ -1,22 +1,17 @@
 """Share a map set's budget fairly across tasks: the token-map analogue of s-CDF.
 
-A task is a corpus ``domain/lang``, and a map set holds one token map per task
-(:mod:`tokenmap.balance.sections`).  A thin task (few lines, e.g. the
-telephony prompts) gets short, rare drafts from its map, and so a small
-speed-up.  s-CDF (disparate-impacts paper, eq. 9) weights each task's update
-by its *excess divergence* ``D_T - D_min`` (:mod:`tokenmap.balance.divergence`);
-here the "update" is how generous the task's map is:
+A task is a corpus ``domain/lang``, and a map set holds one token map per task (:mod:`tokenmap.balance.sections`).
+A thin task (few lines) gets short, rare drafts from its map, and so a small speed-up. s-CDF (disparate-impacts
+paper, eq. 9) weights each task's update by its *excess divergence* ``D_T - D_min``
+(:mod:`tokenmap.balance.divergence`); here the "update" is how generous the task's map is:
 
-* ``min_count``: the count a context needs to stay in the task's map (lower
-  keeps rarer contexts, so more drafts); 0 is the builder's rule
-  (:func:`tokenmap.build.builder.context_min_count`);
+* ``min_count``: the count a context needs to stay in the task's map (lower keeps rarer contexts, so more
+  drafts); 0 is the builder's rule (:func:`tokenmap.build.builder.context_min_count`);
 * ``teacher``: how many times the task's map counts its teacher transcripts.
 
-:func:`allocate` moves every setting from its default towards the generous
-bound (:data:`GENEROUS` by default) in proportion to
-``w_T = (D_T - D_min) / (D_max - D_min)``: the best task (``w = 0``) keeps the
-defaults, the worst (``w = 1``) gets the bound, and tasks with ``w_T <= protect``
-are *protected* and keep the defaults too.
+:func:`allocate` moves every setting from its default towards the generous bound (:data:`GENEROUS` by default)
+in proportion to ``w_T = (D_T - D_min) / (D_max - D_min)``: the best task (``w = 0``) keeps the defaults, the
+worst (``w = 1``) gets the bound, and tasks with ``w_T <= protect`` are *protected* and keep the defaults too.
 
 Worked example (defaults 0/0, worst-task bound 1/8)::
 

@@ -1,31 +1,23 @@
-"""How well a token map fits a task: ``D_T``, the cross-entropy of the map's
-next-token distribution against the tokens the model emits on that task.
+"""How well a token map fits a task: ``D_T``, the cross-entropy of its next-token distribution on the model's output.
 
-The disparate-impacts paper (Definition 1) measures a drafter's misfit on a
-task ``T`` as ``D_T = E_s[-sum_x p(x|s) log q(x|s)]``.  Here the verifier is
-greedy, so ``p(.|s)`` is a point mass on the greedy token ``y`` and the
-cross-entropy is simply the mean negative log-likelihood of the greedy
-outputs under ``q``::
+The disparate-impacts paper (Definition 1) measures a drafter's misfit on a task ``T`` as
+``D_T = E_s[-sum_x p(x|s) log q(x|s)]``. The verifier here is greedy, so ``p(.|s)`` is a point mass on the
+greedy token ``y`` and ``D_T`` is the mean negative log-likelihood of the greedy outputs under ``q``::
 
     D_T = 1/n * sum_i -log q(y_i | y_<i)            # nats per token
 
-``q`` is read from the map itself (:func:`next_prob`): at each context the map
-holds, from the longest suffix of ``y_<i`` to the empty one, the token gets
-``count(context + y) / (count(context) + PRIOR)``; the ``PRIOR`` share (more of
-it behind rare contexts) backs off to the next shorter context (Katz-style),
-and what is left at the end is spread uniformly over the vocabulary.  Finally
-``q`` is mixed with ``EPSILON`` of the uniform distribution, so one confident
-wrong draft costs at most ``log(V / EPSILON)`` (about 15.5 nats) instead of
-dominating the mean.  A map whose drafts agree with the model puts most mass
-on the greedy token (small ``D_T``); a map that never saw the context pays
-about ``log V`` (10.9 nats for Whisper).
+``q`` is read from the map (:func:`next_prob`): at each context the map holds, from the longest suffix of ``y_<i``
+to the empty one, the token gets ``count(context + y) / (count(context) + PRIOR)``; the ``PRIOR`` share (more of it
+behind rare contexts) backs off to the next shorter context (Katz-style), and what is left at the end is spread
+uniformly over the vocabulary. Mixing ``q`` with ``EPSILON`` of the uniform distribution caps the cost of one
+confident wrong draft at ``log(V / EPSILON)`` nats; a map that never saw the context pays about ``log V``.
 
-``D_T`` is measured on a dev split of the task's training lines (:func:`dev_divergence`) or on
-*teacher transcripts* (:func:`teacher_divergence`): the model's own greedy output on other audio of
-the domain, read like corpora.  A teacher line tells the map how the model writes what it hears,
-which is what the verifier accepts; as s-CDF (appendix D.1) trains the drafter on the verifier's
-completions, a task's map counts its teacher lines ``Budget.teacher`` times (:func:`with_teacher`).
-A task's *stream* is the ``BOS ids SEP ...`` uint32 array of :func:`tokenmap.build.builder.encode_texts`.
+``D_T`` is measured on a dev split of the task's training lines (:func:`dev_divergence`) or on *teacher transcripts*
+(:func:`teacher_divergence`): the model's own greedy output on other audio of the domain, read like corpora, which
+tells the map how the model writes what it hears, i.e. what the verifier accepts. As s-CDF (appendix D.1) trains the
+drafter on the verifier's completions, a task's map counts its teacher lines ``Budget.teacher`` times
+(:func:`with_teacher`). A task's *stream* is the ``BOS ids SEP ...`` uint32 array of
+:func:`tokenmap.build.builder.encode_texts`.
 
 Example (a map of one utterance, ``BOS=9``, ``SEP=10``, a vocabulary of 9 tokens)::
 

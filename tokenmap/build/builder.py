@@ -1,25 +1,21 @@
 """Build a token map from transcripts: load, validate, count, self-test, save.
 
-The map is a suffix trie of the corpus (:mod:`tokenmap.maps.suffixmap`): every
-token sequence of up to ``depth`` tokens with its count.  The pipeline
-(:func:`build_map`) is a fixed sequence:
+The map is a suffix trie of the corpus (:mod:`tokenmap.maps.suffixmap`): every token sequence of up to
+``depth`` tokens with its count. The pipeline (:func:`build_map`) is a fixed sequence:
 
-1. **load** - stream utterances (:mod:`tokenmap.build.corpus`), bridge them to
-   Whisper's style (:mod:`tokenmap.build.style`), tokenize them with the target
-   model's tokenizer in batches and spool the ids to a temporary file as one
-   flat ``uint32`` stream ``BOS t1 t2 ... SEP BOS ...``; teacher transcripts
-   (the model's own output on other audio of the domain) follow, unbridged,
-   ``teacher_copies`` times;
-2. **validate** - refuse an output that is one of the inputs or lies inside an
-   input directory, an existing output without ``force``, and an empty corpus
-   (and, after step 3, a map without a context of two tokens or more);
-3. **count** - :func:`tokenmap.maps.suffixmap.build_arrays`: the windows of
-   ``depth`` tokens from every position, sorted in chunks, give every node of
-   the trie with its count; a context is kept when it occurs ``min_count``
-   times (``0``: every context of a corpus up to :data:`SMALL_CORPUS_TOKENS`
-   tokens, a closed phrase inventory, and those seen twice in a larger one);
-4. **self-test** - the decoder's drafter replayed over the first training
-   utterances (:func:`self_test`), stored in the header;
+1. **load** - stream utterances (:mod:`tokenmap.build.corpus`), bridge them to Whisper's style
+   (:mod:`tokenmap.build.style`), tokenize them with the target model's tokenizer in batches and spool the ids
+   to a temporary file as one flat ``uint32`` stream ``BOS t1 t2 ... SEP BOS ...``; teacher transcripts (the
+   model's own output on other audio of the domain) follow, unbridged, ``teacher_copies`` times;
+2. **validate** - refuse an output that is one of the inputs or lies inside an input directory, an existing
+   output without ``force``, and an empty corpus (and, after step 3, a map without a context of two tokens or
+   more);
+3. **count** - :func:`tokenmap.maps.suffixmap.build_arrays`: the windows of ``depth`` tokens from every
+   position, sorted in chunks, give every node of the trie with its count; a context is kept when it occurs
+   ``min_count`` times (``0``: every context of a corpus up to :data:`SMALL_CORPUS_TOKENS` tokens, a closed
+   phrase inventory, and those seen twice in a larger one);
+4. **self-test** - the decoder's drafter replayed over the first training utterances (:func:`self_test`),
+   stored in the header;
 5. **save** - :func:`tokenmap.maps.mapfile.write_map`.
 """
 

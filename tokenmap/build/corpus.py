@@ -3,20 +3,18 @@
 Accepted inputs (each may also be gzip-compressed, ``.gz``):
 
 * ``.txt`` - one utterance a line;
-* ``.jsonl`` - one JSON object a line with ``text`` and optional ``domain``, ``lang``
-  (teacher transcripts too); a line that is not a JSON object, or longer than
-  ``MAX_LINE_BYTES``, raises :class:`CorpusError` naming the file and line
-  (the file is damaged or not JSON lines); an object without a ``text``
-  string is skipped and counted;
-* ``.csv`` / ``.tsv`` - a header row; the text column is ``text_column``
-  (default ``text``), optional ``domain`` / ``lang`` columns;
+* ``.jsonl`` - one JSON object a line with ``text`` and optional ``domain``, ``lang`` (teacher transcripts
+  too); a line that is not a JSON object, or longer than ``MAX_LINE_BYTES``, raises :class:`CorpusError`
+  naming the file and line (the file is damaged or not JSON lines); an object without a ``text`` string is
+  skipped and counted;
+* ``.csv`` / ``.tsv`` - a header row; the text column is ``text_column`` (default ``text``), optional
+  ``domain`` / ``lang`` columns;
 * directories - every file above, walked in sorted order.
 
-The domain defaults to the parent folder name; in a ``<domain>/<lang>/train.txt``
-layout (the parent looks like a language code) the grandparent is the domain
-and the parent the language.  Bad lines (binary, not UTF-8, longer than
-``MAX_CHARS``) are skipped and counted, empty ones skipped; an empty corpus or
-an unreadable file raises :class:`CorpusError` with a one-line message.
+The domain defaults to the parent folder name; in a ``<domain>/<lang>/train.txt`` layout (the parent looks
+like a language code) the grandparent is the domain and the parent the language. Bad lines (binary, not UTF-8,
+longer than ``MAX_CHARS``) are skipped and counted, empty ones skipped; an empty corpus or an unreadable file
+raises :class:`CorpusError` with a one-line message.
 """
 
 from __future__ import annotations

@@ -1,19 +1,18 @@
 """Draft length: the one rule that decides how far to draft, and the running state it learns from.
 
-Every draft is cut by :func:`best_cut` on the calibrated cost curve
-(:class:`tokenmap.decode.cost.CostModel`). A draft of ``L`` tokens whose first ``k`` tokens are all
-kept with chance ``P_k`` keeps ``E_L = P_1 + ... + P_L`` tokens on average and saves
-``E_L * step_ms - (batch_ms(L + 1) - step_ms)`` ms: the draft is cut at the ``L`` that saves most,
-and not drafted when none saves anything. Sources differ only in where ``P_k`` comes from:
+:func:`best_cut` cuts every draft on the calibrated cost curve (:class:`tokenmap.decode.cost.CostModel`): a
+draft of ``L`` tokens whose first ``k`` are all kept with chance ``P_k`` keeps ``E_L = P_1 + ... + P_L`` tokens
+on average and saves ``E_L * step_ms - (batch_ms(L + 1) - step_ms)`` ms; the cut is the ``L`` that saves most
+(no draft when none saves anything). Sources differ only in where ``P_k`` comes from:
 
 * a source with no estimate of its own (prompt lookup, the session cache) is wrapped in a
-  :class:`ControlledDrafter`, whose :class:`AcceptanceController` takes ``P_k = p ** k``, ``p``
-  learned from its verified drafts;
-* a map's drafter (:class:`tokenmap.decode.follow.FollowDrafter`) has per-token chances from the
-  map's frequencies, scaled by its :class:`DraftTally`.
+  :class:`ControlledDrafter`, whose :class:`AcceptanceController` takes ``P_k = p ** k``, ``p`` learned from
+  its verified drafts;
+* a map's drafter (:class:`tokenmap.decode.follow.FollowDrafter`) has per-token chances from the map's
+  frequencies, scaled by its :class:`DraftTally`.
 
-:class:`ControllerSet` keeps this state across the windows decoded with the same maps, and is the
-window gate (:mod:`tokenmap.decode.gate`) that weighs it.
+:class:`ControllerSet`, the window gate (:mod:`tokenmap.decode.gate`), keeps this state across the windows
+decoded with the same maps and weighs it.
 
 Example::
 

@@ -1,9 +1,8 @@
 """What a verify pass costs, and whether a draft pays for it.
 
-The decoder verifies one draft of ``L`` tokens by feeding ``L + 1`` tokens
-(the last accepted token plus the draft) in one ``forward_batch`` call, which
-replaces the ``forward_step`` it would have run anyway.  A draft whose
-expected number of accepted tokens is ``E`` therefore saves::
+The decoder verifies one draft of ``L`` tokens by feeding ``L + 1`` tokens (the last accepted token plus the
+draft) in one ``forward_batch`` call, which replaces the ``forward_step`` it would have run anyway. A draft
+whose expected number of accepted tokens is ``E`` therefore saves::
 
     saving(L) = E * step_ms - (batch_ms(L + 1) - step_ms)        # milliseconds
 

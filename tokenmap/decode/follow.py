@@ -1,33 +1,26 @@
 """The drafter that follows the model: longest-match contexts, cost-aware draft length, Whisper's structure.
 
-:class:`FollowDrafter` keeps, for the window being decoded, the node of a
-:class:`tokenmap.maps.suffixmap.TokenMap` that matches the longest suffix of the
-current segment's text (back to its start, marked ``BOS``); each emitted token
-advances it (back-off through suffix links). To draft, it walks the most frequent
-continuation; the chance that the first ``k`` drafted tokens are all accepted is
-the product of the relative frequencies on the way times its tally's ``factor``
-(:class:`tokenmap.decode.control.DraftTally`), and the draft is cut by
-:func:`tokenmap.decode.control.best_cut`.
+:class:`FollowDrafter` keeps the node of a :class:`tokenmap.maps.suffixmap.TokenMap` that matches the longest suffix
+of the current segment's text (back to its start, marked ``BOS``); each emitted token advances it (back-off through
+suffix links). A draft walks the most frequent continuation; the chance that its first ``k`` tokens are all accepted
+is the product of the relative frequencies on the way times the tally's ``factor``
+(:class:`tokenmap.decode.control.DraftTally`), and :func:`tokenmap.decode.control.best_cut` cuts it. Where the model
+spells a word in other tokens than the map's, the context follows the word's text (:class:`WordSync`); where it
+writes a comma-like mark (``inner_marks``) the corpus lacks, or leaves out one the corpus writes, the context steps
+over it instead of backing off.
 
-Where the model spells a word in other tokens than the map's (``" can" "ce" "ll"``
-for ``" cancell"``), the context follows the word's text
-(:class:`WordSync`). Where it writes a comma-like mark
-(``inner_marks``) the corpus lacks, or leaves out one the corpus writes, the context
-steps over it instead of backing off.
-
-Whisper's segment structure is drafted too, because the model is predictable there:
+Whisper's segment structure is drafted too, because the model is predictable there (never ``<|endoftext|>``,
+which the pass's own next token decides anyway):
 
 * ``<|0.00|>`` at the start of a timestamped window (the decoding loop puts it first);
-* where the corpus ends an utterance, the closing timestamp guessed from the window's
-  audio length (:func:`closing_timestamp`, weighed by the tally's hit rate);
-* after a closing timestamp where the corpus goes on, the same timestamp again (it
-  opens the next segment), then that segment's first words;
-* after a closing timestamp well before the end of the audio, the opening timestamp of
-  the next segment even where the corpus's utterance ended (the closing one plus the gap
-  the model left at the window's previous segment break), then the next utterance's words;
+* where the corpus ends an utterance, the closing timestamp guessed from the window's audio length
+  (:func:`closing_timestamp`, weighed by the tally's hit rate);
+* after a closing timestamp where the corpus goes on, the same timestamp again (it opens the next segment),
+  then that segment's first words;
+* after a closing timestamp well before the end of the audio, the next segment's opening timestamp even where
+  the corpus's utterance ended (the closing one plus the gap the model left at the window's previous segment
+  break), then the next utterance's words;
 * without timestamps, drafts run up to where the corpus's utterance ends.
-
-``<|endoftext|>`` is never drafted: the pass's own next token decides it anyway.
 
 Example (a toy map of two utterances; timestamps start at id 100, EOT is 99)::
 
@@ -79,11 +72,10 @@ def closing_timestamp(seconds: float | None, timestamp_begin: int, max_seconds: 
 class WordSync:
     """The word being written, and the map's node for it when the model's pieces are not the map's.
 
-    When the model's pieces leave the map, this looks from the node where the word began for a path of map
+    Where the model's pieces leave the map, this looks from the node where the word began for a path of map
     tokens that spells the same text. :meth:`feed` takes every text token before the drafter advances its
-    context, and returns the node the context should take, or None to let the drafter advance as usual.
-    After a word that ends inside a map token, :attr:`lead` holds the tokens that finish it and
-    :attr:`straddle` the node of that map token.
+    context and returns the node the context should take (None: advance as usual). After a word that ends
+    inside a map token, :attr:`lead` holds the tokens that finish it and :attr:`straddle` that token's node.
 
     Example (a toy vocabulary and a map of one utterance, ``" cancell" "etto" "."``)::
 

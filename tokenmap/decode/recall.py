@@ -1,10 +1,9 @@
 """The recall drafter: whole segments heard before, drafted where a window sounds the same.
 
-At each segment start :class:`RecallDrafter` takes the audio fingerprint
-(:mod:`tokenmap.maps.audio_fingerprints`), finds the nearest stored one in a
-:class:`tokenmap.maps.recallindex.RecallIndex` (an encoder match first, then a mel
-match) and, when its cosine is at least :data:`THRESHOLD`, drafts that whole
-segment: its text and its closing timestamp.
+At each segment start :class:`RecallDrafter` takes the audio fingerprint (:mod:`tokenmap.maps.audio_fingerprints`),
+finds the nearest stored one in a :class:`tokenmap.maps.recallindex.RecallIndex` (an encoder match first, then
+a mel match) and, when its cosine is at least :data:`THRESHOLD`, drafts that whole segment: its text and its
+closing timestamp.
 
 Example (a 2-dimensional "encoder", ``timestamp_begin`` 100)::
 

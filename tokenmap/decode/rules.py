@@ -1,27 +1,24 @@
 """Whisper greedy-decoding logit rules, reproducing CTranslate2 ``Whisper.generate``.
 
-This mirrors what CTranslate2 4.7.1 (``src/models/whisper.cc``, ``src/decoding.cc``,
-``src/decoding_utils.cc``) does for ``beam_size=1`` so that a step-wise or speculative
-decoder can take exactly the decisions that ``generate`` takes.
+This mirrors what CTranslate2 4.7.1 (``src/models/whisper.cc``, ``src/decoding.cc``, ``src/decoding_utils.cc``) does
+for ``beam_size=1``, so that a step-wise or speculative decoder takes exactly ``generate``'s decisions.
 
 Conventions
 -----------
-* ``logits``: ``np.ndarray`` of shape ``[V]`` (one position), dtype float32, raw
-  decoder output (natural-log units, unnormalised). Rules modify it in place.
-* ``tokens``: the ids generated so far in this window, *excluding* the prompt;
-  ``len(tokens)`` is the 0-based decoding step of the position being decided.
-* Disabled tokens get ``-FLT_MAX`` (``np.finfo(np.float32).min``), as CT2 does on CPU
-  (not ``-inf``), so log-sum-exp over an all-disabled range stays finite.
+* ``logits``: ``np.ndarray`` of shape ``[V]`` (one position), dtype float32, raw decoder output (natural-log
+  units, unnormalised). Rules modify it in place.
+* ``tokens``: the ids generated so far in this window, *excluding* the prompt; ``len(tokens)`` is the 0-based
+  decoding step of the position being decided.
+* Disabled tokens get ``-FLT_MAX`` (``np.finfo(np.float32).min``), as CT2 does on CPU (not ``-inf``), so
+  log-sum-exp over an all-disabled range stays finite.
 * Scores are natural-log probabilities (float32).
 
-Order per step (as in CT2): SuppressTokens, SuppressBlank (first step only),
-TimestampRules (only when the last task token of the prompt is not
-``<|notimestamps|>``), then log_softmax (float32) and argmax (first index on ties).
+Order per step (as in CT2): SuppressTokens, SuppressBlank (first step only), TimestampRules (unless the
+prompt's last task token is ``<|notimestamps|>``), then log_softmax (float32) and argmax (first index on ties).
 
-:func:`greedy_decode` is the step-wise reference: it feeds the prompt as ``generate`` does (all prompt tokens
-but the last as one batch, the last one as the first step), applies the rules to each step's full logits and
-takes the argmax; its output equals ``generate(beam_size=1, ...)`` at float32, the baseline every speculative
-path is checked against.
+:func:`greedy_decode` is the step-wise reference: it feeds the prompt as ``generate`` does (all but the last
+prompt token as one batch, the last as the first step), applies the rules to each step's logits and takes the
+argmax; its output equals ``generate(beam_size=1, ...)`` at float32, the baseline of every speculative path.
 """
 
 from __future__ import annotations

@@ -12,10 +12,9 @@ The loop (token-map paper, section III; the draft is verified in one pass)::
         state at the first mismatch; feed = [that next token]
     until <|endoftext|> or max_length
 
-Every decision goes through :class:`tokenmap.decode.rules.RuleSet`, the same rules
-``generate(beam_size=1)`` applies, so a draft can change the speed but not
-the output (exactly at float32; at int8 batched logits can differ slightly
-from step logits: ``recheck_margin`` decides close positions again from a step).
+Every decision goes through :class:`tokenmap.decode.rules.RuleSet`, the same rules ``generate(beam_size=1)``
+applies, so a draft can change the speed but not the output (exactly at float32; at int8 batched logits can
+differ slightly from step logits: ``recheck_margin`` decides close positions again from a step).
 :func:`replay_window` runs the same loop on a window's recorded output, without the model.
 """
 

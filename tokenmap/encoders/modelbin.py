@@ -13,8 +13,7 @@ CTranslate2's versioned binary format (``ModelSpec._serialize``, ``src/models/mo
     uint32  number of aliases                                                 version >= 3
       string  alias name, string  name of the variable it stands for
 
-Identical arrays are stored once and the others recorded as aliases (a random-weight model's zero biases all
-point at one decoder entry): :func:`read_model_bin` resolves them.
+Identical arrays are stored once and the others recorded as aliases, which :func:`read_model_bin` resolves.
 
 Example::
 

@@ -5,15 +5,14 @@
 ``~/.cache/tokenmap/openvino/`` with float16 weights; OpenVINO's compiled-model cache beside it keeps what it
 compiled for this CPU and precision. Precisions (:data:`PRECISIONS`):
 
-* ``"bf16"``: OpenVINO's default on CPUs with AMX or AVX512_BF16;
-* ``"f32"``: float32 arithmetic;
+* ``"bf16"``: OpenVINO's default on CPUs with AMX or AVX512_BF16; ``"f32"``: float32 arithmetic;
 * ``"int8"``: linear weights stored as int8 with a scale per row, computed at the CPU's best float precision;
 * ``"int8-full"``: weights and activations in int8 (:mod:`tokenmap.encoders.quantize`), for CPUs with int8
   matrix instructions.
 
-A precision OpenVINO lists is not always one it can compile or run (with oneDNN capped at AVX2 it still
-reports BF16): :class:`OpenVINOEncoder` compiles and runs one tiny window when it opens and turns a failure
-into :class:`EncoderUnavailable` (one line), which the choice (:mod:`tokenmap.encoders.choice`) skips.
+OpenVINO may list a precision it cannot compile or run (BF16 with oneDNN capped at AVX2), so
+:class:`OpenVINOEncoder` compiles and runs one tiny window when it opens and turns a failure into
+:class:`EncoderUnavailable` (one line), which the choice (:mod:`tokenmap.encoders.choice`) skips.
 
 Example::
 

@@ -9,9 +9,8 @@ itself runs for ``encode``::
       -> n pre-norm layers: x + attention(norm(x)); x + ffn(norm(x))
       -> final layer norm: [batch, T/2, d_model]
 
-``T`` and ``batch`` are dynamic; the shape (n_mels, depth, width, heads) is read from the file.
-``weights="int8"`` stores the linear layers as int8 with one scale per output row (OpenVINO's
-weight-decompression pattern).
+``T`` and ``batch`` are dynamic; the shape (n_mels, depth, width, heads) is read from the file. ``weights="int8"``
+stores the linear layers as int8 with one scale per output row (OpenVINO's weight-decompression pattern).
 
 Example::
 

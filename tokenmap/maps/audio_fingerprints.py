@@ -1,26 +1,19 @@
 """Audio fingerprints: where a stretch of audio sounds like one heard before.
 
-A *fingerprint* here is a unit vector that summarises one second of a
-window's audio, compared with others by their dot product (cosine). It is
-what the recall index (:mod:`tokenmap.maps.recallindex`) stores per segment and
-what the recall drafter (:mod:`tokenmap.decode.recall`) looks up; it is not the
-tokenizer fingerprint a map's header records.
+A *fingerprint* here is a unit vector summarising one second of a window's audio, compared with others by dot product
+(cosine): the recall index (:mod:`tokenmap.maps.recallindex`) stores them per segment and the recall drafter
+(:mod:`tokenmap.decode.recall`) looks them up. (Not the tokenizer fingerprint a map's header records.)
 
-* The *encoder* fingerprint of frame ``f`` (an encoder frame is 20 ms, one
-  timestamp step) is the encoder output over frames ``f .. f + 50`` (one
-  second) cut in 5 chunks of 10 frames, each chunk averaged, the 5 means
-  concatenated and scaled to unit length. The encoder output of a frame
-  depends on the audio around it, so it finds a recording again where it
-  starts a window (a prompt, a command, the first segment after
-  faster-whisper moves its window on), not in the middle of one.
-* The *mel* fingerprint, for segments that start inside a window (prompts
-  played back to back in a call), is the window's log-mel features over one
-  second: the 56 lowest of the 80 mel bands (below about 4 kHz, all that
-  telephone audio carries) averaged over 10 chunks of 10 frames (10 ms each),
-  its mean removed (the features' level depends on the loudest sound of the
-  file) and scaled to unit length. A timestamp places a segment start to a
-  few hundred milliseconds, so a lookup tries every start within
-  :data:`MEL_SEARCH` frames of it (:func:`mel_candidates`).
+* The *encoder* fingerprint of frame ``f`` (an encoder frame is 20 ms, one timestamp step) is the encoder
+  output over frames ``f .. f + 50`` (one second) cut in 5 chunks of 10 frames, each chunk averaged, the 5 means
+  concatenated and scaled to unit length. A frame's encoder output depends on the audio around it, so it finds a
+  recording again where it starts a window (a prompt, a command, the first segment after faster-whisper moves its
+  window on), not in the middle of one.
+* The *mel* fingerprint, for segments that start inside a window (prompts played back to back in a call), is the
+  window's log-mel features over one second: the 56 lowest of the 80 mel bands (below about 4 kHz, all that
+  telephone audio carries) averaged over 10 chunks of 10 frames (10 ms each), its mean removed (the features' level
+  depends on the loudest sound of the file) and scaled to unit length. A timestamp places a segment start to a few
+  hundred milliseconds, so a lookup tries every start within :data:`MEL_SEARCH` frames of it (:func:`mel_candidates`).
 
 Example (a 2-dimensional "encoder" whose first second is constant)::
 

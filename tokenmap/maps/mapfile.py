@@ -5,8 +5,8 @@ Layout (all integers little-endian)::
     offset 0   8 bytes   MAGIC  b"\\x93TOKMAP\\x1a"
     offset 8   uint32    format version: 3 one token map (what `tokenmap build` writes),
                          6 a map set (`tokenmap build --balance`), 5 an audio recall
-                         index (:mod:`tokenmap.maps.recallindex`); 1, 2 and 4, the n-gram maps of
-                         earlier releases, are refused with a message to rebuild
+                         index (:mod:`tokenmap.maps.recallindex`); 1, 2 and 4 (n-gram maps)
+                         are refused with a message to rebuild
     offset 12  uint32    header length H in bytes (<= MAX_HEADER)
     offset 16  H bytes   UTF-8 JSON header (fingerprint, family, depth, bos, sep,
                          build parameters, counts, corpus sha256s, created, and
@@ -14,21 +14,16 @@ Layout (all integers little-endian)::
     ...        arrays    each starting at a 64-byte aligned offset, C order
     end - 32   32 bytes  sha256 of every byte before it
 
-The arrays are the suffix trie of :class:`tokenmap.maps.suffixmap.TokenMap`
-(:data:`tokenmap.maps.schema.LAYOUT` declares them and what they may hold).
-Loading checks everything a lookup relies on: magic, version, checksum,
-header, the array table (names, dtypes, shapes, aligned offsets inside the
-data, no overlaps), every array by its role and the trie's invariants
-(:func:`check_trie`): token ids within the vocabulary of the
-tokenizer the map is loaded for (``vocab_size``, else the one the header
-records), links and children inside the trie.  A file that fails any check
-raises :class:`MapFormatError`.
+The arrays are the suffix trie of :class:`tokenmap.maps.suffixmap.TokenMap` (:data:`tokenmap.maps.schema.LAYOUT`
+declares them and what they may hold). Loading checks everything a lookup relies on: magic, version, checksum,
+header, the array table (names, dtypes, shapes, aligned offsets inside the data, no overlaps), every array by
+its role and the trie's invariants (:func:`check_trie`): token ids within the vocabulary of the tokenizer the
+map is loaded for (``vocab_size``, else the one the header records), links and children inside the trie. A
+file that fails any check raises :class:`MapFormatError`.
 
-A **map set** (``tokenmap build --balance``) holds one token map per task in
-one file: format version ``SET_VERSION``, a header list ``"sections"`` (each
-section's ``task`` and budget) and the arrays of section ``i`` named
-``"<i>.<name>"``.  :func:`load_maps` returns its sections as a list of
-:class:`TokenMap` (a one-map file gives a one-element list).
+A **map set** holds one token map per task in one file: format version ``SET_VERSION``, a header list
+``"sections"`` (each section's ``task`` and budget) and the arrays of section ``i`` named ``"<i>.<name>"``.
+:func:`load_maps` returns its sections as a list of :class:`TokenMap` (a one-map file gives a one-element list).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The recall index: segments the model decoded before, stored by how they sound.
 
-A scripted domain (IVR prompts in call recordings, a fixed command set)
-plays the same recordings again and again. A *recall index* keeps, for
-every segment the model once decoded, two audio fingerprints
-(:mod:`tokenmap.maps.audio_fingerprints`) of where the segment began and the
-tokens the model wrote for it; :class:`tokenmap.decode.recall.RecallDrafter`
-drafts those tokens where a window sounds the same again.
+A scripted domain (IVR prompts in call recordings, a fixed command set) plays the same recordings again and
+again. A *recall index* keeps, for every segment the model once decoded, two audio fingerprints
+(:mod:`tokenmap.maps.audio_fingerprints`) of where the segment began and the tokens the model wrote for it;
+:class:`tokenmap.decode.recall.RecallDrafter` drafts those tokens where a window sounds the same again.
 
 File: the token-map container (:mod:`tokenmap.maps.mapfile`: magic, format
 version :data:`~tokenmap.maps.schema.RECALL_VERSION`, JSON header, aligned arrays, sha256), with
@@ -15,9 +13,8 @@ version :data:`~tokenmap.maps.schema.RECALL_VERSION`, JSON header, aligned array
     offsets   int64   [R + 1]           segment r's tokens are tokens[offsets[r]:offsets[r + 1]]
     tokens    uint32  [M]               text tokens, then the segment's length as a timestamp token
 
-and header fields ``fingerprint`` (the tokenizer's), ``vocab_size``,
-``encoder`` (:func:`encoder_identity` of the model whose encoder made the
-vectors), ``model`` and ``created``.
+and header fields ``fingerprint`` (the tokenizer's), ``vocab_size``, ``encoder`` (:func:`encoder_identity` of
+the model whose encoder made the vectors), ``model`` and ``created``.
 
 Example (a 2-dimensional "encoder", ``timestamp_begin`` 100)::
 

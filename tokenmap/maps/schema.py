@@ -1,20 +1,15 @@
 """What each array of a token map may hold, declared per array and checked on load.
 
-A layout maps each array name to an :class:`ArraySpec`: its dtype, its shape
-as dimension names, and its *role*:
+A layout maps each array name to an :class:`ArraySpec`: its dtype, shape (as dimension names) and *role*:
 
-* :class:`TokenIds` - token ids, each below the vocabulary size of the
-  tokenizer the map is loaded for;
-* :class:`Offsets` - offsets into another array: first 0, non-decreasing,
-  last equal to that array's length;
+* :class:`TokenIds` - token ids, each below the vocabulary size of the tokenizer the map is loaded for;
+* :class:`Offsets` - offsets into another array: first 0, non-decreasing, last equal to that array's length;
 * :class:`Values` - plain values (``finite``: no NaN or infinity).
 
-A dimension name is bound by the first array that uses it and must agree in
-every other: ``"K"`` is a length, ``"K+1"`` that length plus one, and names
-given by the caller (such as the map's order) are fixed in advance.
-:func:`check_arrays` checks shapes, then every role, with whole-array numpy
-operations, and returns the first problem as one line (or None), so that
-lookups in an accepted map can neither index out of range nor hand the
+A dimension name is bound by the first array that uses it and must agree in every other: ``"K"`` is a length,
+``"K+1"`` that length plus one, and names given by the caller (such as the map's order) are fixed in advance.
+:func:`check_arrays` checks shapes, then every role, with whole-array numpy operations, and returns the first
+problem as one line (or None), so that lookups in an accepted map can neither index out of range nor hand the
 decoder an id outside its vocabulary.
 
 >>> layout = {"offsets": ArraySpec("<i8", ("N+1",), Offsets("tokens")),

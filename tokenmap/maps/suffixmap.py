@@ -1,20 +1,17 @@
 """The token map: every context of the corpus, of any length, with its continuation counts.
 
-A token map is a *suffix trie* of the corpus's token stream (``BOS t1 ... tn
-SEP`` per utterance): one node per distinct token sequence of at most
-``depth`` tokens that occurs in it, with
+A token map is a *suffix trie* of the corpus's token stream (``BOS t1 ... tn SEP`` per utterance): one node
+per distinct token sequence of at most ``depth`` tokens that occurs in it, with
 
-* ``node_count``  how often the sequence occurs (so ``count(child) / count(node)``
-  is the relative frequency of a continuation after exactly that context);
-* ``node_link``   the node of the same sequence without its first token (the
-  next-shorter context, for longest-match back-off in O(1));
+* ``node_count``  how often the sequence occurs (so ``count(child) / count(node)`` is the relative frequency
+  of a continuation after exactly that context);
+* ``node_link``   the node of the same sequence without its first token (the next-shorter context, for
+  longest-match back-off in O(1));
 * ``node_best``   the most frequent child (the draft walks it);
-* ``edge_key``    ``parent << 32 | token`` of node ``i + 1``, sorted, so a child
-  is found by one binary search.
+* ``edge_key``    ``parent << 32 | token`` of node ``i + 1``, sorted, so a child is found by one binary search.
 
-Nodes are numbered level by level and, within a level, in the lexicographic
-order of their sequences; the root is node 0.  Because a sequence's parent
-comes earlier in that order, ``edge_key`` is sorted by construction.
+Nodes are numbered level by level and, within a level, in the lexicographic order of their sequences; the
+root is node 0. A sequence's parent comes earlier in that order, so ``edge_key`` is sorted by construction.
 
 Example (a corpus of two utterances, ``BOS=9``, ``SEP=10``)::
 

@@ -1,18 +1,16 @@
 """How the engine's large buffers are allocated: kept for reuse, not returned to the system.
 
-CTranslate2 allocates its working buffers on every call and frees them after it (the encoder's attention
-scores of base alone are 72 MB a layer). With glibc's defaults such buffers are mapped and unmapped each
-time, so the kernel faults in and zeroes fresh pages on every call; the engine's worker thread has an arena
-of its own, whose heaps glibc caps at 64 MB, so no threshold helps there. :func:`apply_malloc_policy` asks
-glibc (``mallopt``) for :data:`SETTINGS`: one arena, no ``mmap`` for large blocks and a high trim
-threshold, so freed buffers stay in the heap and the next call reuses them. The cost is a resident size
-that stays near its peak, for the whole process.
+CTranslate2 allocates its working buffers on every call and frees them after it; with glibc's defaults they
+are mapped and unmapped each time, so the kernel faults in and zeroes fresh pages on every call (the engine's
+worker thread has an arena of its own, whose heaps glibc caps at 64 MB, so no threshold helps there).
+:func:`apply_malloc_policy` asks glibc (``mallopt``) for :data:`SETTINGS`: one arena, no ``mmap`` for large
+blocks and a high trim threshold, so freed buffers stay in the heap for the next call, at the cost of a
+resident size that stays near its peak for the whole process.
 
-So it is applied where tokenmap owns the process: the ``tokenmap`` command (:func:`install`), the stock
-worker (:func:`worker_environment`), and a program that asks (``WhisperModel(..., malloc_policy=True)``,
-or ``TOKENMAP_MALLOC=tokenmap``: :func:`install_if_asked`). It reaches models loaded afterwards, does
-nothing off glibc, and leaves glibc alone when a ``MALLOC_*`` variable or ``GLIBC_TUNABLES`` is set, or
-``TOKENMAP_MALLOC=default``.
+So it is applied only where tokenmap owns the process: the ``tokenmap`` command (:func:`install`), the stock
+worker (:func:`worker_environment`) and a program that asks (``WhisperModel(..., malloc_policy=True)`` or
+``TOKENMAP_MALLOC=tokenmap``: :func:`install_if_asked`). It reaches models loaded afterwards, does nothing off
+glibc, and leaves glibc alone under a ``MALLOC_*`` variable, ``GLIBC_TUNABLES`` or ``TOKENMAP_MALLOC=default``.
 
 Example::
 

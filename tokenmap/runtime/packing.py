@@ -1,14 +1,13 @@
 """Packed GEMM for the engine fork's decoder on Intel CPUs (MKL).
 
-Stock CTranslate2 4.8 packs the weights for Intel MKL at load; the fork, a 4.7.1, has only an experimental
-switch (``CT2_USE_EXPERIMENTAL_PACKED_GEMM=1``) that breaks loading Whisper: it packs the encoder's 3-D
-convolution weights too and drops the originals. :func:`install` loads a small library of tokenmap's
-(``native/decoder_packing.cc``, built into :func:`library_path`) into the global symbol scope, where it takes
-the place of the fork's ``Model::is_packable`` so that only decoder weights are packed, then sets the switch.
-It must run before ``ctranslate2`` is imported and acts only for the fork build it was made for; where
-CTranslate2 does not use MKL (AMD, ARM) the switch changes nothing. ``TOKENMAP_PACKED_GEMM=0`` turns it off.
-A process that loads the fork without the library must not inherit the switch: :func:`loaded` and
-:func:`child_environment` remove it.
+Stock CTranslate2 4.8 packs the weights for Intel MKL at load; the fork (4.7.1) has only an experimental
+switch (``CT2_USE_EXPERIMENTAL_PACKED_GEMM=1``) that breaks loading Whisper by packing the encoder's 3-D
+convolution weights too and dropping the originals. :func:`install` loads tokenmap's small library
+(``native/decoder_packing.cc``, built into :func:`library_path`) into the global symbol scope, where it
+replaces the fork's ``Model::is_packable`` so that only decoder weights are packed, then sets the switch. It
+must run before ``ctranslate2`` is imported, acts only for the fork build it was made for, and changes nothing
+without MKL (AMD, ARM); ``TOKENMAP_PACKED_GEMM=0`` turns it off. :func:`loaded` and :func:`child_environment`
+remove the switch for a process that loads the fork without the library.
 
 Example::
 

@@ -1,14 +1,13 @@
 """How the engine's OpenMP threads wait between operations, and numpy's BLAS threads.
 
-A decoder pass of base is about 230 small GEMMs, each an OpenMP parallel region. With libgomp's defaults
-(the OpenMP runtime in CTranslate2's wheels) a worker thread sleeps between regions, and waking it costs
-more than the work. :func:`apply_wait_policy` sets ``OMP_WAIT_POLICY=ACTIVE`` with a finite
-``GOMP_SPINCOUNT``: the threads spin across the gaps of a pass and sleep a millisecond or two after it.
-libgomp reads these variables when it loads, so ``import tokenmap`` applies it before ``ctranslate2`` is
-imported. A user's own setting of either variable, or ``TOKENMAP_THREAD_WAIT=default``, is left alone.
-
-numpy's BLAS keeps threads of its own that also spin after each call (faster-whisper's features are one
-BLAS product); :func:`blas_single_thread` holds it to one thread while tokenmap transcribes.
+A decoder pass is hundreds of small GEMMs, each an OpenMP parallel region. With the defaults of libgomp (the
+OpenMP runtime in CTranslate2's wheels) a worker thread sleeps between regions, and waking it costs more than
+the work. :func:`apply_wait_policy` sets ``OMP_WAIT_POLICY=ACTIVE`` with a finite ``GOMP_SPINCOUNT``: the
+threads spin across the gaps of a pass and sleep a millisecond or two after it. libgomp reads these variables
+when it loads, so ``import tokenmap`` applies it before ``ctranslate2`` is imported; a user's own setting of
+either variable, or ``TOKENMAP_THREAD_WAIT=default``, is left alone. numpy's BLAS threads also spin after each
+call (faster-whisper's features are one BLAS product): :func:`blas_single_thread` holds BLAS to one thread
+while tokenmap transcribes.
 
 Example::
 

@@ -1,22 +1,21 @@
 """Live transcription of a growing audio buffer with self-speculative (biased) decoding.
 
-Every update re-decodes the whole buffer (at most 30 s), encoded by the model's window encoder on its audio
-plus a margin (``auto`` by default); when the :class:`tokenmap.decode.guarding.Guard` rejects a decode on that
-short context, the update is decoded again on :meth:`tokenmap.windows.EncodedWindow.full`. The previous update's
-hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding paper), realigned after each
-mismatch (:mod:`tokenmap.stream.draft`); beyond it the token map (or prompt lookup) drafts, under a
+Every update re-decodes the whole buffer (at most 30 s) on its audio plus a margin (``auto`` by default), and again
+on :meth:`tokenmap.windows.EncodedWindow.full` when the :class:`tokenmap.decode.guarding.Guard` rejects that decode.
+The previous update's hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding paper), realigned
+after each mismatch (:mod:`tokenmap.stream.draft`); beyond it the token map (or prompt lookup) drafts, under a
 :class:`tokenmap.decode.control.ControllerSet` kept across updates.
 
 Commit policy (LocalAgreement-2 over whole segments, :func:`agreed_segments`): a leading segment closed by a
 timestamp (``<|t0|> text <|t1|>``; a trailing ``<|t0|> text`` is open) whose text is identical in the last
-``agreement`` hypotheses is committed, and the buffer cut at its end. Committed text never changes; with
-``condition_on_previous`` (off by default) it goes into the prompt. A buffer that would exceed 30 s commits
-every closed segment (or the whole hypothesis); silence (high no-speech probability, low log-probability)
-cuts the buffer to its last second. Without a ``language`` every update detects it until two in a row agree
-with at least :data:`DETECTION_THRESHOLD` probability; nothing commits before.
+``agreement`` hypotheses is committed for good and the buffer cut at its end; ``condition_on_previous`` (off by
+default) puts committed text into the prompt. A buffer that would exceed 30 s commits every closed segment (or the
+whole hypothesis); silence (high no-speech probability, low log-probability) cuts it to its last second. Without a
+``language``, every update detects it and nothing commits until two in a row agree with at least
+:data:`DETECTION_THRESHOLD` probability.
 
-Biased verification (paper eq. 5): where the previous hypothesis drafts ``d`` and greedy chooses ``c``,
-``d`` is kept when ``(1-beta) P(d) + beta >= (1-beta) P(c)``; beta = 0 (default) is exact greedy decoding.
+Biased verification (paper eq. 5): where the previous hypothesis drafts ``d`` and greedy chooses ``c``, ``d`` is kept
+when ``(1-beta) P(d) + beta >= (1-beta) P(c)``; beta = 0 (default) is exact greedy decoding.
 
 Example::
 

@@ -1,18 +1,11 @@
-"""Streaming metrics: flicker (normalized erasure), draft acceptance and commit latency.
-
-Metrics follow the definitions of the self-speculative biased decoding paper, on token id lists.
+"""Streaming metrics of the self-speculative biased decoding paper on token ids: flicker, draft acceptance, latency.
 
 Normalized erasure (paper eqs. 3-4) measures flicker: tokens the display takes back, per token of the
 final text::
 
     E(i) = |Y^{i-1}| - |LCP(Y^{i-1}, Y^i)|            NE = sum_i E(i) / |Y^N|
 
-Worked example (display after each of three updates, letters are tokens)::
-
-    Y^1 = a b c        Y^2 = a b d e        Y^3 = a b d e f
-    E(2) = 3 - 2 = 1 (c erased)   E(3) = 4 - 4 = 0   NE = 1 / 5 = 0.2
-
-    >>> normalized_erasure([[1, 2, 3], [1, 2, 4, 5], [1, 2, 4, 5, 6]])
+    >>> normalized_erasure([[1, 2, 3], [1, 2, 4, 5], [1, 2, 4, 5, 6]])   # E(2) = 3 - 2 (3 erased), E(3) = 0: 1/5
     0.2
 
 Draft acceptance (paper Table 2): the first ``k`` tokens of the draft (the previous hypothesis) survive
