@@ -28,7 +28,7 @@ def test_calibrate_any_model_folder(tiny_v3):
     from tokenmap.decode.special import SpecialTokens
     from tokenmap_cli.cmd_calibrate import calibrate as command
 
-    assert calibration_prompt(tiny_v3, SpecialTokens.from_model_dir(str(tiny_v3)), True) == [50258, 50259, 50360]
+    assert calibration_prompt(SpecialTokens.from_model_dir(str(tiny_v3)), True) == [50258, 50259, 50360]
     cost = calibrate(tiny_v3, "int8", threads=2, max_tokens=2, reps=1)
     assert len(cost.batch_ms) == 2 and cost.step_ms > 0
     result = CliRunner().invoke(command, ["--model", str(tiny_v3), "--max-tokens", "2", "--reps", "1"])

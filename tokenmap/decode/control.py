@@ -166,10 +166,12 @@ class ControllerSet(WindowGate):
     map may be from the wrong domain): an :class:`AcceptanceController` per controlled source of the chain
     and a :class:`DraftTally` per map, by its place in the map set."""
 
+    controller = AcceptanceController  # what :meth:`member` makes for each source (a bench records drafts)
+
     def member(self, index: int) -> AcceptanceController:
         """The controller of the ``index``-th source of the chain (created on first use)."""
         while len(self.members) <= index:
-            self.members.append(AcceptanceController(self.cost))
+            self.members.append(self.controller(self.cost))
         return self.members[index]
 
     def tally(self, index: int) -> DraftTally:

@@ -89,6 +89,7 @@ class MapSetDrafter:
                  seconds: float | None = None):
         self.members = [map_drafter(tm, special, cost, controllers, i, seconds) for i, tm in enumerate(token_maps)]
         self.cost, self.decay = cost or DEFAULT, decay
+        self.log: list[tuple[int, int]] | None = None  # (drafted, accepted) per verified draft, when a list
         self.reset()
 
     def reset(self, history: Sequence[int] = ()) -> None:
@@ -123,6 +124,8 @@ class MapSetDrafter:
     def update(self, drafted: int, accepted: int) -> None:
         if self._last is not None:
             self.members[self._last].update(drafted, accepted)
+            if self.log is not None and drafted:
+                self.log.append((drafted, accepted))
 
 
 class PromptLookupDrafter(Drafter):

@@ -196,6 +196,7 @@ class FollowDrafter:
         self._verify = verify_costs(cost, MAX_LEN)
         self._marginal = float(np.diff(np.concatenate([[0.0], self._verify])).min())
         self._pending = 0.0
+        self.log: list[tuple[int, int]] | None = None  # (drafted, accepted) per verified draft, when a list
         self.reset()
 
     def reset(self, history: Sequence[int] = ()) -> None:
@@ -362,3 +363,5 @@ class FollowDrafter:
                 self.tally.update_stamp(accepted > self._stamp_at)
             if self._guessed_open:
                 self.tally.update_open(accepted > 0)
+            if self.log is not None:
+                self.log.append((drafted, accepted))
