@@ -176,7 +176,7 @@ def keep(data: dict, args) -> None:
                  "apart and left out of every WER and difference; the difference against "
                  f"{baseline} in points with a 95 % paired bootstrap interval over files."),
         "command": data["command"], "commit": args.commit, "date": data["date"], "model": data["model"],
-        "compute_type": "int8", "threads": 2, "encoder_auto": None,
+        "compute_type": "int8", "threads": 2, "encoder_auto": args.encoder_auto,
         "columns": ["set", "files"] + [f"{e} WER (loops)" for e in encoders]
                    + [f"{e} − {baseline} [95 % CI]" for e in encoders if e != baseline],
         "rows": rows,
@@ -201,6 +201,8 @@ def main(argv=None) -> int:
     ap.add_argument("--section", default=None, help="with --keep: the CPU kind (results/kept/sections.json)")
     ap.add_argument("--order", type=int, default=30)
     ap.add_argument("--commit", default=None, help="with --keep: the commit the run was made at")
+    ap.add_argument("--encoder-auto", default=None,
+                    help="with --keep: what `--encoder auto` chose on this CPU (`tokenmap doctor`'s encoder line)")
     args = ap.parse_args(argv)
     if args.from_json:
         data = json.loads(args.from_json.read_text(encoding="utf-8"))
