@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 import tokenmap
-import tokenmap.whisper as tw
+import tokenmap.decode.drafting as drafting
 from tokenmap import build_map, load_maps, resolve_model
 from tokenmap.decode.drafters import FixedDrafter
 from tokenmap_bench import ensure_map
@@ -46,10 +46,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class Recorder:
-    """Wraps ``decode_window`` in :mod:`tokenmap.whisper`: records each window's tokens while ``on``."""
+    """Wraps ``decode_window`` where :mod:`tokenmap.decode.drafting` calls it: records each window's tokens
+    while ``on``."""
 
     def __init__(self):
-        self.on, self.windows, self.inner = False, [], tw.decode_window
+        self.on, self.windows, self.inner = False, [], drafting.decode_window
 
     def __call__(self, *args, **kwargs):
         result = self.inner(*args, **kwargs)
@@ -72,7 +73,7 @@ def main() -> None:
     rows = [r for r in rows if r["set"] == args.set][: args.limit]
     base = Path(args.manifest).parent
     model_dir = str(resolve_model("base", download=False))
-    recorder = tw.decode_window = Recorder()
+    recorder = drafting.decode_window = Recorder()
     kw = dict(compute_type="int8", cpu_threads=2, session_cache=False, audio_context="auto")
     models = {name: tokenmap.WhisperModel(model_dir, **kw) for name in ("nomap", "train", "inventory", "oracle")}
     oracle_windows: list = []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,20 @@ STOCK_HINT = ("no stock environment at {path}: run `make bench-stock` (python3 -
               ".venv-stock/bin/pip install faster-whisper==1.2.1 ctranslate2==4.8.5)")
 
 
+#: numpy's BLAS on one thread, as tokenmap holds it while it transcribes (``threads.blas_single_thread``)
+BLAS_ENVIRONMENT = {"OPENBLAS_NUM_THREADS": "1"}
+
+
+def without_policy(environ: dict | None = None, state: str | None = None) -> dict:
+    """A copy of ``environ`` (default: this process's) without the thread wait variables tokenmap set in it
+    (``state``: what ``threads.apply_wait_policy`` did, default this process's ``threads.status``)."""
+    env = dict(os.environ if environ is None else environ)
+    if (threads.status if state is None else state) == "applied":
+        for name in threads.POLICY:
+            env.pop(name, None)
+    return env
+
+
 def tuned_environment(environ: dict | None = None) -> dict:
     """``environ`` (default: this process's) with tokenmap's thread wait and malloc policies as variables.
 
@@ -38,9 +53,9 @@ def tuned_environment(environ: dict | None = None) -> dict:
     >>> env["OMP_WAIT_POLICY"], env["MALLOC_ARENA_MAX"]
     ('ACTIVE', '1')
     """
-    env = threads.without_policy(environ)
+    env = without_policy(environ)
     env.update(threads.POLICY)
-    env.update(threads.BLAS_ENVIRONMENT)
+    env.update(BLAS_ENVIRONMENT)
     env.update(memory.ENVIRONMENT)
     return env
 
@@ -51,8 +66,8 @@ def untuned_environment(environ: dict | None = None) -> dict:
     >>> untuned_environment({"OMP_WAIT_POLICY": "ACTIVE", "MALLOC_ARENA_MAX": "1", "HOME": "/root"})
     {'HOME': '/root'}
     """
-    env = dict(threads.without_policy(environ, state="applied"))
-    for name in (*memory.ENVIRONMENT, *threads.BLAS_ENVIRONMENT):
+    env = without_policy(environ, state="applied")
+    for name in (*memory.ENVIRONMENT, *BLAS_ENVIRONMENT):
         env.pop(name, None)
     return env
 
