@@ -34,6 +34,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class LoopOptions:
@@ -295,7 +297,6 @@ def _rows_of(features, rows: list):
     """``features`` (a StorageView or array, one window a row) for the windows ``rows``."""
     if features is None or (rows == [0] and getattr(features, "shape", (1,))[0] == 1):
         return features
-    import numpy as np
 
     array = np.ascontiguousarray(np.asarray(features)[rows])
     return type(features).from_array(array) if hasattr(type(features), "from_array") else array
