@@ -44,6 +44,7 @@ VARIANTS = {  # name -> (float layers, SmoothQuant alpha, extra nncf.quantize ar
     "all-ffn-out": (BASE + ("ffn/linear_1",), 0.5, {}),
     "attn-out": (BASE + ("self_attention/linear_1",), 0.5, {}),
     **{f"attn-out-{i}": (BASE + (f"encoder/layer_{i}/self_attention/linear_1",), 0.5, {}) for i in range(6)},
+    **{f"attn-out-{i}-0.7": (BASE + (f"encoder/layer_{i}/self_attention/linear_1",), 0.7, {}) for i in range(6)},
     "attn-out-bc": (BASE + ("self_attention/linear_1",), 0.5, {"fast_bias_correction": False}),
 }
 

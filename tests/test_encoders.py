@@ -288,7 +288,7 @@ def test_quantizing_keeps_the_named_layers_float_and_the_output_near_float():
     ops = {op.get_friendly_name(): op for op in quantized.get_ops()}
     assert sum(op.get_type_name() == "FakeQuantize" for op in ops.values()) >= 8
     kept = [name for name in ops if any(name == f or name.endswith("/" + f) for f in FLOAT_LAYERS)]
-    assert len(kept) == 2  # conv2 and layer 0's QKV projection
+    assert len(kept) == len(FLOAT_LAYERS)  # conv2, layer 0's QKV and attention output projections
     for name in kept:
         producer = ops[name].input_value(0).get_node()
         assert producer.get_type_name() != "FakeQuantize", name

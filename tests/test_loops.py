@@ -367,3 +367,76 @@ def test_a_sampled_hypothesis_continued_from_its_prefix_is_the_uncapped_one(engi
                                         special.timestamp_begin, 1.0, special.eot, **sampled)
     assert results[0].sequences_ids == [greedy, greedy] and len(greedy) > 8
     assert prompts[1] == prompt + greedy[:4] and prompts[2] == prompt + greedy[:8] and report.loops == 0
+
+
+def test_sampled_hypotheses_go_on_token_by_token_where_they_can():
+    """With a ``resume`` (the fork's step API), a sampled call's first cap is ``sampled_share`` of the greedy one;
+    a capped hypothesis goes on there alone, its loop cut where the rule fired, its score covering both parts;
+    no second ``generate``."""
+    prompt = [1, 2, 3]
+    shorts = [[TS, 5, 6, TS + 10], [TS, 7, TS + 10], [TS, 8, TS + 10]]
+    gen = ScriptedGenerate([[list(range(100, 300)), list(range(300, 500))] + shorts], None)
+    resumed = []
+
+    def resume(features, prompt_, prefix, max_length, kwargs):
+        resumed.append((list(prefix), max_length, kwargs["sampling_temperature"]))
+        if prefix[0] == 100:  # goes on into a loop the rule finds at once
+            tokens = list(prefix) + [7, 8] * 20
+            return tokens, -1.0 * (len(tokens) - len(prefix)), find_loop(tokens, LoopOptions(), TS)
+        return list(prefix) + [9], -0.5, None
+
+    options = LoopOptions()
+    results, report = generate_stopping(gen, None, [prompt], options, TS, seconds=2.0, resume=resume, beam_size=1,
+                                        num_hypotheses=5, sampling_topk=0, sampling_temperature=0.4)
+    assert steps_of(gen.calls[0], 3) == int((options.cap_tokens + 2.0 * options.cap_rate) * options.sampled_share)
+    capped = steps_of(gen.calls[0], 3)
+    assert len(gen.calls) == 1 and [r[0] for r in resumed] == [list(range(100, 100 + capped)),
+                                                               list(range(300, 300 + capped))]
+    result = results[0]
+    longer = list(range(300, 300 + capped)) + [9]
+    assert result.sequences_ids[0] == longer and result.scores[0] == pytest.approx((-0.2 * capped - 0.5) / len(longer))
+    cut = list(range(100, 100 + capped)) + [7, 8]  # up to the repetition's second unit
+    assert cut in result.sequences_ids and report.loops == 1 and result.scores == sorted(result.scores, reverse=True)
+
+
+@pytest.fixture(scope="module")
+def engine32(base_model_dir):
+    import ctranslate2
+
+    return ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="float32", intra_threads=2)
+
+
+@pytest.mark.model
+def test_sample_decode_near_temperature_0_is_greedy_and_scores_as_ctranslate2(engine32, special, data_dir, vocab):
+    """Sampling near temperature 0 is greedy: from no prefix and from the greedy hypothesis' first tokens (in one
+    pass, float32: batched logits equal step logits), ``sample_decode`` writes the greedy tokens, and its log-
+    probability is CTranslate2's score times the length (length penalty 1, EOT counted)."""
+    from tokenmap.audio import load_audio
+    from tokenmap.decode.rules import sample_decode
+
+    enc = encode_samples(engine32, load_audio(str(data_dir / "en-conf-getpin.flac")))
+    prompt = [special.sot, vocab.token_to_id("<|en|>"), vocab.token_to_id("<|transcribe|>")]
+    greedy = engine32.generate(enc, [prompt], **KW)[0]
+    tokens, score = greedy.sequences_ids[0], greedy.scores[0]
+    sampled = dict(KW, num_hypotheses=5, sampling_topk=0, sampling_temperature=1e-4)
+    whole = sample_decode(engine32, enc, prompt, [], special, **sampled)
+    assert whole.tokens == tokens and whole.finished
+    assert whole.score == pytest.approx(score * len(tokens), abs=1e-3)
+    rest = sample_decode(engine32, enc, prompt, tokens[:5], special, **sampled)
+    assert rest.tokens == tokens and -whole.score > -rest.score
+
+
+@pytest.mark.model
+def test_a_sampled_loop_on_the_fork_stops_at_the_token_the_rule_fires(engine, special, crafted_loop, vocab):
+    """The crafted loop sampled near temperature 0, capped after 4 steps: it goes on on the fork's step API and
+    stops at the token where the rule fires, not at a cap."""
+    enc, prompt = crafted_loop
+    stopper = loops.StoppingDecoder(engine, LoopOptions(cap_tokens=8, cap_rate=0), special, vocab.decode,
+                                    stepper=engine)
+    sampled = dict(KW, num_hypotheses=1, sampling_topk=0, sampling_temperature=1e-4)
+    results, report = generate_stopping(engine.generate, enc, [prompt], stopper.loop, special.timestamp_begin,
+                                        None, special.eot, stopper.resume, **sampled)
+    result = results[0]
+    assert report.loops == 1 and report.calls == 2 and result.loop is not None
+    assert find_loop(result.decoded, stopper.loop, special.timestamp_begin, special.eot) == result.loop
+    assert len(result.decoded) == result.loop.stop < 100

@@ -103,7 +103,7 @@ class Model:
 
         def decode(output: Output, prompts, kwargs):
             plain = StoppingDecoder(self.plain.on(output.kept), self.loop, self.special, self.text, window.seconds,
-                                    stats)
+                                    stats, self.decoder if self.drafting is not None else None)
             if self.drafting is None:
                 return plain.generate(output.view, prompts, **kwargs)
             return self.drafting.generate(self.decoder, plain, output.view, prompts, stats, window.seconds,

@@ -36,6 +36,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from tokenmap.decode.rules import sample_decode
+
 
 @dataclass(frozen=True)
 class LoopOptions:
@@ -43,7 +45,8 @@ class LoopOptions:
 
     ``max_unit``: longest repeated unit, in text tokens; a repetition must span ``min_span`` text tokens
     and ``min_repeats`` units. ``cap_tokens`` + ``cap_rate`` * seconds: the steps plain ``generate`` is
-    first given for a window of that much audio (:func:`generate_stopping`).
+    first given for a window of that much audio (:func:`generate_stopping`); a sampled call gets
+    ``sampled_share`` of them where its hypotheses can go on token by token (the fork's step API).
     """
 
     max_unit: int = 16
@@ -51,6 +54,7 @@ class LoopOptions:
     min_repeats: int = 4
     cap_tokens: int = 48
     cap_rate: float = 8.0
+    sampled_share: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -239,19 +243,23 @@ def length_for(steps: int, prompt_length: int, max_length: int) -> int:
 
 
 def generate_stopping(generate, features, prompts, options: LoopOptions, timestamp_begin: int,
-                      seconds: float | None = None, eot: int | None = None, **kwargs):
+                      seconds: float | None = None, eot: int | None = None, resume=None, **kwargs):
     """``generate(features, prompts, **kwargs)`` whose looping hypotheses are stopped and cut.
 
     The first call gets the steps ``options.cap_tokens + options.cap_rate * seconds`` (``seconds``: the
     window's audio; None: 30). A hypothesis that used them all is cut when it loops; else it goes on with
     twice the steps, up to the caller's ``max_length``, alone: a greedy one decoded again (deterministic:
     the uncapped call's tokens), a sampled one continued from its tokens as a decoding prefix (the same
-    distribution; its score then covers both calls). Hypotheses are then ordered by score, as CTranslate2
-    orders them. Returns ``(results, StoppedGeneration)``; rows where nothing changed are CTranslate2's own.
+    distribution; its score then covers both calls). With ``resume(features, prompt, prefix, max_length,
+    kwargs) -> (tokens, log-probability of the new ones, Loop or None)``, a sampled call's first cap is
+    ``options.sampled_share`` of that and its hypotheses go on there, stopped at the token the rule fires on.
+    Hypotheses are then ordered by score, as CTranslate2 orders them. Returns ``(results, StoppedGeneration)``; rows where nothing changed are CTranslate2's own.
     """
     max_length = kwargs.pop("max_length", 448)
     sampled, power = kwargs.get("sampling_topk", 1) != 1, kwargs.get("length_penalty", 1.0)
     steps = int(options.cap_tokens + options.cap_rate * (30.0 if seconds is None else seconds))
+    resume = resume if sampled else None
+    steps = int(steps * options.sampled_share) if resume is not None else steps
     report = StoppedGeneration()
     firsts = table = None
     todo = [(row, None, ()) for row in range(len(prompts))]  # (row, hypothesis, prefix) to decode
@@ -266,6 +274,13 @@ def generate_stopping(generate, features, prompts, options: LoopOptions, timesta
             table = [[[list(s), sc, None] for s, sc in zip(r.sequences_ids, list(r.scores or []) or
                                                           [None] * len(r.sequences_ids))] for r in firsts]
             decoded = [(row, h) for row in range(len(prompts)) for h in range(len(table[row]))]
+        elif resume is not None:
+            for row, h, prefix in todo:
+                tokens, logprob, loop = resume(_rows_of(features, [row]), prompts[row], prefix, max_length, kwargs)
+                total = (table[row][h][1] or 0.0) * len(prefix) ** power + logprob
+                table[row][h] = [tokens, total / max(len(tokens), 1) ** power, loop or "again"]
+                report.loops += loop is not None
+            break
         else:
             got = generate(_rows_of(features, [row for row, _, _ in todo]),
                            [list(prompts[row]) + list(prefix) for row, _, prefix in todo],
@@ -324,13 +339,29 @@ class StoppingDecoder:
 
     ``options``: the rule's (None: ``generate`` as it is); ``special``, ``text`` (ids -> text): the model's;
     ``seconds``: the window's audio (None: 30 s or unknown); ``stats`` counts ``loops_stopped``. Greedy or
-    sampled ``generate`` goes through :func:`generate_stopping` (see :func:`stoppable`); :meth:`note` takes the
-    drafting loop's result. A stopped window's text is registered (:func:`register_stopped`).
+    sampled ``generate`` goes through :func:`generate_stopping` (see :func:`stoppable`), sampled hypotheses going
+    on by :func:`~tokenmap.decode.rules.sample_decode` on ``stepper`` (the fork's model; None: by ``generate``);
+    :meth:`note` takes the drafting loop's result. A stopped window's text is registered (:func:`register_stopped`).
     """
 
-    def __init__(self, plain, options: LoopOptions | None, special, text, seconds: float | None = None, stats=None):
+    def __init__(self, plain, options: LoopOptions | None, special, text, seconds: float | None = None, stats=None,
+                 stepper=None):
         self.plain, self.loop, self.special, self.text = plain, options, special, text
-        self.seconds, self.stats = seconds, stats
+        self.seconds, self.stats, self.stepper = seconds, stats, stepper
+
+    def resumable(self, kwargs) -> bool:
+        """Whether :meth:`resume` draws as ``generate`` would with these arguments (no penalties it lacks)."""
+        return self.stepper is not None and kwargs.get("repetition_penalty", 1) == 1 and not kwargs.get(
+            "no_repeat_ngram_size", 0)
+
+    def resume(self, features, prompt, prefix, max_length: int, kwargs):
+        """A sampled hypothesis, ``prefix`` so far, decoded on to its end or its loop (:func:`generate_stopping`)."""
+        rule = LoopRule(self.loop, self.special.timestamp_begin, self.special.eot)
+        for token in prefix:
+            rule.feed(token)
+        result = sample_decode(self.stepper, features, prompt, prefix, self.special, rule.feed,
+                               **dict(kwargs, max_length=max_length))
+        return result.tokens, result.score, rule.loop
 
     def generate(self, features, prompts, **kwargs):
         clear_stopped()
@@ -338,7 +369,8 @@ class StoppingDecoder:
             return self.plain.generate(features, prompts, **kwargs)
         results, report = generate_stopping(self.plain.generate, features, prompts, self.loop,
                                             self.special.timestamp_begin, self.seconds if len(prompts) == 1 else None,
-                                            self.special.eot, **kwargs)
+                                            self.special.eot, self.resume if self.resumable(kwargs) else None,
+                                            **kwargs)
         if self.stats is not None:
             self.stats.loops_stopped += report.loops
         max_length = kwargs.get("max_length", 448)

@@ -402,3 +402,35 @@ def greedy_decode(model, encoder_output, prompt: Sequence[int], special: Special
     score = rules.final_score(total, len(tokens))
     logger.debug("reference greedy: %d tokens, score %.4f", len(tokens), score)
     return GreedyResult(tokens, score, no_speech, finished)
+
+
+def sample_decode(model, encoder_output, prompt: Sequence[int], prefix: Sequence[int], special: SpecialTokens,
+                  stop=None, rng=None, **generate_kwargs) -> GreedyResult:
+    """Go on with a hypothesis ``generate(..., sampling_temperature=, sampling_topk=)`` sampled as far as ``prefix``:
+    ``prompt`` and ``prefix`` in one pass, then one token a step drawn from the rules' logits as CTranslate2 draws
+    it, until EOT, the maximum length, or ``stop(token)`` (fed every new token) says so. ``score`` is the sum of
+    the new tokens' log-probabilities, EOT's included, untempered: what CTranslate2 adds to its score."""
+    kwargs = dict(generate_kwargs)
+    temperature, topk = float(kwargs.pop("sampling_temperature", 1.0)), int(kwargs.pop("sampling_topk", 1))
+    rules = RuleSet.from_generate_kwargs(special, prompt, **kwargs)
+    rng = rng or np.random.default_rng()
+    tokens = list(prefix)
+    state, logits, _ = prefill_like_generate(model, encoder_output, list(prompt) + tokens, rules, False)
+    total, finished = 0.0, False
+    while len(tokens) < rules.max_steps:
+        logprobs = rules.apply(logits, tokens)
+        logprobs = log_softmax(logits) if logprobs is None else logprobs
+        z = logits.astype(np.float64) / max(temperature, 1e-6)
+        if 0 < topk < len(z):
+            z[np.argpartition(z, -topk)[:-topk]] = -np.inf
+        weights = np.cumsum(np.exp(z - z.max()))
+        token = int(np.searchsorted(weights, rng.random() * weights[-1], side="right"))
+        total += float(logprobs[token])
+        if token == special.eot:
+            finished = True
+            break
+        tokens.append(token)
+        if (stop is not None and stop(token)) or len(tokens) >= rules.max_steps:
+            break
+        logits = _row(model.forward_step(state, token))
+    return GreedyResult(tokens, total, None, finished)
