@@ -234,7 +234,6 @@ class StreamTranscriber:
         self.buffer = np.zeros(0, np.float32)
         self.offset = 0.0  # absolute time of the buffer's first sample
         self.committed: list[int] = []
-        self.committed_segments: list[tuple[float, float, str]] = []
         self.previous: list[int] = []  # last hypothesis, relative to the buffer
         self.history: list[list[TokenSegment]] = []  # earlier hypotheses' segments, same buffer start
         self.metrics = StreamMetrics()
@@ -366,7 +365,6 @@ class StreamTranscriber:
         latencies = []
         for s in segments:
             stop = self.offset + (s.stop if s.stop is not None else len(self.buffer) / SAMPLE_RATE)
-            self.committed_segments.append((self.offset + s.start, stop, self.engine.text(s.text).strip()))
             latencies.append(max(0.0, now - stop))
         return self.engine.text(text_tokens).strip(), latencies
 
