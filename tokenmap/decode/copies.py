@@ -1,9 +1,8 @@
 """Real copies of the previous text, told from speech that really repeats, with a short probe.
 
-faster-whisper conditions a window on the previous window's text, and Whisper sometimes writes that text
-again instead of what it hears. The guard (:meth:`tokenmap.decode.guarding.Guard.copied`) finds a window
-whose text repeats the previous text. But speech repeats too (a reading said twice, an IVR menu played
-again), and there a decode without the previous text writes the same thing: a decode wasted.
+The guard (:meth:`tokenmap.decode.guarding.Guard.copied`) finds a window whose text repeats the previous text.
+But speech repeats too (a reading said twice, an IVR menu played again), and there a decode without the
+previous text writes the same thing: a decode wasted.
 
 :func:`probe_copy` asks the audio first, cheaply: the window is decoded without the previous text only as
 far as the window wrote the copied passage's first words (plus :attr:`CopyProbe.tokens`). Where that probe

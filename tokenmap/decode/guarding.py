@@ -52,11 +52,8 @@ class Guard:
     ``log_prob_threshold`` is -1.0; a one-word prompt decodes near it with any context, so the guard
     waits for less); ``no_speech``: ``no_speech_prob`` above this with that low log-probability
     (faster-whisper would then drop the window as silence); ``tokens_per_s``: more text tokens a second
-    of audio than this.
-
-    The defaults, and :class:`tokenmap.context.AudioContext`'s, were chosen by replaying greedy decodes of 180
-    Asterisk prompts of the train split (60 each of en, es, fr) at several contexts
-    (``research/short_context.py``); the benchmark measures the test split.
+    of audio than this. The defaults, and :class:`tokenmap.context.AudioContext`'s, come from
+    ``research/short_context.py``.
     """
 
     past_audio_s: float = 1.0
