@@ -52,8 +52,7 @@ class Budget:
 
 
 DEFAULT_BUDGET = Budget()
-#: the budget of the worst task (w = 1): every context of its corpus kept, its teacher transcripts
-#: counted four times (chosen on the dev split with ``tokenmap_bench.fairness``, never on test sentences)
+#: the budget of the worst task (w = 1): every context of its corpus kept, its teacher transcripts counted four times
 GENEROUS = Budget(min_count=1, teacher=4)
 #: tasks with w_T <= PROTECT keep the default budget in ``tokenmap build --balance`` (the best task always does)
 PROTECT = 0.65

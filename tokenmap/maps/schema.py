@@ -113,8 +113,7 @@ MAGIC = b"\x93TOKMAP\x1a"
 MAP_VERSION = 3  # one token map (tokenmap.maps.suffixmap), what `tokenmap build` writes
 RECALL_VERSION = 5  # an audio recall index (tokenmap.maps.recallindex), not a token map
 SET_VERSION = 6  # a map set: one token map per task (`tokenmap build --balance`)
-#: versions of earlier releases, refused with a message to rebuild: 1, 2 and 4 held n-gram maps
-#: (fixed-length contexts with ranked candidate drafts), which the decoder no longer reads
+#: versions the loader refuses with a message to rebuild, and what each held
 RETIRED_VERSIONS = {1: "an n-gram token map", 2: "a map set of n-gram sections", 4: "an n-gram token map"}
 MAX_HEADER = 16 << 20
 ALIGN = 64
