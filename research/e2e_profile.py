@@ -23,9 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class Timed:
-    """Proxy that times the ``encode`` and ``generate`` of a ctranslate2 Whisper model, or ``encode_kept`` and
-    ``encode`` of tokenmap's encoder door (``model.model.windows.encoder``; a worker's encode may finish inside
-    ``generate``)."""
+    """Times a ctranslate2 Whisper's ``encode`` and ``generate``, or tokenmap's encoder door's (``model.model.windows.
+    encoder``) ``encode_kept`` and ``encode``; a worker's encode may end inside ``generate``."""
 
     BUCKETS = {"encode": "encode", "encode_kept": "encode", "generate": "generate"}
 

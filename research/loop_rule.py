@@ -134,9 +134,8 @@ class Recorder:
 def collect(args) -> int:
     from tokenmap import WhisperModel
 
-    options = {"loop_stop": False} if args.loop_stop_option else {}
     model = WhisperModel(args.model, compute_type="int8", cpu_threads=args.threads, encoder=args.encoder,
-                         malloc_policy=True, **options)
+                         malloc_policy=True, loop_stop=False)  # the decodes as they would run, loops and all
     recorder = Recorder(model.model)
     per_set = {k: int(v) for k, v in (p.split("=") for p in args.per_set.split(","))} if args.per_set else None
     items = utterances(args.per_lang, Path(args.wer_manifest), set(args.sets.split(",")) if args.sets else None,
@@ -302,7 +301,11 @@ def cost_case(name):
 
 
 def cost_child(args) -> int:
-    """A system (``on``/``off``: tokenmap's loop stop; ``stock``), a fresh warmed model per case read on stdin."""
+    """A system (``on``/``off``: tokenmap's loop stop; ``generate``: on, sampled hypotheses going on by ``generate``
+    as before the fork did it; ``stock``), a fresh warmed model per case read on stdin."""
+    if args.system == "generate":
+        from tokenmap.decode.loops import StoppingDecoder
+        StoppingDecoder.resumable = lambda self, kwargs: False
     for name in sys.stdin:
         audio, lang, kwargs = cost_case(name.strip())
         if args.system == "stock":
@@ -311,7 +314,7 @@ def cost_child(args) -> int:
         else:
             from tokenmap import WhisperModel
             model = WhisperModel(args.model, compute_type="int8", cpu_threads=args.threads, encoder=args.encoder,
-                                 session_cache=False, loop_stop=args.system == "on")
+                                 session_cache=False, loop_stop=args.system != "off")
         list(model.transcribe(audio[:16000], language=lang, vad_filter=True)[0])
         started = time.perf_counter()
         segments = list(model.transcribe(audio, language=lang, beam_size=1, **dict({"vad_filter": False}, **kwargs))[0])
@@ -365,7 +368,6 @@ def main(argv=None) -> int:
     c.add_argument("--sets", default=None, help="comma-separated sets (default: all)")
     c.add_argument("--per-set", default=None,
                    help="at most N utterances of each set's split: 'telephony=60,*=20' (default: all)")
-    c.add_argument("--loop-stop-option", action="store_true", help="pass loop_stop=False (once it exists)")
     c.add_argument("--out", type=Path, required=True)
     a = sub.add_parser("analyze")
     a.add_argument("files", nargs="+")
@@ -377,7 +379,7 @@ def main(argv=None) -> int:
         k.add_argument("--threads", type=int, default=2)
         k.add_argument("--reps", type=int, default=3)
         k.add_argument("--cases", default="reading,noise")
-        k.add_argument("--systems", default="on,off,stock", help="of on, off (tokenmap's loop stop), stock")
+        k.add_argument("--systems", default="on,off,stock", help="of on, off (tokenmap's loop stop), generate, stock")
         if name == "cost-child":
             k.add_argument("system")
     args = ap.parse_args(argv)

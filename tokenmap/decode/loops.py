@@ -253,7 +253,8 @@ def generate_stopping(generate, features, prompts, options: LoopOptions, timesta
     distribution; its score then covers both calls). With ``resume(features, prompt, prefix, max_length,
     kwargs) -> (tokens, log-probability of the new ones, Loop or None)``, a sampled call's first cap is
     ``options.sampled_share`` of that and its hypotheses go on there, stopped at the token the rule fires on.
-    Hypotheses are then ordered by score, as CTranslate2 orders them. Returns ``(results, StoppedGeneration)``; rows where nothing changed are CTranslate2's own.
+    Hypotheses are then ordered by score, as CTranslate2 orders them. Returns ``(results, StoppedGeneration)``;
+    rows where nothing changed are CTranslate2's own.
     """
     max_length = kwargs.pop("max_length", 448)
     sampled, power = kwargs.get("sampling_topk", 1) != 1, kwargs.get("length_penalty", 1.0)
