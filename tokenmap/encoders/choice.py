@@ -3,11 +3,12 @@
 ``encoder`` (``WhisperModel(encoder=...)``, ``--encoder``) is one of :data:`ENCODERS`:
 
 * ``"auto"`` (default): per audio length, the fastest measured here among CTranslate2 and the OpenVINO
-  precisions this CPU can run (:func:`openvino_candidates`; one that fails to compile or run is left out).
+  precisions this CPU can run (:func:`auto_candidates`; one that fails to compile or run is left out).
   Measured once per model shape, compute type, thread count, CPU and oneDNN cap, and kept beside the cost
   curves (``tokenmap calibrate --encoder`` measures again). CTranslate2 keeps a length unless OpenVINO takes
   at most :data:`MARGIN` of its time;
-* ``"openvino"``: OpenVINO at its fastest measured precision; ``"openvino:<precision>"`` forces one;
+* ``"openvino"``: OpenVINO at its fastest measured precision; ``"openvino:<precision>"`` forces one, and only
+  that runs :data:`NAMED_ONLY`'s;
 * ``"ctranslate2"``: CTranslate2, as faster-whisper encodes: stock CTranslate2 in its worker where
   ``make stock-encoder`` installed it (``"stock"``), else the fork in process (``"fork"``).
 
@@ -51,6 +52,9 @@ ENCODERS = ENGINES[:2] + tuple(f"openvino:{p}" for p in PRECISIONS) + ENGINES[2:
 LENGTHS = (1000, 3000)  # mel frames measured: a 10 s context and a 30 s window
 BOUNDARY = 2000  # windows of up to this many frames take the short length's winner
 MARGIN = 0.95  # OpenVINO must take at most this share of CTranslate2's time to be chosen
+#: precisions only a named ``encoder`` runs (never timed nor chosen by ``auto``): full int8 writes worse transcripts
+#: than CTranslate2 int8 on real speech (docs/BENCHMARKS.md, "WER by encoder")
+NAMED_ONLY = ("openvino:int8-full",)
 
 
 def parse(requested: str) -> tuple[str, str | None]:
@@ -96,6 +100,11 @@ def openvino_candidates() -> tuple[str, ...]:
     return tuple(out)
 
 
+def auto_candidates() -> tuple[str, ...]:
+    """The :func:`openvino_candidates` ``auto`` and ``"openvino"`` time and choose from: all but :data:`NAMED_ONLY`."""
+    return tuple(c for c in openvino_candidates() if c not in NAMED_ONLY)
+
+
 def cpu_identity() -> str:
     """The CPU's model name and flags, as this machine reports them, and oneDNN's ISA cap if one is set (what a
     measurement is valid for)."""
@@ -129,7 +138,7 @@ def ctranslate2_engine() -> str:
 def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: int = 3,
             lengths=LENGTHS) -> dict:
     """Median milliseconds per encode of each candidate at each length in ``lengths``, interleaved: the
-    :func:`openvino_candidates` that compile and run here, and ``"ctranslate2"``, ``ct2`` (the CTranslate2
+    :func:`auto_candidates` that compile and run here, and ``"ctranslate2"``, ``ct2`` (the CTranslate2
     encoder that would run; default: the stock worker, or the fork's model). Returns ``{"cpu", "openvino",
     "ctranslate2", "candidates", "unavailable": {candidate: why}, "ms": {candidate: {frames: ms}}}``."""
     import ctranslate2
@@ -140,7 +149,7 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
     elif ct2 is None:
         ct2 = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
                                          intra_threads=threads)
-    candidates = openvino_candidates()
+    candidates = auto_candidates()
     engines, unavailable, n_mels = {}, {}, getattr(ct2, "n_mels", 80)
     for name in candidates:
         try:
@@ -185,7 +194,7 @@ def load_measurement(model_dir: Path, compute_type: str, threads: int) -> dict |
     except (OSError, ValueError):
         return None
     if (data.get("cpu"), data.get("openvino"), data.get("ctranslate2"), data.get("candidates")) != (
-            cpu_identity(), ov.__version__, ct2_setting(), list(openvino_candidates())):
+            cpu_identity(), ov.__version__, ct2_setting(), list(auto_candidates())):
         return None
     return data
 
