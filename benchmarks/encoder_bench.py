@@ -1,8 +1,8 @@
 """The encoder engines on this CPU: time per window length, load time, and output against float32.
 
 For each model, every engine encodes the same features, interleaved round by round (medians):
-the OpenVINO precisions ``auto`` times on this CPU that compile and run here (f32, int8 weights, bf16
-where the CPU computes bfloat16, int8-full where it has int8 matrix instructions), CTranslate2
+the OpenVINO precisions this CPU can run that compile here (f32, int8 weights, bf16 where the CPU computes
+bfloat16, int8-full where it has int8 matrix instructions; ``auto`` leaves int8-full out), CTranslate2
 int8 in process (the fork) and stock CTranslate2 int8 in its worker (what faster-whisper runs; where
 ``make stock-encoder`` installed it). Then what ``encoder="auto"`` would choose from these timings.
 With ``--speech`` the features are a real clip's (padded, as Whisper pads), and each engine's output is

@@ -221,6 +221,7 @@ def test_auto_times_what_compiles_and_takes_the_fastest(monkeypatch, tmp_path):
     assert set(data["ms"]) == {"openvino:f32", "openvino:int8", "ctranslate2"}
     assert data["unavailable"] == {"openvino:bf16": "OpenVINO cannot compile the bf16 encoder on this CPU: Softmax"}
     data["ms"] = {name: {"1000": ms["100"], "3000": ms["300"]} for name, ms in data["ms"].items()}
+    data["ms"]["openvino:int8-full"] = {"1000": 1.0, "3000": 1.0}  # a measurement made elsewhere: never chosen
     assert plan_from_measurement(data, "stock", "int8").choices == (Choice("openvino", "int8"),)
     assert choice._fastest_openvino(data).choices == (Choice("openvino", "int8"),)
     assert choice.choose("openvino:bf16", tmp_path, "int8", 2).choices == (Choice("openvino", "bf16"),)  # forced

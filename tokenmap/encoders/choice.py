@@ -215,7 +215,7 @@ def plan_from_measurement(data: dict, ct2: str, compute_type: str) -> EncoderPla
     ms = data["ms"]
     choices, words = [], []
     lengths = sorted(int(f) for f in ms["ctranslate2"])
-    openvino = [c for c in ms if c.startswith("openvino:")]
+    openvino = [c for c in ms if c.startswith("openvino:") and c not in NAMED_ONLY]
     if not openvino:
         return EncoderPlan((Choice(ct2, compute_type),), "ctranslate2: no OpenVINO precision runs on this CPU")
     for i, frames in enumerate(lengths):
@@ -265,7 +265,7 @@ def _fastest_openvino(data: dict) -> EncoderPlan:
     """The OpenVINO precision measured fastest on 30 s windows."""
     ms = data["ms"]
     frames = str(max(LENGTHS))
-    timed = [c for c in ms if c.startswith("openvino:")]
+    timed = [c for c in ms if c.startswith("openvino:") and c not in NAMED_ONLY]
     if not timed:
         raise EncoderUnavailable("no OpenVINO precision compiles on this CPU: "
                                  + "; ".join(f"{c}: {why}" for c, why in data.get("unavailable", {}).items()))
