@@ -302,6 +302,27 @@ def test_quantizing_keeps_the_named_layers_float_and_the_output_near_float():
     assert 0.98 < cosine < 1.0
 
 
+def test_widening_scales_activation_ranges_and_leaves_weights_alone():
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    from tokenmap.encoders.quantize import widen_activation_ranges
+
+    def bounds(lo, hi):
+        return [ops.constant(np.float32(v)) for v in (lo, hi, lo, hi)]
+
+    x = ops.parameter([1, 4], np.float32, name="x")
+    acts = ops.fake_quantize(x, *bounds(-1.0, 2.0), 256)
+    weight = ops.fake_quantize(ops.constant(np.ones((4, 4), np.float32)), *bounds(-3.0, 3.0), 255)
+    model = ov.Model([ops.matmul(acts, weight, False, True).output(0)], [x])
+    widen_activation_ranges(model, 1.5)
+    ranges = {int(op.get_attributes()["levels"]): [float(op.input_value(i).get_node().get_data()) for i in range(1, 5)]
+              for op in model.get_ops() if op.get_type_name() == "FakeQuantize"}
+    assert ranges == {256: [-1.5, 3.0, -1.5, 3.0], 255: [-3.0, 3.0, -3.0, 3.0]}
+    out = ov.Core().compile_model(model, "CPU")({0: np.array([[2.9, -1.4, 0.0, 1.0]], np.float32)})[0]
+    assert abs(float(out[0, 0]) - 2.5) < 0.05  # 2.9 and -1.4 pass unclipped: 2.9 - 1.4 + 0 + 1
+
+
 def test_without_nncf_the_full_int8_encoder_is_unavailable_in_one_line(monkeypatch, tmp_path):
     from tokenmap.encoders import openvino
 
