@@ -2,7 +2,7 @@
 
 For each model, every engine encodes the same features, interleaved round by round (medians):
 the OpenVINO precisions this CPU can run that compile here (f32, int8 weights, bf16 where the CPU computes
-bfloat16, int8-full where it has int8 matrix instructions; ``auto`` leaves int8-full out), CTranslate2
+bfloat16, int8-full where it has int8 matrix instructions), CTranslate2
 int8 in process (the fork) and stock CTranslate2 int8 in its worker (what faster-whisper runs; where
 ``make stock-encoder`` installed it). Then what ``encoder="auto"`` would choose from these timings.
 With ``--speech`` the features are a real clip's (padded, as Whisper pads), and each engine's output is

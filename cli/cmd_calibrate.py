@@ -31,7 +31,7 @@ from .errors import fail
 @click.option("--reps", default=5, show_default=True, type=click.IntRange(1, 100), help="Repetitions (median).")
 @click.option("--encoder", "encoders", is_flag=True,
               help="Instead: time the encoder engines (CTranslate2 at --compute-type and the OpenVINO precisions "
-                   "this CPU runs: f32, int8 weights, bf16; not int8-full) on 10 s and 30 s windows and keep the "
+                   "this CPU runs: f32, int8 weights, bf16, int8-full) on 10 s and 30 s windows and keep the "
                    "result, which --encoder auto chooses from.")
 def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tokens, reps, encoders):
     """Time a verify pass of 1..N tokens on the real path (engine call, logits, rules); save the curve.

@@ -1,14 +1,11 @@
 #!/usr/bin/env python3
-"""Full-int8 encoder recipes compared by WER against CTranslate2 int8 on held-out real speech, and by time.
+"""Full-int8 encoder recipes compared by WER against CTranslate2 int8 on held-out real speech.
 
-Dev audio: the utterances ``benchmarks/wer_sets.py --per-set 230`` adds to the 150 per set that
-``benchmarks/encoder_wer.py`` measures (``--dev`` minus ``--test``), and Asterisk en/es/fr prompts 150-229 in
-encoder_wer's order: the same sources, never the measured recordings. A variant is a set of ``quantize`` settings
-(VARIANTS), built by the package's own path under its own cache key; greedy decoding at temperature 0, as in
-encoder_wer. Earlier, cosine against float32 had picked alpha 0.7 and layer 0's attention output in float, but
-cosine did not predict WER.
+Dev audio: what ``benchmarks/wer_sets.py --per-set 230`` adds to the 150 a set ``benchmarks/encoder_wer.py``
+measures, and Asterisk en/es/fr prompts 150-229 in its order. A variant (VARIANTS) is built by the package's own
+path under a cache key of its own, then decoded greedily as encoder_wer decodes.
 
-    .venv/bin/python research/int8_recipe.py --variants current,sdpa-float --per-set 80
+    .venv/bin/python research/int8_recipe.py --variants recipe-4,widen-2.0
 """
 from __future__ import annotations
 
@@ -27,7 +24,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import encoder_wer  # noqa: E402  (the script in benchmarks/)
 from wer_table import delta_ci  # noqa: E402
 
-QUANTIZE = nncf.quantize
+QUANTIZE, COMPILE_CONFIG = nncf.quantize, openvino.compile_config
 RANGES = nncf.quantization.range_estimator.RangeEstimatorParametersSet
 BASE = {"layers": quantize.FLOAT_LAYERS, "scale": 1.0}  # recipe 4: activation ranges as calibrated
 VARIANTS = {  # name -> settings over BASE: float layers, range scale, nncf.quantize arguments, advanced parameters
@@ -36,38 +33,26 @@ VARIANTS = {  # name -> settings over BASE: float layers, range scale, nncf.quan
     "sdpa-float": {"sdpa": True},  # attention's matrix products unquantized
     "quantile": {"advanced": {"activations_range_estimator_params": RANGES.MEAN_QUANTILE}},
     "f32-rest": {"f32": True},  # what is not int8 runs in float32, not bf16
-    "real-calib": {"speech": "real"},
     "bias-correction": {"nncf": {"fast_bias_correction": False}},
-    "f32-rest-bias": {"f32": True, "nncf": {"fast_bias_correction": False}},
     **{f"widen-{k}": {"scale": k} for k in (1.25, 1.5, 2.0, 3.0)},
 }
+
 
 def dev_rows(dev: Path, test: Path, per_set: int) -> list[dict]:
     measured = {json.loads(line)["id"] for line in test.read_text(encoding="utf-8").splitlines()}
     rows = [r for r in encoder_wer.manifest_rows(dev, 10 ** 6) if r["id"] not in measured]
-    by_set: dict[str, list[dict]] = {}
-    for r in rows:
-        by_set.setdefault(r["set"], []).append(r)
     digest = lambda r: hashlib.sha256(r["id"].encode()).hexdigest()  # noqa: E731
-    out = [r for rs in by_set.values() for r in sorted(rs, key=digest)[:per_set]]
+    out = [r for s in sorted({r["set"] for r in rows}) for r in sorted(
+        [r for r in rows if r["set"] == s], key=digest)[:per_set]]
     for lang in encoder_wer.ASTERISK:
         out += encoder_wer.asterisk_rows(lang, 150 + per_set)[150:]
     return out
-
-
-COMPILE_CONFIG, SPEECH = openvino.compile_config, quantize._speech
-
-
-def REAL() -> tuple:  # noqa: N802  (a diagnosis: real Asterisk prompts ranked 300-339, neither dev nor test)
-    rows = [r for lang in encoder_wer.ASTERISK for r in encoder_wer.asterisk_rows(lang, 340)[300:]]
-    return tuple(encoder_wer.load_audio(r) for r in rows[::3])
 
 
 def apply(variant: dict) -> None:
     """Set the package's recipe to ``variant`` (over BASE), under a cache key of its own."""
     v = {**BASE, **variant}
     quantize.FLOAT_LAYERS, quantize.ACTIVATION_RANGE_SCALE = v["layers"], v["scale"]
-    quantize._speech = REAL if v.get("speech") == "real" else SPEECH
     f32 = {"INFERENCE_PRECISION_HINT": "f32"} if v.get("f32") else {}
     openvino.compile_config = lambda *a: {**COMPILE_CONFIG(*a), **f32}
 

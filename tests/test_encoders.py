@@ -212,18 +212,15 @@ class _CT2:
 
 
 def test_auto_times_what_compiles_and_takes_the_fastest(monkeypatch, tmp_path):
-    """Full int8, the fastest here, is neither timed nor chosen by ``auto`` (its transcripts are worse): only
-    named."""
     monkeypatch.setattr(choice, "OpenVINOEncoder", _Timed)
     monkeypatch.setattr(choice, "openvino_candidates", lambda: tuple(
         f"openvino:{p}" for p in _Timed.ms))
     data = choice.measure(tmp_path, "int8", 2, ct2=_CT2(), reps=1, lengths=(100, 300))
-    assert set(data["ms"]) == {"openvino:f32", "openvino:int8", "ctranslate2"}
+    assert set(data["ms"]) == {"openvino:f32", "openvino:int8", "openvino:int8-full", "ctranslate2"}
     assert data["unavailable"] == {"openvino:bf16": "OpenVINO cannot compile the bf16 encoder on this CPU: Softmax"}
     data["ms"] = {name: {"1000": ms["100"], "3000": ms["300"]} for name, ms in data["ms"].items()}
-    data["ms"]["openvino:int8-full"] = {"1000": 1.0, "3000": 1.0}  # a measurement made elsewhere: never chosen
-    assert plan_from_measurement(data, "stock", "int8").choices == (Choice("openvino", "int8"),)
-    assert choice._fastest_openvino(data).choices == (Choice("openvino", "int8"),)
+    assert plan_from_measurement(data, "stock", "int8").choices == (Choice("openvino", "int8-full"),)
+    assert choice._fastest_openvino(data).choices == (Choice("openvino", "int8-full"),)
     assert choice.choose("openvino:bf16", tmp_path, "int8", 2).choices == (Choice("openvino", "bf16"),)  # forced
     assert choice.choose("openvino:int8-full", tmp_path, "int8", 2).choices == (Choice("openvino", "int8-full"),)
 
@@ -252,7 +249,7 @@ def test_auto_measures_once_and_keeps_the_measurement(monkeypatch, tmp_path):
         import openvino as ov
 
         return dict(_measured(300, 100, 900, 700), cpu=choice.cpu_identity(), openvino=ov.__version__,
-                    ctranslate2=choice.ct2_setting(), candidates=list(choice.auto_candidates()))
+                    ctranslate2=choice.ct2_setting(), candidates=list(choice.openvino_candidates()))
 
     monkeypatch.setattr(choice, "measure", fake_measure)
     first = choice.choose("auto", tmp_path, "int8", 2)

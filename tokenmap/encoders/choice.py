@@ -3,12 +3,11 @@
 ``encoder`` (``WhisperModel(encoder=...)``, ``--encoder``) is one of :data:`ENCODERS`:
 
 * ``"auto"`` (default): per audio length, the fastest measured here among CTranslate2 and the OpenVINO
-  precisions this CPU can run (:func:`auto_candidates`; one that fails to compile or run is left out).
+  precisions this CPU can run (:func:`openvino_candidates`; one that fails to compile or run is left out).
   Measured once per model shape, compute type, thread count, CPU and oneDNN cap, and kept beside the cost
   curves (``tokenmap calibrate --encoder`` measures again). CTranslate2 keeps a length unless OpenVINO takes
   at most :data:`MARGIN` of its time;
-* ``"openvino"``: OpenVINO at its fastest measured precision; ``"openvino:<precision>"`` forces one, and only
-  that runs :data:`NAMED_ONLY`'s;
+* ``"openvino"``: OpenVINO at its fastest measured precision; ``"openvino:<precision>"`` forces one;
 * ``"ctranslate2"``: CTranslate2, as faster-whisper encodes: stock CTranslate2 in its worker where
   ``make stock-encoder`` installed it (``"stock"``), else the fork in process (``"fork"``).
 
@@ -52,9 +51,6 @@ ENCODERS = ENGINES[:2] + tuple(f"openvino:{p}" for p in PRECISIONS) + ENGINES[2:
 LENGTHS = (1000, 3000)  # mel frames measured: a 10 s context and a 30 s window
 BOUNDARY = 2000  # windows of up to this many frames take the short length's winner
 MARGIN = 0.95  # OpenVINO must take at most this share of CTranslate2's time to be chosen
-#: precisions only a named ``encoder`` runs (never timed nor chosen by ``auto``): full int8 writes worse transcripts
-#: than CTranslate2 int8 on real speech (docs/BENCHMARKS.md, "WER by encoder")
-NAMED_ONLY = ("openvino:int8-full",)
 
 
 def parse(requested: str) -> tuple[str, str | None]:
@@ -100,11 +96,6 @@ def openvino_candidates() -> tuple[str, ...]:
     return tuple(out)
 
 
-def auto_candidates() -> tuple[str, ...]:
-    """The :func:`openvino_candidates` ``auto`` and ``"openvino"`` time and choose from: all but :data:`NAMED_ONLY`."""
-    return tuple(c for c in openvino_candidates() if c not in NAMED_ONLY)
-
-
 def cpu_identity() -> str:
     """The CPU's model name and flags, as this machine reports them, and oneDNN's ISA cap if one is set (what a
     measurement is valid for)."""
@@ -138,7 +129,7 @@ def ctranslate2_engine() -> str:
 def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: int = 3,
             lengths=LENGTHS) -> dict:
     """Median milliseconds per encode of each candidate at each length in ``lengths``, interleaved: the
-    :func:`auto_candidates` that compile and run here, and ``"ctranslate2"``, ``ct2`` (the CTranslate2
+    :func:`openvino_candidates` that compile and run here, and ``"ctranslate2"``, ``ct2`` (the CTranslate2
     encoder that would run; default: the stock worker, or the fork's model). Returns ``{"cpu", "openvino",
     "ctranslate2", "candidates", "unavailable": {candidate: why}, "ms": {candidate: {frames: ms}}}``."""
     import ctranslate2
@@ -149,7 +140,7 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
     elif ct2 is None:
         ct2 = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
                                          intra_threads=threads)
-    candidates = auto_candidates()
+    candidates = openvino_candidates()
     engines, unavailable, n_mels = {}, {}, getattr(ct2, "n_mels", 80)
     for name in candidates:
         try:
@@ -194,7 +185,7 @@ def load_measurement(model_dir: Path, compute_type: str, threads: int) -> dict |
     except (OSError, ValueError):
         return None
     if (data.get("cpu"), data.get("openvino"), data.get("ctranslate2"), data.get("candidates")) != (
-            cpu_identity(), ov.__version__, ct2_setting(), list(auto_candidates())):
+            cpu_identity(), ov.__version__, ct2_setting(), list(openvino_candidates())):
         return None
     return data
 
@@ -209,19 +200,13 @@ def save_measurement(model_dir: Path, compute_type: str, threads: int, data: dic
     return path
 
 
-def _choosable(ms: dict) -> list[str]:
-    """The OpenVINO precisions of a measurement's ``ms`` that ``auto`` and ``"openvino"`` may choose (a measurement
-    made elsewhere may hold :data:`NAMED_ONLY`'s too)."""
-    return [c for c in ms if c.startswith("openvino:") and c not in NAMED_ONLY]
-
-
 def plan_from_measurement(data: dict, ct2: str, compute_type: str) -> EncoderPlan:
     """Per measured length, the fastest engine; CTranslate2 unless OpenVINO takes at most :data:`MARGIN`
     of its time. Lengths up to :data:`BOUNDARY` frames follow the shortest measured length."""
     ms = data["ms"]
     choices, words = [], []
     lengths = sorted(int(f) for f in ms["ctranslate2"])
-    openvino = _choosable(ms)
+    openvino = [c for c in ms if c.startswith("openvino:")]
     if not openvino:
         return EncoderPlan((Choice(ct2, compute_type),), "ctranslate2: no OpenVINO precision runs on this CPU")
     for i, frames in enumerate(lengths):
@@ -271,7 +256,7 @@ def _fastest_openvino(data: dict) -> EncoderPlan:
     """The OpenVINO precision measured fastest on 30 s windows."""
     ms = data["ms"]
     frames = str(max(LENGTHS))
-    timed = _choosable(ms)
+    timed = [c for c in ms if c.startswith("openvino:")]
     if not timed:
         raise EncoderUnavailable("no OpenVINO precision compiles on this CPU: "
                                  + "; ".join(f"{c}: {why}" for c, why in data.get("unavailable", {}).items()))
