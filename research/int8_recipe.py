@@ -76,20 +76,17 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=ROOT / "results" / "int8_recipe.json")
     args = ap.parse_args()
     rows = dev_rows(args.dev, args.test, args.per_set)
-    print(f"{len(rows)} dev files", flush=True)
     saved = json.loads(args.json.read_text()) if args.json.is_file() else {}
     if "ctranslate2" not in saved or len(saved["ctranslate2"]) != len(rows):
         saved["ctranslate2"] = [r["ctranslate2"] for r in encoder_wer.decode(rows, ["ctranslate2"], "base")[0]]
-    base = saved["ctranslate2"]
-    for name in args.variants.split(","):
+    for name, base in ((n, saved["ctranslate2"]) for n in args.variants.split(",")):
         apply(VARIANTS[name])
         quantize.RECIPE = f"dev-{name}"
         results, described = encoder_wer.decode(rows, ["openvino:int8-full"], "base")
         got = [r["openvino:int8-full"] for r in results]
         saved[name] = got
         clean = [(b, g) for b, g in zip(base, got) if not (b["loop"] or g["loop"])]
-        pairs = [(b["edits"], g["edits"], g["words"]) for b, g in clean]
-        lo, hi = delta_ci(pairs)
+        lo, hi = delta_ci([(b["edits"], g["edits"], g["words"]) for b, g in clean])
         print(f"{name:16s} WER {100 * sum(g['edits'] for _, g in clean) / sum(g['words'] for _, g in clean):.2f} vs "
               f"CT2 {100 * sum(b['edits'] for b, _ in clean) / sum(b['words'] for b, _ in clean):.2f}, "
               f"delta CI [{lo:+.2f}, {hi:+.2f}], loops {sum(g['loop'] for g in got)} vs {sum(b['loop'] for b in base)}"

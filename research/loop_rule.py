@@ -304,8 +304,8 @@ def cost_case(name):
 def cost_child(args) -> int:
     """A system (``on``/``off``: tokenmap's loop stop; ``generate``: on, sampled hypotheses going on by ``generate``
     as before the fork did it; ``stock``), a fresh warmed model per case read on stdin."""
+    from tokenmap.decode.loops import LoopOptions, StoppingDecoder
     if args.system == "generate":
-        from tokenmap.decode.loops import StoppingDecoder
         StoppingDecoder.resumable = lambda self, kwargs: False
     for name in sys.stdin:
         audio, lang, kwargs = cost_case(name.strip())
@@ -316,6 +316,8 @@ def cost_child(args) -> int:
             from tokenmap import WhisperModel
             model = WhisperModel(args.model, compute_type="int8", cpu_threads=args.threads, encoder=args.encoder,
                                  session_cache=False, loop_stop=args.system != "off")
+            if args.system.startswith("share"):  # "share0.75": on, the sampled calls' first cap at that share
+                model.model.loop = LoopOptions(sampled_share=float(args.system[5:]))
         list(model.transcribe(audio[:16000], language=lang, vad_filter=True)[0])
         started = time.perf_counter()
         segments = list(model.transcribe(audio, language=lang, beam_size=1, **dict({"vad_filter": False}, **kwargs))[0])
@@ -380,7 +382,8 @@ def main(argv=None) -> int:
         k.add_argument("--threads", type=int, default=2)
         k.add_argument("--reps", type=int, default=3)
         k.add_argument("--cases", default="reading,noise")
-        k.add_argument("--systems", default="on,off,stock", help="of on, off (tokenmap's loop stop), generate, stock")
+        k.add_argument("--systems", default="on,off,stock", help="of on, off (tokenmap's loop stop), generate, stock, "
+                       "shareX (on, sampled calls first capped at X of the greedy cap)")
         if name == "cost-child":
             k.add_argument("system")
     args = ap.parse_args(argv)

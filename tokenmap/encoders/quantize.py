@@ -2,7 +2,8 @@
 
 Where the CPU has int8 matrix instructions (AVX512_VNNI, AVX-VNNI or AMX), OpenVINO runs a quantized encoder's
 linear layers and attention on int8 kernels; without them int8 falls back to slow generic kernels, and
-``auto`` keeps another engine. The recipe, found by cosine against OpenVINO's float32 encoder on held-out speech:
+``auto`` keeps another engine. The recipe (its first three parts found by cosine against OpenVINO's float32
+encoder, the last by WER, on held-out real speech):
 
 * SmoothQuant with alpha 0.7 on the matrix products: lower alphas leave the attention's output projections with
   too coarse an input scale on short, padded speech, higher ones move too much of the activations' range into
@@ -14,8 +15,7 @@ linear layers and attention on int8 kernels; without them int8 falls back to slo
   made by ``benchmarks/make_calibration_audio.py``), laid out as the encoder meets it, plus noise, tones and silence;
 * every activation quantizer's range widened to :data:`ACTIVATION_RANGE_SCALE` times what calibration saw
   (:func:`widen_activation_ranges`): real speech drives activations past the calibration's min-max, and a
-  clipped activation costs the transcript more than a coarser step. Found by WER on held-out real speech,
-  which cosine did not predict.
+  clipped activation costs the transcript more than a coarser step (cosine did not show it; WER did).
 
 NNCF is needed only to build the model, which takes about a minute for base and is cached like the float IR
 (:func:`tokenmap.encoders.openvino.cached_ir`).
