@@ -50,23 +50,6 @@ def test_a_real_copy_whose_probe_does_not_end_is_decoded_in_full():
     assert again[0].sequences_ids == [heard] and decode.calls[-1] == 448 and len(decode.calls) == 2
 
 
-def test_a_sampled_window_is_probed_greedily_and_a_copy_decoded_again_as_sampled():
-    """The fallback's sampled window: the probe asks the audio greedily (one hypothesis, no temperature); a
-    real copy is then decoded again as the window was, sampled, even when the probe ended within its steps."""
-    copied = [TS] + PREVIOUS[3:17] + [TS + 50]
-    heard = [TS, 7, 8, 9, TS + 50]
-    seen = []
-    decode = Decoder({tuple(TASK): heard})
-    sampled = {"sampling_temperature": 0.2, "sampling_topk": 0, "num_hypotheses": 5, "beam_size": 1}
-
-    def record(output, prompts, kwargs):
-        seen.append(dict(kwargs))
-        return decode(output, prompts, kwargs)
-    again = probe_copy(record, None, TASK, [Result([copied], [-0.1], 0.01)], PREVIOUS, sampled, text, EOT)
-    assert again[0].sequences_ids == [heard] and len(seen) == 2
-    assert set(seen[0]) == {"beam_size", "max_length"} and seen[1] == sampled
-
-
 def test_the_passage_start_and_its_words():
     assert copy_start([TS, 5, 6, TS + 1], PREVIOUS, 3) is None
     assert copy_start([TS, 5] + PREVIOUS[4:9], PREVIOUS, 3) == 2

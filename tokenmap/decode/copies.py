@@ -4,12 +4,10 @@ The guard (:meth:`tokenmap.decode.guarding.Guard.copied`) finds a window whose t
 But speech repeats too (a reading said twice, an IVR menu played again), and there a decode without the
 previous text writes the same thing: a decode wasted.
 
-:func:`probe_copy` asks the audio first, cheaply: the window is decoded greedily without the previous text
-only as far as the window wrote the copied passage's first words (plus :attr:`CopyProbe.tokens`). Where that
-probe writes them too (one spelt otherwise at most), the audio says them: the window keeps its text. Else it
-was a copy, decoded without the previous text as the window was (the probe is that decode, when the window
-was greedy and the probe ended within its steps). A sampled window's probe is greedy too: a draw at the
-fallback's temperature may leave out words the audio says.
+:func:`probe_copy` asks the audio first, cheaply: the window is decoded without the previous text only as
+far as the window wrote the copied passage's first words (plus :attr:`CopyProbe.tokens`). Where that probe
+writes them too (one spelt otherwise at most), the audio says them: the window keeps its text. Else it was
+a copy, decoded without the previous text (the probe is that decode, when it ended within its steps).
 
 Example::
 
@@ -95,11 +93,9 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
     cap = length_for(steps, len(prompt), max_length)
     if steps_of(cap, len(prompt)) >= steps_of(max_length, len(prompt)):
         cap = max_length
-    sampled = {"sampling_temperature", "sampling_topk", "num_hypotheses"} & set(kwargs)
-    greedy = {k: v for k, v in kwargs.items() if k not in sampled}  # the audio's own words, not a draw's
-    first = decode(output, [list(prompt)], dict(greedy, max_length=cap))
+    first = decode(output, [list(prompt)], dict(kwargs, max_length=cap))
     probed = [t for t in first[0].sequences_ids[0] if t < eot]
     if says_again(text(passage), text(probed), probe.words):
         return None
     ended = len(first[0].sequences_ids[0]) < steps_of(cap, len(prompt))
-    return first if (ended or cap == max_length) and not sampled else decode(output, [list(prompt)], kwargs)
+    return first if ended or cap == max_length else decode(output, [list(prompt)], kwargs)
