@@ -11,7 +11,8 @@ of its own, greedy at temperature 0, VAD on, language given, base int8 on 2 thre
 settings tokenmap gives itself (stock: :func:`tokenmap_bench.stock.tuned_environment`); systems
 alternate within each repetition. Stock runs in ``.venv-stock`` (``make bench-stock``). Reported:
 the best wall time of the repetitions, its ratio against stock batched at 8 and stock sequential,
-WER against the reference, and peak RSS of the process (its workers not counted).
+WER against the reference, peak RSS of the process (its workers not counted), and tokenmap's windows that
+the prompt-copy guard decoded again or kept after a probe (the first repetition's).
 """
 
 from __future__ import annotations
@@ -94,12 +95,15 @@ def main():
                   file=sys.stderr)
     best = {s: min(r["wall"] for r in runs[s]) for s in systems}
     print(f"{args.minutes:g} min of audio, best of {args.reps}\n")
-    print("| system | wall (s) | vs stock batched 8 | vs stock sequential | WER | peak RSS (MB) |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| system | wall (s) | vs stock batched 8 | vs stock sequential | WER | peak RSS (MB) "
+          "| prompt copies decoded again / kept after a probe |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for s in systems:
         vs = [f"{best[a] / best[s]:.2f}x" if a in best else "–" for a in ("stock-batch8", "stock-seq")]
+        stats = runs[s][0]["stats"]
+        copies = f"{stats['prompt_copies']} / {stats['copies_kept']}" if "prompt_copies" in stats else "–"
         print(f"| {s} | {best[s]:.1f} | {vs[0]} | {vs[1]} | {100 * wer([(reference, runs[s][0]['text'])]):.2f} % "
-              f"| {max(r['peak_mb'] for r in runs[s]):.0f} |")
+              f"| {max(r['peak_mb'] for r in runs[s]):.0f} | {copies} |")
     if args.json:
         Path(args.json).write_text(json.dumps({"minutes": args.minutes, "runs": runs}, indent=1), encoding="utf-8")
 

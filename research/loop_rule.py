@@ -301,9 +301,20 @@ def cost_case(name):
     return decode_audio(str(ROOT / "bench-data/wer" / row["audio"])), row["lang"], {}
 
 
+def reading_words(name: str) -> str | None:
+    """The reference text of a ``reading`` case (its clips' transcripts from corpora/opendomain), else None."""
+    if name not in ("reading", "reading-3x"):
+        return None
+    texts = dict(line.split("\t", 1) for line in (ROOT / "corpora/opendomain/en/test.tsv").read_text().splitlines()
+                 if "\t" in line)
+    once = " ".join(texts[path.stem] for path in sorted(LIBRIVOX.glob("*.wav")))
+    return " ".join([once] * (3 if name == "reading-3x" else 1))
+
+
 def cost_child(args) -> int:
     """A system (``on``/``off``: tokenmap's loop stop; ``generate``: on, sampled hypotheses going on by ``generate``
     as before the fork did it; ``stock``), a fresh warmed model per case read on stdin."""
+    from tokenmap.decode.guarding import Guard
     from tokenmap.decode.loops import LoopOptions, StoppingDecoder
     if args.system == "generate":
         StoppingDecoder.resumable = lambda self, kwargs: False
@@ -318,12 +329,15 @@ def cost_child(args) -> int:
                                  session_cache=False, loop_stop=args.system != "off")
             if args.system.startswith("share"):  # "share0.75": on, the sampled calls' first cap at that share
                 model.model.loop = LoopOptions(sampled_share=float(args.system[5:]))
+            if args.system == "noguard":  # on, the prompt-copy guard off
+                model.model.guard = Guard(copy_tokens=10 ** 6, copy_min_words=10 ** 6)
         list(model.transcribe(audio[:16000], language=lang, vad_filter=True)[0])
         started = time.perf_counter()
         segments = list(model.transcribe(audio, language=lang, beam_size=1, **dict({"vad_filter": False}, **kwargs))[0])
         text = " ".join(s.text.strip() for s in segments)
         stats = model.last_stats() if hasattr(model, "last_stats") else {}
         print(json.dumps({"seconds": time.perf_counter() - started, "text": text, "loops": stats.get("loops_stopped"),
+                          "copies": stats.get("prompt_copies"), "kept": stats.get("copies_kept"),
                           "temperatures": sorted({s.temperature for s in segments})}), flush=True)
     return 0
 
@@ -335,7 +349,7 @@ def cost(args) -> int:
     import subprocess
 
     from tokenmap import resolve_model
-    from tokenmap_bench import tuned_environment
+    from tokenmap_bench import tuned_environment, wer
 
     model = str(resolve_model(args.model, download=False))
     procs = {system: subprocess.Popen(
@@ -350,7 +364,10 @@ def cost(args) -> int:
                 procs[system].stdin.flush()
                 got = json.loads(next(line for line in procs[system].stdout if line.startswith("{")))
                 times.setdefault((case, system), []).append(got["seconds"])
-                print(f"{case} {system}: {got['seconds']:.2f} s, loops stopped {got['loops']}, temperatures "
+                ref = reading_words(case)
+                score = f"WER {100 * wer([(ref, got['text'])]):.1f} %, " if ref else ""
+                print(f"{case} {system}: {got['seconds']:.2f} s, {score}loops stopped {got['loops']}, decoded again as "
+                      f"copies {got['copies']}, kept after a probe {got['kept']}, temperatures "
                       f"{got['temperatures']}: {got['text'][:60]!r}", flush=True)
     for case in args.cases.split(","):
         med = {system: statistics.median(times[(case, system)]) for system in names}
@@ -383,7 +400,7 @@ def main(argv=None) -> int:
         k.add_argument("--reps", type=int, default=3)
         k.add_argument("--cases", default="reading,noise")
         k.add_argument("--systems", default="on,off,stock", help="of on, off (tokenmap's loop stop), generate, stock, "
-                       "shareX (on, sampled calls first capped at X of the greedy cap)")
+                       "shareX (on, sampled calls first capped at X of the greedy cap), noguard (on, no copy guard)")
         if name == "cost-child":
             k.add_argument("system")
     args = ap.parse_args(argv)

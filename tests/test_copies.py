@@ -56,6 +56,9 @@ def test_the_passage_start_and_its_words():
     assert not says_again("Press one for sales", "press two for sales", 4)
     assert says_again("Press one, for sales.", "Welcome. Press one for sales and", 4)
     assert says_again(" d'Hell, Answer et Hangup", " Dahl, Answer et Hangup pour", 4)  # a name spelt otherwise
+    assert says_again(" And Mr. John Dashwood had", " Mr. John Dashwood had then", 4)  # its first word left out
+    assert not says_again(" And press one for sales", " Press two for sales now", 4)
+    assert not says_again(" And Mr. John Dashwood", " Mr. John Dashwood had", 4)  # three words are not four
 
 
 def test_the_guard_keeps_speech_that_repeats_and_still_decodes_a_copy_again():
@@ -80,3 +83,75 @@ def test_the_guard_keeps_speech_that_repeats_and_still_decodes_a_copy_again():
         assert results[0].sequences_ids[0] == (heard if copy else said_again)
         assert stats.prompt_copies == copy and stats.copies_kept == (not copy) and len(decode.calls) == 2
         assert steps_of(decode.calls[1], len(TASK)) < 40  # the second call is the probe
+
+
+def test_a_drafted_probe_decides_and_only_a_copy_is_decoded():
+    """With ``verify`` (a greedy decode drafted from the window's tokens), the probe is that decode, greedy also in
+    a sampled window: speech that repeats costs no ``generate`` call; a copy is decoded in full by ``decode``
+    (sampled as the window was), once."""
+    said_again = [TS] + PREVIOUS + [TS + 50]
+    heard = [TS, 7, 8, 9, TS + 50]
+    for probe, copy in ((said_again, False), (heard, True)):
+        decode, asked = Decoder({tuple(TASK): heard}), []
+
+        def verify(output, prompt, kwargs, expected, probe=probe):
+            asked.append((list(expected), kwargs["max_length"], kwargs))
+            return probe[: steps_of(kwargs["max_length"], len(prompt))]
+
+        sampled = {"max_length": 448, "sampling_topk": 0, "sampling_temperature": 0.2, "num_hypotheses": 5}
+        again = probe_copy(decode, None, TASK, [Result([said_again], [-0.2], 0.01)], PREVIOUS, sampled,
+                           text, EOT, verify=verify)
+        assert asked[0][0] == said_again and steps_of(asked[0][1], len(TASK)) < 40  # drafted from the window, short
+        assert (again is None) == (not copy)
+        assert decode.calls == ([448] if copy else [])
+        assert not asked[0][2].keys() & {"sampling_topk", "sampling_temperature", "num_hypotheses"}  # greedy
+
+
+def test_without_a_drafted_probe_the_generate_probe_runs():
+    said_again = [TS] + PREVIOUS + [TS + 50]
+    decode = Decoder({tuple(TASK): said_again})
+    assert probe_copy(decode, None, TASK, [Result([said_again], [-0.2], 0.01)], PREVIOUS, {"max_length": 448}, text,
+                      EOT, verify=lambda *args: None) is None
+    assert len(decode.calls) == 1
+
+
+def test_a_window_whose_prompt_holds_its_own_words_is_kept_after_a_drafted_probe(base_model_dir, data_dir,
+                                                                               monkeypatch):
+    """The real model: a 25 s IVR menu whose previous text is the menu's own transcript (a menu played again).
+    The guard finds the copy, the probe is drafted on the fork (no second ``generate``), and the window keeps the
+    text a decode without the guard gives."""
+    from tokenmap import WhisperModel
+    from tokenmap.audio import load_audio
+    from tokenmap.decode.guarding import Guard
+    from tokenmap.decode.plain import PlainDecoder
+
+    audio = load_audio(str(data_dir / "en-basic-pbx-ivr-main.flac"))
+    model = WhisperModel(str(base_model_dir), compute_type="int8", cpu_threads=2, encoder="ctranslate2",
+                         session_cache=False)
+    options = dict(language="en", vad_filter=False, temperature=0.0, without_timestamps=True)
+    menu = " ".join(s.text.strip() for s in model.transcribe(audio, **options)[0])
+    calls = []
+    generate = PlainDecoder.generate
+    monkeypatch.setattr(PlainDecoder, "generate", lambda self, *a, **k: calls.append(1) or generate(self, *a, **k))
+    guarded = " ".join(s.text.strip() for s in model.transcribe(audio, initial_prompt=menu, **options)[0])
+    stats = model.last_stats()
+    assert stats["copies_kept"] == 1 and stats["prompt_copies"] == 0 and len(calls) == 1
+    model.model.guard = Guard(copy_tokens=10 ** 6, copy_min_words=10 ** 6)
+    assert guarded == " ".join(s.text.strip() for s in model.transcribe(audio, initial_prompt=menu, **options)[0])
+
+
+def test_a_probe_that_writes_more_tokens_before_the_passage_goes_on_until_it_reaches_it():
+    """The window writes ten words without punctuation, then speech that repeats its previous text; the probe
+    (without the previous text) punctuates them, so its first steps end before the passage: it goes on."""
+    comma = 3000
+
+    def punctuated(ids):
+        return " ".join("," if t == comma else f"w{t}" for t in ids if t < EOT)
+
+    before = list(range(2001, 2011))
+    window = [TS] + before + PREVIOUS[:12] + [TS + 50]
+    heard = [TS] + [t for w in before for t in (w, comma)] + PREVIOUS[:12] + [TS + 50]
+    decode = Decoder({tuple(TASK): heard})
+    assert probe_copy(decode, None, TASK, [Result([window], [-0.2], 0.01)], PREVIOUS, {"max_length": 448},
+                      punctuated, EOT) is None
+    assert len(decode.calls) == 2 and decode.calls[1] > decode.calls[0]

@@ -29,13 +29,15 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from tokenmap.decode.cost import load_cost_model
-from tokenmap.decode.drafters import SessionCache
+from tokenmap.decode.drafters import EchoDrafter, SessionCache
 from tokenmap.decode.drafting import Drafting
 from tokenmap.decode.guarding import Guard, guarded_generate
 from tokenmap.decode.loops import LoopOptions, StoppingDecoder
 from tokenmap.decode.plain import PlainDecoder
 from tokenmap.decode.recall import load_recall
+from tokenmap.decode.rules import supports_fast_path
 from tokenmap.decode.special import SpecialTokens
+from tokenmap.decode.speculative import decode_window
 from tokenmap.encoders import CTranslate2Encoder, Encoder, Output, open_encoder
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
@@ -109,8 +111,14 @@ class Model:
             return self.drafting.generate(self.decoder, plain, output.view, prompts, stats, window.seconds,
                                           window.mel, **kwargs)
 
+        def verify(output: Output, prompt, kwargs, expected):  # the copy guard's probe, drafted from ``expected``
+            if self.drafting is None or not supports_fast_path(prompt=prompt, special=self.special, **kwargs):
+                return None
+            return decode_window(self.decoder, output.view, prompt, self.special, EchoDrafter(expected),
+                                 loop=self.loop, **kwargs).tokens
+
         output, results = guarded_generate(decode, window, prompts, kwargs, stats, self.guard, self.special,
-                                           self.text)
+                                           self.text, verify)
         if self.recorder is not None and len(prompts) == 1:
             self.recorder.add_window(_rows(output.view)[0], results[0].sequences_ids[0],
                                      self.special.timestamp_begin, mel=window.mel)

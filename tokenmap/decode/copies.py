@@ -6,8 +6,16 @@ previous text writes the same thing: a decode wasted.
 
 :func:`probe_copy` asks the audio first, cheaply: the window is decoded without the previous text only as
 far as the window wrote the copied passage's first words (plus :attr:`CopyProbe.tokens`). Where that probe
-writes them too (one spelt otherwise at most), the audio says them: the window keeps its text. Else it was
-a copy, decoded without the previous text (the probe is that decode, when it ended within its steps).
+writes them too (one spelt otherwise at most, or the passage's first word left out: Whisper writes or drops
+a leading "And" depending on its prompt), the audio says them: the window keeps its text. A probe cut at its
+steps before it wrote as many words as the window did before the passage (it punctuates what the window did
+not) goes on with twice the steps. Else it was a copy, decoded without the previous text (the probe is that
+decode, when it ended within its steps).
+
+The probe can be drafted from the window's own tokens (``verify``, the fork's step API): where the audio says
+the passage again, a prefill and a pass or two verify it instead of a step a token. It is greedy, also for a
+window the temperature fallback sampled: it asks what the audio most likely says, and a copy is then decoded
+as the window was, sampled.
 
 Example::
 
@@ -16,6 +24,8 @@ Example::
     >>> says_again(" And so it began. And so", " and so it began again", 4)
     True
     >>> says_again(" d'Hell, Answer et Hangup", " Dahl, Answer et Hangup pour", 4)
+    True
+    >>> says_again(" And Mr. John Dashwood had then", " Mr. John Dashwood had then leisure", 4)
     True
 """
 
@@ -29,6 +39,7 @@ from typing import Callable, Sequence
 from tokenmap.decode.loops import decoded_tokens, length_for, steps_of
 
 WORD = re.compile(r"\w+(?:'\w+)?")
+SAMPLING = ("sampling_topk", "sampling_temperature", "num_hypotheses")  # generate's arguments a drafted probe drops
 
 
 @dataclass(frozen=True)
@@ -54,18 +65,21 @@ def copy_start(tokens: Sequence[int], history: Sequence[int], min_run: int) -> i
 
 def says_again(passage: str, probe: str, words: int, similar: float = 0.6) -> bool:
     """Whether ``probe`` writes the first ``words`` words of ``passage`` in a row (lower case, punctuation
-    dropped); one of them may be spelt otherwise (a character similarity of at least ``similar``, no digits:
-    "d'Hell" and "Dahl", not "one" and "two", nor "1000" and "3000")."""
-    want, have = words_of(passage)[:words], words_of(probe)
+    dropped), or the ``words`` after its first one; one of them may be spelt otherwise (a character similarity
+    of at least ``similar``, no digits: "d'Hell" and "Dahl", not "one" and "two", nor "1000" and "3000")."""
+    every, have = words_of(passage), words_of(probe)
 
     def alike(a: str, b: str) -> bool:
         return not re.search(r"\d", a + b) and SequenceMatcher(None, a, b).ratio() >= similar
 
-    def said(got: list) -> bool:
+    def said(want: list, got: list) -> bool:
         other = [(a, b) for a, b in zip(want, got) if a != b]
         return len(other) <= 1 and all(alike(a, b) for a, b in other)
 
-    return bool(want) and any(said(have[i: i + len(want)]) for i in range(len(have) - len(want) + 1))
+    def found(want: list) -> bool:
+        return bool(want) and any(said(want, have[i: i + len(want)]) for i in range(len(have) - len(want) + 1))
+
+    return found(every[:words]) or (len(every) > words and found(every[1: words + 1]))
 
 
 def words_of(text: str) -> list[str]:
@@ -75,12 +89,14 @@ def words_of(text: str) -> list[str]:
 
 
 def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history: Sequence[int], kwargs: dict,
-               text: Callable, eot: int, probe: CopyProbe = CopyProbe()):
+               text: Callable, eot: int, probe: CopyProbe = CopyProbe(), verify: Callable | None = None):
     """``None`` when the window's text, which the guard found copying ``history``, is said again in the audio;
     else the window decoded without the previous text.
 
     ``decode(output, prompts, kwargs)`` decodes (as the guard's); ``prompt`` is the window's prompt without
     the previous text; ``results`` what the window decoded with it; ``text`` turns ids into text.
+    ``verify(output, prompt, kwargs, expected)``: the tokens of a greedy decode of ``prompt`` drafted from
+    ``expected``, or None where it cannot decode these ``kwargs``; its probe decides, ``decode`` decodes a copy.
     """
     tokens = decoded_tokens(results[0])  # a stopped loop as decoded
     start = copy_start(tokens, history, probe.min_run)
@@ -88,14 +104,26 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
     if start is None:
         return decode(output, [list(prompt)], kwargs)
     passage = [t for t in tokens[start:] if t < eot]
-    said = next((n for n in range(len(passage)) if len(words_of(text(passage[:n]))) > probe.words), len(passage))
-    steps = start + said + probe.tokens
-    cap = length_for(steps, len(prompt), max_length)
-    if steps_of(cap, len(prompt)) >= steps_of(max_length, len(prompt)):
-        cap = max_length
-    first = decode(output, [list(prompt)], dict(kwargs, max_length=cap))
-    probed = [t for t in first[0].sequences_ids[0] if t < eot]
-    if says_again(text(passage), text(probed), probe.words):
-        return None
-    ended = len(first[0].sequences_ids[0]) < steps_of(cap, len(prompt))
-    return first if ended or cap == max_length else decode(output, [list(prompt)], kwargs)
+    said = next((n for n in range(len(passage)) if len(words_of(text(passage[:n]))) > probe.words + 1),
+                len(passage))
+    needed = len(words_of(text([t for t in tokens[:start] if t < eot]))) + probe.words + 1
+    greedy = {k: v for k, v in kwargs.items() if k not in SAMPLING}  # what the audio says, most likely
+    steps, first = start + said + probe.tokens, None
+    while True:  # a probe that wrote fewer words than the window before the passage goes on with twice the steps
+        cap = length_for(steps, len(prompt), max_length)
+        if steps_of(cap, len(prompt)) >= steps_of(max_length, len(prompt)):
+            cap = max_length
+        probed = verify(output, list(prompt), dict(greedy, max_length=cap), tokens) if verify is not None else None
+        if probed is None:
+            first = decode(output, [list(prompt)], dict(kwargs, max_length=cap))
+            probed = first[0].sequences_ids[0]
+        heard = text([t for t in probed if t < eot])
+        if says_again(text(passage), heard, probe.words):
+            return None
+        cut = len(probed) >= steps_of(cap, len(prompt))
+        if not cut or cap == max_length or len(words_of(heard)) >= needed:
+            break
+        steps *= 2
+    if first is not None and (not cut or cap == max_length):
+        return first  # the probe was the decode
+    return decode(output, [list(prompt)], kwargs)

@@ -244,6 +244,30 @@ class FixedDrafter(Drafter):
         return self.sequence[n: n + limit]
 
 
+class EchoDrafter(Drafter):
+    """Drafts a known decode of the window again: what follows ``tokens`` in ``sequence`` while they are a prefix
+    of it, else what follows the latest place in it where their last ``min_match`` to 8 tokens occur (the new
+    decode left out or added a word and goes on as the known one did).
+
+    >>> EchoDrafter([50364, 7, 8, 9, 10]).draft([50364], 3), EchoDrafter([50364, 7, 8, 9, 10]).draft([50364, 8, 9], 3)
+    ([7, 8, 9], [10])
+    """
+
+    def __init__(self, sequence: Sequence[int], min_match: int = 2):
+        self.sequence, self.min_match = list(sequence), min_match
+
+    def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
+        tokens = list(tokens)
+        if self.sequence[: len(tokens)] == tokens:
+            return self.sequence[len(tokens): len(tokens) + limit]
+        for m in range(min(8, len(tokens)), self.min_match - 1, -1):
+            tail = tokens[-m:]
+            ends = [i + m for i in range(len(self.sequence) - m, -1, -1) if self.sequence[i: i + m] == tail]
+            if ends:
+                return self.sequence[ends[0]: ends[0] + limit]
+        return []
+
+
 def map_drafter(token_map, special, cost=None, controllers=None, index: int = 0,
                 seconds: float | None = None) -> FollowDrafter:
     """The drafter of one map (:class:`tokenmap.decode.follow.FollowDrafter`).

@@ -166,12 +166,14 @@ def copied_share(words: Sequence[str], history: Sequence[str], n: int) -> float:
     return sum(covered) / len(words)
 
 
-def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, guard: Guard, special, text):
+def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, guard: Guard, special, text,
+                     verify: Callable | None = None):
     """``(encoder output decoded on, results)`` of ``generate`` on ``window`` with both guards.
 
     ``decode(output, prompts, kwargs)`` decodes; ``window`` is a :class:`tokenmap.windows.EncodedWindow`
     (its ``output``, ``seconds``, ``short``, and ``full()`` that encodes the 30 s window); ``text`` turns
-    token ids into text. One prompt's result is checked for a copy of its previous text."""
+    token ids into text. One prompt's result is checked for a copy of its previous text, probed by ``verify``
+    where it decodes (:func:`tokenmap.decode.copies.probe_copy`)."""
     if window.short:
         output, results = _short_context(decode, window, prompts, kwargs, stats, guard, special, text)
     else:
@@ -187,7 +189,7 @@ def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, gua
     why = guard.copied(tokens, history, text(tokens), text(history))
     if why is None:
         return output, results
-    again = probe_copy(decode, output, prompt[start:], results, history, kwargs, text, special.eot)
+    again = probe_copy(decode, output, prompt[start:], results, history, kwargs, text, special.eot, verify=verify)
     if again is None:  # the audio says it again (tokenmap.decode.copies): speech that repeats, not a copy
         stats.copies_kept += 1
         return output, results
