@@ -261,10 +261,10 @@ class EchoDrafter(Drafter):
         if self.sequence[: len(tokens)] == tokens:
             return self.sequence[len(tokens): len(tokens) + limit]
         for m in range(min(8, len(tokens)), self.min_match - 1, -1):
-            tail = tokens[-m:]
-            ends = [i + m for i in range(len(self.sequence) - m, -1, -1) if self.sequence[i: i + m] == tail]
-            if ends:
-                return self.sequence[ends[0]: ends[0] + limit]
+            at = next((i for i in range(len(self.sequence) - m, -1, -1) if self.sequence[i: i + m] == tokens[-m:]),
+                      None)
+            if at is not None:
+                return self.sequence[at + m: at + m + limit]
         return []
 
 
