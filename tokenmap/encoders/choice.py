@@ -200,13 +200,18 @@ def save_measurement(model_dir: Path, compute_type: str, threads: int, data: dic
     return path
 
 
+def measured_openvino(ms: dict) -> list[str]:
+    """The OpenVINO precisions a measurement's ``ms`` holds (``"openvino:<precision>"``)."""
+    return [c for c in ms if c.startswith("openvino:")]
+
+
 def plan_from_measurement(data: dict, ct2: str, compute_type: str) -> EncoderPlan:
     """Per measured length, the fastest engine; CTranslate2 unless OpenVINO takes at most :data:`MARGIN`
     of its time. Lengths up to :data:`BOUNDARY` frames follow the shortest measured length."""
     ms = data["ms"]
     choices, words = [], []
     lengths = sorted(int(f) for f in ms["ctranslate2"])
-    openvino = [c for c in ms if c.startswith("openvino:")]
+    openvino = measured_openvino(ms)
     if not openvino:
         return EncoderPlan((Choice(ct2, compute_type),), "ctranslate2: no OpenVINO precision runs on this CPU")
     for i, frames in enumerate(lengths):
@@ -256,7 +261,7 @@ def _fastest_openvino(data: dict) -> EncoderPlan:
     """The OpenVINO precision measured fastest on 30 s windows."""
     ms = data["ms"]
     frames = str(max(LENGTHS))
-    timed = [c for c in ms if c.startswith("openvino:")]
+    timed = measured_openvino(ms)
     if not timed:
         raise EncoderUnavailable("no OpenVINO precision compiles on this CPU: "
                                  + "; ".join(f"{c}: {why}" for c, why in data.get("unavailable", {}).items()))

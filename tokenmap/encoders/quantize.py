@@ -44,7 +44,7 @@ SMOOTH_QUANT_ALPHA = 0.7
 FLOAT_LAYERS = ("encoder/conv2", "encoder/layer_0/self_attention/linear_0", "encoder/layer_0/self_attention/linear_1")
 #: activation ranges are the calibration's min-max times this (:func:`widen_activation_ranges`)
 ACTIVATION_RANGE_SCALE = 2.0
-#: the recipe's version, part of the cached model's name: bump it when the recipe changes (5 was tried and dropped)
+#: the recipe's version, part of the cached model's name: bump it when the recipe changes
 RECIPE = 6
 #: frames of the windows the encoder meets: a 30 s window and a 10 s audio context
 LENGTHS = (3000, 1000)
