@@ -59,6 +59,13 @@ def test_the_passage_start_and_its_words():
     assert says_again(" And Mr. John Dashwood had", " Mr. John Dashwood had then", 4)  # its first word left out
     assert not says_again(" And press one for sales", " Press two for sales now", 4)
     assert not says_again(" And Mr. John Dashwood", " Mr. John Dashwood had", 4)  # three words are not four
+    # a number in words or in digits, as the prompt makes Whisper write it; but not another number
+    assert says_again(" four or six to decrease", " The conference, 3 to eject, 4 or 6 to decrease", 4, language="en")
+    assert not says_again(" four or six to decrease", " 4 or 6 to decrease", 4)  # no language: digits stay
+    assert not says_again(" press one for sales", " Press 2 for sales.", 4, language="en")
+    assert says_again(" appuyez sur quatre pour", " Appuyez sur 4 pour", 4, language="fr")
+    assert says_again(" your touch tone keypad use", " Using your touchtone keypad, use the 7 key", 4)
+    assert says_again(" the touchtone keypad", " the touch tone keypad", 3)
 
 
 def test_the_guard_keeps_speech_that_repeats_and_still_decodes_a_copy_again():
@@ -71,7 +78,8 @@ def test_the_guard_keeps_speech_that_repeats_and_still_decodes_a_copy_again():
     from tokenmap.windows import EncodedWindow
 
     prev = 50361
-    special = SimpleNamespace(sot=TASK[0], eot=EOT, timestamp_begin=TS, sot_index=lambda p: list(p).index(TASK[0]))
+    special = SimpleNamespace(sot=TASK[0], eot=EOT, timestamp_begin=TS, sot_index=lambda p: list(p).index(TASK[0]),
+                              language_of=lambda p: None)
     said_again = [TS] + PREVIOUS + [TS + 50]
     heard = [TS, 7, 8, 9, TS + 50]
     for without_prompt, copy in ((said_again, False), (heard, True)):

@@ -21,7 +21,7 @@ class Stand:
         self.answers = answers
         self.guard = guard
         self.special = SimpleNamespace(sot=SOT, eot=EOT, timestamp_begin=TS,
-                                       sot_index=lambda prompt: list(prompt).index(SOT))
+                                       sot_index=lambda prompt: list(prompt).index(SOT), language_of=lambda p: None)
         self.text = lambda ids: " ".join(str(t) for t in ids if t < EOT)  # text tokens as words
         self.stats = DecodeStats()
         self.calls = []

@@ -6,8 +6,9 @@ previous text writes the same thing: a decode wasted.
 
 :func:`probe_copy` asks the audio first, cheaply: the window is decoded without the previous text only as
 far as the window wrote the copied passage's first words (plus :attr:`CopyProbe.tokens`). Where that probe
-writes them too (one spelt otherwise at most, or the passage's first word left out: Whisper writes or drops
-a leading "And" depending on its prompt), the audio says them: the window keeps its text. A probe cut at its
+writes them too, the audio says them: the window keeps its text. Whisper's prompt sets its style, so the
+probe may write them otherwise, and :func:`says_again` allows for it: one word spelt otherwise, the passage's
+first word left out (a leading "And"), numbers in digits or in words, two words written as one. A probe cut at its
 steps before it wrote as many words as the window did before the passage (it punctuates what the window did
 not) goes on with twice the steps. Else it was a copy, decoded without the previous text (the probe is that
 decode, when it ended within its steps).
@@ -31,10 +32,13 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Callable, Sequence
+
+from num2words import num2words
 
 from tokenmap.decode.loops import decoded_tokens, length_for, steps_of
 
@@ -63,23 +67,52 @@ def copy_start(tokens: Sequence[int], history: Sequence[int], min_run: int) -> i
     return None
 
 
-def says_again(passage: str, probe: str, words: int, similar: float = 0.6) -> bool:
+def says_again(passage: str, probe: str, words: int, similar: float = 0.6, language: str | None = None) -> bool:
     """Whether ``probe`` writes the first ``words`` words of ``passage`` in a row (lower case, punctuation
-    dropped), or the ``words`` after its first one; one of them may be spelt otherwise (a character similarity
-    of at least ``similar``, no digits: "d'Hell" and "Dahl", not "one" and "two", nor "1000" and "3000")."""
-    every, have = words_of(passage), words_of(probe)
+    dropped, numbers in ``language``'s words: :func:`spoken`), or the ``words`` after its first one. Two words
+    may be written as one ("touch tone", "touchtone"), and one word may be spelt otherwise (a character
+    similarity of at least ``similar``, no digits: "d'Hell" and "Dahl", not "one" and "two", nor "1000" and
+    "3000")."""
+    every, have = spoken(words_of(passage), language), spoken(words_of(probe), language)
 
     def alike(a: str, b: str) -> bool:
         return not re.search(r"\d", a + b) and SequenceMatcher(None, a, b).ratio() >= similar
 
-    def said(want: list, got: list) -> bool:
-        other = [(a, b) for a, b in zip(want, got) if a != b]
-        return len(other) <= 1 and all(alike(a, b) for a, b in other)
+    def said(want: list, i: int, spelt: int) -> bool:  # ``want`` written from have[i] on
+        if not want:
+            return True
+        if i >= len(have):
+            return False
+        a, b = want[0], have[i]
+        return ((a == b and said(want[1:], i + 1, spelt))
+                or (len(want) > 1 and a + want[1] == b and said(want[2:], i + 1, spelt))
+                or (i + 1 < len(have) and a == b + have[i + 1] and said(want[1:], i + 2, spelt))
+                or (spelt > 0 and alike(a, b) and said(want[1:], i + 1, spelt - 1)))
 
     def found(want: list) -> bool:
-        return bool(want) and any(said(want, have[i: i + len(want)]) for i in range(len(have) - len(want) + 1))
+        return bool(want) and any(said(want, i, 1) for i in range(len(have)))
 
     return found(every[:words]) or (len(every) > words and found(every[1: words + 1]))
+
+
+def spoken(words: list[str], language: str | None) -> list[str]:
+    """``words`` with each number written in digits said in ``language``'s words (num2words): Whisper writes
+    "four or six" or "4 or 6" depending on its prompt. Unchanged where num2words lacks the language.
+
+    >>> spoken(["press", "4", "or", "21"], "en"), spoken(["4"], "fr"), spoken(["4"], None)
+    (['press', 'four', 'or', 'twenty', 'one'], ['quatre'], ['4'])
+    """
+    return [w for word in words for w in _said(word, language)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _said(word: str, language: str | None) -> tuple[str, ...]:
+    if language is None or not word.isdigit() or len(word) > 9:
+        return (word,)
+    try:
+        return tuple(words_of(num2words(int(word), lang=language)))
+    except (NotImplementedError, OverflowError):
+        return (word,)
 
 
 def words_of(text: str) -> list[str]:
@@ -89,7 +122,8 @@ def words_of(text: str) -> list[str]:
 
 
 def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history: Sequence[int], kwargs: dict,
-               text: Callable, eot: int, probe: CopyProbe = CopyProbe(), verify: Callable | None = None):
+               text: Callable, eot: int, probe: CopyProbe = CopyProbe(), verify: Callable | None = None,
+               language: str | None = None):
     """``None`` when the window's text, which the guard found copying ``history``, is said again in the audio;
     else the window decoded without the previous text.
 
@@ -97,6 +131,7 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
     the previous text; ``results`` what the window decoded with it; ``text`` turns ids into text.
     ``verify(output, prompt, kwargs, expected)``: the tokens of a greedy decode of ``prompt`` drafted from
     ``expected``, or None where it cannot decode these ``kwargs``; its probe decides, ``decode`` decodes a copy.
+    ``language``: the window's, in which numbers are compared (:func:`spoken`).
     """
     tokens = decoded_tokens(results[0])  # a stopped loop as decoded
     start = copy_start(tokens, history, probe.min_run)
@@ -106,7 +141,7 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
     passage = [t for t in tokens[start:] if t < eot]
     said = next((n for n in range(len(passage)) if len(words_of(text(passage[:n]))) > probe.words + 1),
                 len(passage))
-    needed = len(words_of(text([t for t in tokens[:start] if t < eot]))) + probe.words + 1
+    needed = len(spoken(words_of(text([t for t in tokens[:start] if t < eot])), language)) + probe.words + 1
     greedy = {k: v for k, v in kwargs.items() if k not in SAMPLING}  # what the audio says, most likely
     steps, first = start + said + probe.tokens, None
     while True:  # a probe that wrote fewer words than the window before the passage goes on with twice the steps
@@ -118,10 +153,10 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
             first = decode(output, [list(prompt)], dict(kwargs, max_length=cap))
             probed = first[0].sequences_ids[0]
         heard = text([t for t in probed if t < eot])
-        if says_again(text(passage), heard, probe.words):
+        if says_again(text(passage), heard, probe.words, language=language):
             return None
         cut = len(probed) >= steps_of(cap, len(prompt))
-        if not cut or cap == max_length or len(words_of(heard)) >= needed:
+        if not cut or cap == max_length or len(spoken(words_of(heard), language)) >= needed:
             break
         steps *= 2
     if first is not None and (not cut or cap == max_length):

@@ -189,7 +189,8 @@ def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, gua
     why = guard.copied(tokens, history, text(tokens), text(history))
     if why is None:
         return output, results
-    again = probe_copy(decode, output, prompt[start:], results, history, kwargs, text, special.eot, verify=verify)
+    again = probe_copy(decode, output, prompt[start:], results, history, kwargs, text, special.eot, verify=verify,
+                       language=special.language_of(prompt[start:]))
     if again is None:  # the audio says it again (tokenmap.decode.copies): speech that repeats, not a copy
         stats.copies_kept += 1
         return output, results
