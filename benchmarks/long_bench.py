@@ -3,16 +3,19 @@ and batched (``BatchedInferencePipeline``), on the same minutes of real speech.
 
     python benchmarks/long_bench.py --minutes 20 --reps 2
     python benchmarks/long_bench.py --minutes 5 --systems stock-seq,tokenmap-seq --reps 1
+    python benchmarks/long_bench.py --minutes 60 --order 2 --systems tokenmap-seq,tokenmap-seq-noguard --reps 1 --probes
 
 The audio is ``benchmarks/hour_bench.py``'s: the English Asterisk prompts and the five LibriVox
-clips of pocketsphinx-testdata in a seeded order with pauses, cut at ``--minutes`` (real speech,
-one reader for the prompts; the reference is their texts in order). Every system runs in a process
+clips of pocketsphinx-testdata in a seeded order with pauses (``--order``), cut at ``--minutes`` (real
+speech, one reader for the prompts; the reference is their texts in order; several prompts say the same
+words, so the prompt-copy guard probes windows that really repeat). Every system runs in a process
 of its own, greedy at temperature 0, VAD on, language given, base int8 on 2 threads, with the runtime
 settings tokenmap gives itself (stock: :func:`tokenmap_bench.stock.tuned_environment`); systems
 alternate within each repetition. Stock runs in ``.venv-stock`` (``make bench-stock``). Reported:
 the best wall time of the repetitions, its ratio against stock batched at 8 and stock sequential,
 WER against the reference, peak RSS of the process (its workers not counted), and tokenmap's windows that
-the prompt-copy guard decoded again or kept after a probe (the first repetition's).
+the prompt-copy guard decoded again or kept after a probe (the first repetition's; ``--probes`` prints each
+such window's text, to be read against the reference; a ``-noguard`` system runs with the guard off).
 """
 
 from __future__ import annotations
@@ -28,14 +31,20 @@ ROOT = Path(__file__).resolve().parents[1]
 SYSTEMS = ("stock-seq", "stock-batch4", "stock-batch8", "stock-batch16", "tokenmap-seq", "tokenmap-batch8")
 
 CHILD = r"""
-import json, resource, sys, time
+import json, logging, resource, sys, time
 system, wav = sys.argv[1], sys.argv[2]
 system, _, encoder = system.partition("@")
 if system.startswith("tokenmap"):
     import tokenmap
     from tokenmap import BatchedInferencePipeline  # what `tokenmap transcribe --batch-size` runs
+    from tokenmap.decode.guarding import Guard
     model = tokenmap.WhisperModel("base", compute_type="int8", cpu_threads=2, session_cache=False,
                                   **({"encoder": encoder} if encoder else {}))
+    if system.endswith("-noguard"):  # the prompt-copy guard off
+        model.model.guard = Guard(copy_tokens=10 ** 6, copy_min_words=10 ** 6)
+    probes = logging.getLogger("tokenmap")  # the guard's decisions, with each window's text, on stderr
+    probes.setLevel(logging.DEBUG)
+    probes.addHandler(logging.StreamHandler())
 else:
     import faster_whisper
     from faster_whisper import BatchedInferencePipeline
@@ -45,8 +54,8 @@ audio = decode_audio(wav)
 kwargs = dict(language="en", beam_size=1, temperature=0.0, vad_filter=True)
 started = time.perf_counter()
 if "batch" in system:
-    segments, _ = BatchedInferencePipeline(model=model).transcribe(audio, batch_size=int(system.split("batch")[1]),
-                                                                    **kwargs)
+    size = int(system.split("batch")[1].split("-")[0])
+    segments, _ = BatchedInferencePipeline(model=model).transcribe(audio, batch_size=size, **kwargs)
 else:
     segments, _ = model.transcribe(audio, **kwargs)
 text = " ".join(s.text.strip() for s in segments)
@@ -65,7 +74,8 @@ def run(system: str, wav: Path, model_dir: str) -> dict:
                          capture_output=True, text=True, cwd=ROOT)
     if out.returncode:
         raise SystemExit(f"{system} failed: {out.stderr.strip().splitlines()[-1:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    probes = [line for line in out.stderr.splitlines() if "its previous text (" in line]
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]), probes=probes)
 
 
 def main():
@@ -75,6 +85,9 @@ def main():
     parser.add_argument("--systems", default=",".join(SYSTEMS),
                         help=f"comma-separated, of {', '.join(SYSTEMS)}; tokenmap-...@ENCODER sets WhisperModel's "
                         "encoder (e.g. tokenmap-batch8@openvino:bf16)")
+    parser.add_argument("--order", type=int, default=0, help="the seed of the prompts' and clips' order [0]")
+    parser.add_argument("--probes", action="store_true",
+                        help="print each window the prompt-copy guard decoded again or kept (the first repetition's)")
     parser.add_argument("--json", default=None, help="write every run here")
     args = parser.parse_args()
     from hour_bench import build_audio
@@ -83,7 +96,7 @@ def main():
     from tokenmap_bench import wer
 
     systems = args.systems.split(",")
-    wav, ref = build_audio(args.minutes)
+    wav, ref = build_audio(args.minutes, seed=args.order)
     reference = ref.read_text(encoding="utf-8")
     model_dir = str(resolve_model("base", download=False))
     runs: dict[str, list] = {s: [] for s in systems}
@@ -94,7 +107,12 @@ def main():
             print(f"rep {rep + 1} {system}: {runs[system][-1]['wall']:.1f} s ({time.perf_counter() - t:.0f} s)",
                   file=sys.stderr)
     best = {s: min(r["wall"] for r in runs[s]) for s in systems}
-    print(f"{args.minutes:g} min of audio, best of {args.reps}\n")
+    if args.probes:
+        for s in systems:
+            for line in runs[s][0]["probes"]:
+                print(f"{s}: {line}")
+        print(f"reference: {ref}\n")
+    print(f"{args.minutes:g} min of audio (order {args.order}), best of {args.reps}\n")
     print("| system | wall (s) | vs stock batched 8 | vs stock sequential | WER | peak RSS (MB) "
           "| prompt copies decoded again / kept after a probe |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

@@ -193,8 +193,11 @@ def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, gua
                        language=special.language_of(prompt[start:]))
     if again is None:  # the audio says it again (tokenmap.decode.copies): speech that repeats, not a copy
         stats.copies_kept += 1
+        logger.debug("a window repeats its previous text (%s) and the audio says it again: kept %r", why,
+                     text(tokens)[:100])
         return output, results
-    logger.debug("the window copied its prompt (%s): decoding it without the previous text", why)
+    logger.debug("a window copied its previous text (%s): decoding it again without that text: %r", why,
+                 text(tokens)[:100])
     stats.prompt_copies += 1
     return output, again
 
