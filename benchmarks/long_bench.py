@@ -42,9 +42,9 @@ if system.startswith("tokenmap"):
                                   **({"encoder": encoder} if encoder else {}))
     if system.endswith("-noguard"):  # the prompt-copy guard off
         model.model.guard = Guard(copy_tokens=10 ** 6, copy_min_words=10 ** 6)
-    probes = logging.getLogger("tokenmap")  # the guard's decisions, with each window's text, on stderr
-    probes.setLevel(logging.DEBUG)
-    probes.addHandler(logging.StreamHandler())
+    if sys.argv[4:] == ["probes"]:  # the guard's decisions, with each window's text, on stderr
+        logging.getLogger("tokenmap").setLevel(logging.DEBUG)
+        logging.getLogger("tokenmap").addHandler(logging.StreamHandler())
 else:
     import faster_whisper
     from faster_whisper import BatchedInferencePipeline
@@ -66,16 +66,16 @@ print(json.dumps({"wall": wall, "text": text, "peak_mb": resource.getrusage(reso
 """
 
 
-def run(system: str, wav: Path, model_dir: str) -> dict:
+def run(system: str, wav: Path, model_dir: str, probes: bool = False) -> dict:
     from tokenmap_bench import tuned_environment
 
     python = str(ROOT / ".venv-stock/bin/python") if system.startswith("stock") else sys.executable
-    out = subprocess.run([python, "-c", CHILD, system, str(wav), model_dir], env=tuned_environment(),
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run([python, "-c", CHILD, system, str(wav), model_dir] + ["probes"] * probes,
+                         env=tuned_environment(), capture_output=True, text=True, cwd=ROOT)
     if out.returncode:
         raise SystemExit(f"{system} failed: {out.stderr.strip().splitlines()[-1:]}")
-    probes = [line for line in out.stderr.splitlines() if "its previous text (" in line]
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]), probes=probes)
+    decided = [line for line in out.stderr.splitlines() if "its previous text (" in line]
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]), probes=decided)
 
 
 def main():
@@ -103,7 +103,7 @@ def main():
     for rep in range(args.reps):
         for system in systems:
             t = time.perf_counter()
-            runs[system].append(run(system, wav, model_dir))
+            runs[system].append(run(system, wav, model_dir, args.probes and rep == 0))
             print(f"rep {rep + 1} {system}: {runs[system][-1]['wall']:.1f} s ({time.perf_counter() - t:.0f} s)",
                   file=sys.stderr)
     best = {s: min(r["wall"] for r in runs[s]) for s in systems}
