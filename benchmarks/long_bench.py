@@ -9,13 +9,14 @@ The audio is ``benchmarks/hour_bench.py``'s: the English Asterisk prompts and th
 clips of pocketsphinx-testdata in a seeded order with pauses (``--order``), cut at ``--minutes`` (real
 speech, one reader for the prompts; the reference is their texts in order; several prompts say the same
 words, so the prompt-copy guard probes windows that really repeat). Every system runs in a process
-of its own, greedy at temperature 0, VAD on, language given, base int8 on 2 threads, with the runtime
-settings tokenmap gives itself (stock: :func:`tokenmap_bench.stock.tuned_environment`); systems
-alternate within each repetition. Stock runs in ``.venv-stock`` (``make bench-stock``). Reported:
-the best wall time of the repetitions, its ratio against stock batched at 8 and stock sequential,
-WER against the reference, peak RSS of the process (its workers not counted), and tokenmap's windows that
-the prompt-copy guard decoded again or kept after a probe (the first repetition's; ``--probes`` prints each
-such window's text, to be read against the reference; a ``-noguard`` system runs with the guard off).
+of its own, greedy at temperature 0 (``--fallback``: faster-whisper's default temperatures), VAD on,
+language given, base int8 on 2 threads, with the runtime settings tokenmap gives itself (stock:
+:func:`tokenmap_bench.stock.tuned_environment`); systems alternate within each repetition. Stock runs
+in ``.venv-stock`` (``make bench-stock``). Reported: the best wall time of the repetitions, its ratio
+against stock batched at 8 and stock sequential, WER against the reference, peak RSS of the process
+(its workers not counted), and tokenmap's windows that the prompt-copy guard decoded again or kept after
+a probe, and its decodes stopped as loops (the first repetition's; ``--probes`` prints each such window's
+text, to be read against the reference; a ``-noguard`` system runs with the guard off).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ if system.startswith("tokenmap"):
                                   **({"encoder": encoder} if encoder else {}))
     if system.endswith("-noguard"):  # the prompt-copy guard off
         model.model.guard = Guard(copy_tokens=10 ** 6, copy_min_words=10 ** 6)
-    if sys.argv[4:] == ["probes"]:  # the guard's decisions, with each window's text, on stderr
+    if "probes" in sys.argv[4:]:  # the guard's decisions, with each window's text, on stderr
         logging.getLogger("tokenmap").setLevel(logging.DEBUG)
         logging.getLogger("tokenmap").addHandler(logging.StreamHandler())
 else:
@@ -51,7 +52,9 @@ else:
     model = faster_whisper.WhisperModel(sys.argv[3], device="cpu", compute_type="int8", cpu_threads=2)
 from faster_whisper import decode_audio
 audio = decode_audio(wav)
-kwargs = dict(language="en", beam_size=1, temperature=0.0, vad_filter=True)
+kwargs = dict(language="en", beam_size=1, vad_filter=True)
+if "fallback" not in sys.argv[4:]:
+    kwargs["temperature"] = 0.0
 started = time.perf_counter()
 if "batch" in system:
     size = int(system.split("batch")[1].split("-")[0])
@@ -66,11 +69,11 @@ print(json.dumps({"wall": wall, "text": text, "peak_mb": resource.getrusage(reso
 """
 
 
-def run(system: str, wav: Path, model_dir: str, probes: bool = False) -> dict:
+def run(system: str, wav: Path, model_dir: str, flags: list[str]) -> dict:
     from tokenmap_bench import tuned_environment
 
     python = str(ROOT / ".venv-stock/bin/python") if system.startswith("stock") else sys.executable
-    out = subprocess.run([python, "-c", CHILD, system, str(wav), model_dir] + ["probes"] * probes,
+    out = subprocess.run([python, "-c", CHILD, system, str(wav), model_dir, *flags],
                          env=tuned_environment(), capture_output=True, text=True, cwd=ROOT)
     if out.returncode:
         raise SystemExit(f"{system} failed: {out.stderr.strip().splitlines()[-1:]}")
@@ -88,6 +91,8 @@ def main():
     parser.add_argument("--order", type=int, default=0, help="the seed of the prompts' and clips' order [0]")
     parser.add_argument("--probes", action="store_true",
                         help="print each window the prompt-copy guard decoded again or kept (the first repetition's)")
+    parser.add_argument("--fallback", action="store_true",
+                        help="faster-whisper's default temperatures (the fallback) instead of temperature 0")
     parser.add_argument("--json", default=None, help="write every run here")
     args = parser.parse_args()
     from hour_bench import build_audio
@@ -103,7 +108,8 @@ def main():
     for rep in range(args.reps):
         for system in systems:
             t = time.perf_counter()
-            runs[system].append(run(system, wav, model_dir, args.probes and rep == 0))
+            flags = ["probes"] * (args.probes and rep == 0) + ["fallback"] * args.fallback
+            runs[system].append(run(system, wav, model_dir, flags))
             print(f"rep {rep + 1} {system}: {runs[system][-1]['wall']:.1f} s ({time.perf_counter() - t:.0f} s)",
                   file=sys.stderr)
     best = {s: min(r["wall"] for r in runs[s]) for s in systems}
@@ -112,16 +118,17 @@ def main():
             for line in runs[s][0]["probes"]:
                 print(f"{s}: {line}")
         print(f"reference: {ref}\n")
-    print(f"{args.minutes:g} min of audio (order {args.order}), best of {args.reps}\n")
+    temperatures = "default temperatures" if args.fallback else "temperature 0"
+    print(f"{args.minutes:g} min of audio (order {args.order}, {temperatures}), best of {args.reps}\n")
     print("| system | wall (s) | vs stock batched 8 | vs stock sequential | WER | peak RSS (MB) "
-          "| prompt copies decoded again / kept after a probe |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "| prompt copies decoded again / kept after a probe | loops stopped |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for s in systems:
         vs = [f"{best[a] / best[s]:.2f}x" if a in best else "–" for a in ("stock-batch8", "stock-seq")]
         stats = runs[s][0]["stats"]
         copies = f"{stats['prompt_copies']} / {stats['copies_kept']}" if "prompt_copies" in stats else "–"
         print(f"| {s} | {best[s]:.1f} | {vs[0]} | {vs[1]} | {100 * wer([(reference, runs[s][0]['text'])]):.2f} % "
-              f"| {max(r['peak_mb'] for r in runs[s]):.0f} | {copies} |")
+              f"| {max(r['peak_mb'] for r in runs[s]):.0f} | {copies} | {stats.get('loops_stopped', '–')} |")
     if args.json:
         Path(args.json).write_text(json.dumps({"minutes": args.minutes, "runs": runs}, indent=1), encoding="utf-8")
 
