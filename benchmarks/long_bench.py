@@ -42,7 +42,7 @@ if system.startswith("tokenmap"):
     model = tokenmap.WhisperModel("base", compute_type="int8", cpu_threads=2, session_cache=False,
                                   **({"encoder": encoder} if encoder else {}))
     if system.endswith("-noguard"):  # the prompt-copy guard off
-        model.model.guard = Guard(copy_tokens=10 ** 6, copy_min_words=10 ** 6)
+        model.model.guard = Guard(copies=False)
     if "probes" in sys.argv[4:]:  # the guard's decisions, with each window's text, on stderr
         logging.getLogger("tokenmap").setLevel(logging.DEBUG)
         logging.getLogger("tokenmap").addHandler(logging.StreamHandler())

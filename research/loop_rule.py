@@ -330,7 +330,7 @@ def cost_child(args) -> int:
             if args.system.startswith("share"):  # "share0.75": on, the sampled calls' first cap at that share
                 model.model.loop = LoopOptions(sampled_share=float(args.system[5:]))
             if args.system == "noguard":  # on, the prompt-copy guard off
-                model.model.guard = Guard(copy_tokens=10 ** 6, copy_min_words=10 ** 6)
+                model.model.guard = Guard(copies=False)
         list(model.transcribe(audio[:16000], language=lang, vad_filter=True)[0])
         started = time.perf_counter()
         segments = list(model.transcribe(audio, language=lang, beam_size=1, **dict({"vad_filter": False}, **kwargs))[0])

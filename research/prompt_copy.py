@@ -54,7 +54,7 @@ def menus(lang: str, pause_s: float = 1.0, rounds: int = 4):
     return np.concatenate(audio), " ".join(words)
 
 
-GUARDS = {"off": dict(copy_tokens=10 ** 6, copy_min_words=10 ** 6), "runs": dict(copy_min_words=10 ** 6),
+GUARDS = {"off": dict(copies=False), "runs": dict(copy_min_words=10 ** 6),
           "runs+phrases": {}}
 
 

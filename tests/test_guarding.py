@@ -45,6 +45,13 @@ def test_a_window_that_copies_its_previous_text_is_decoded_without_it():
     assert model.calls[-1] == [TASK] and model.stats.prompt_copies == 1
 
 
+def test_with_the_copy_guard_off_a_copy_keeps_its_text():
+    copied = [TS] + PREVIOUS[3:17] + [TS + 50]
+    model = Stand({tuple([PREV] + PREVIOUS + TASK): copied}, guard=Guard(copies=False))
+    assert model.generate("features", [[PREV] + PREVIOUS + TASK])[0].sequences_ids == [copied]
+    assert len(model.calls) == 1 and model.stats.prompt_copies == 0 and model.stats.copies_kept == 0
+
+
 def test_a_short_echo_of_the_previous_text_is_kept():
     echo = [TS] + PREVIOUS[:5] + [42, TS + 50]  # five tokens again: a phrase said twice, not a copy
     model = Stand({tuple([PREV] + PREVIOUS + TASK): echo})

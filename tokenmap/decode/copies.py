@@ -139,6 +139,7 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
     if start is None:
         return decode(output, [list(prompt)], kwargs)
     passage = [t for t in tokens[start:] if t < eot]
+    written = text(passage)
     said = next((n for n in range(len(passage)) if len(words_of(text(passage[:n]))) > probe.words + 1),
                 len(passage))
     needed = len(spoken(words_of(text([t for t in tokens[:start] if t < eot])), language)) + probe.words + 1
@@ -153,7 +154,7 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
             first = decode(output, [list(prompt)], dict(kwargs, max_length=cap))
             probed = first[0].sequences_ids[0]
         heard = text([t for t in probed if t < eot])
-        if says_again(text(passage), heard, probe.words, language=language):
+        if says_again(written, heard, probe.words, language=language):
             return None
         cut = len(probed) >= steps_of(cap, len(prompt))
         if not cut or cap == max_length or len(spoken(words_of(heard), language)) >= needed:

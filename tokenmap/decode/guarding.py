@@ -53,7 +53,7 @@ class Guard:
     waits for less); ``no_speech``: ``no_speech_prob`` above this with that low log-probability
     (faster-whisper would then drop the window as silence); ``tokens_per_s``: more text tokens a second
     of audio than this. The defaults, and :class:`tokenmap.context.AudioContext`'s, come from
-    ``research/short_context.py``.
+    ``research/short_context.py``. ``copies=False`` turns the copy guard off (:meth:`copied` finds none).
     """
 
     past_audio_s: float = 1.0
@@ -67,11 +67,14 @@ class Guard:
     copy_ngram: int = 3
     copy_share: float = 0.75
     copy_min_words: int = 8
+    copies: bool = True
 
     def copied(self, tokens: Sequence[int], history: Sequence[int], text: str, history_text: str) -> str | None:
         """Why a window's text (``tokens``, ``text``) is a copy of its prompt's previous text (``history``,
         ``history_text``), or None: a run of ``copy_tokens`` tokens of it, or at least ``copy_min_words``
         words of which ``copy_share`` lie in word ``copy_ngram``-grams of it (phrases stitched together)."""
+        if not self.copies:
+            return None
         run = copied_run(tokens, history, self.copy_tokens)
         if run >= self.copy_tokens:
             return f"a run of {run} tokens of the previous text"
@@ -186,7 +189,8 @@ def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, gua
     start = special.sot_index(prompt)
     history = [t for t in prompt[1:start] if t < special.eot]
     tokens = [t for t in decoded_tokens(results[0]) if t < special.eot]  # a stopped loop as decoded
-    why = guard.copied(tokens, history, text(tokens), text(history))
+    written = text(tokens)
+    why = guard.copied(tokens, history, written, text(history))
     if why is None:
         return output, results
     again = probe_copy(decode, output, prompt[start:], results, history, kwargs, text, special.eot, verify=verify,
@@ -194,10 +198,10 @@ def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, gua
     if again is None:  # the audio says it again (tokenmap.decode.copies): speech that repeats, not a copy
         stats.copies_kept += 1
         logger.debug("a window repeats its previous text (%s) and the audio says it again: kept %r", why,
-                     text(tokens)[:100])
+                     written[:100])
         return output, results
     logger.debug("a window copied its previous text (%s): decoding it again without that text: %r", why,
-                 text(tokens)[:100])
+                 written[:100])
     stats.prompt_copies += 1
     return output, again
 
