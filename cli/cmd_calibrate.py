@@ -79,7 +79,7 @@ def calibrate(model, compute_type, decoder_compute_type, exact, threads, max_tok
 
 
 def _calibrate_encoders(model_dir, compute_type: str, threads: int, reps: int) -> None:
-    from tokenmap.encoders.choice import measure, plan_from_measurement, plan_summary, save_measurement
+    from tokenmap.encoders.choice import measure_apart, plan_from_measurement, plan_summary, save_measurement
     from tokenmap.encoders.openvino import openvino_available
 
     missing = openvino_available()
@@ -87,7 +87,7 @@ def _calibrate_encoders(model_dir, compute_type: str, threads: int, reps: int) -
         fail(missing)
     click.echo(f"timing the encoder engines on {model_dir.name} ({threads} threads, {reps} rounds) ...")
     try:
-        data = measure(model_dir, compute_type, threads, reps=reps)
+        data = measure_apart(model_dir, compute_type, threads, reps=reps)
     except Exception as exc:  # engine errors: one line, no traceback
         fail(f"encoder calibration failed: {exc}")
     for name, per in data["ms"].items():

@@ -3,6 +3,7 @@
 import json
 import os
 import struct
+import sys
 
 import numpy as np
 import pytest
@@ -244,14 +245,14 @@ def test_auto_measures_once_and_keeps_the_measurement(monkeypatch, tmp_path):
     (tmp_path / "model.bin").write_bytes(b"x")
     calls = []
 
-    def fake_measure(model_dir, compute_type, threads, ct2=None):
+    def fake_measure(model_dir, compute_type, threads):
         calls.append(threads)
         import openvino as ov
 
         return dict(_measured(300, 100, 900, 700), cpu=choice.cpu_identity(), openvino=ov.__version__,
                     ctranslate2=choice.ct2_setting(), candidates=list(choice.openvino_candidates()))
 
-    monkeypatch.setattr(choice, "measure", fake_measure)
+    monkeypatch.setattr(choice, "measure_apart", fake_measure)
     first = choice.choose("auto", tmp_path, "int8", 2)
     again = choice.choose("auto", tmp_path, "int8", 2)
     assert first == again and calls == [2] and first.engines() <= {"stock", "fork"}
@@ -264,6 +265,29 @@ def test_auto_measures_once_and_keeps_the_measurement(monkeypatch, tmp_path):
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", other)  # another oneDNN cap: another measurement, kept apart
     choice.choose("auto", tmp_path, "int8", 2)
     assert calls == [2, 2, 2] and choice.measurement_path(tmp_path, "int8", 2) != path
+
+
+CRASHING_CHILD = """
+import json, os, signal, sys
+candidates = sys.argv[1:]
+for name in candidates:
+    print("running", name, flush=True)
+    if name == "openvino:bf16":
+        os.kill(os.getpid(), signal.SIGSEGV)
+print("running ctranslate2", flush=True)
+print(json.dumps({"ms": {name: {"3000": 1.0} for name in candidates + ["ctranslate2"]}, "unavailable": {}}))
+"""
+
+
+def test_an_encoder_that_crashes_while_timed_is_left_out_and_the_others_are_timed_again(monkeypatch, tmp_path):
+    """The timing runs in a child: a candidate that kills it (by construction here) is named unavailable."""
+    monkeypatch.setattr(choice, "openvino_candidates", lambda: ("openvino:f32", "openvino:bf16", "openvino:int8"))
+    data = choice.measure_apart(tmp_path, "int8", 2, command=[sys.executable, "-c", CRASHING_CHILD])
+    assert set(data["ms"]) == {"openvino:f32", "openvino:int8", "ctranslate2"}
+    assert data["unavailable"] == {"openvino:bf16": "crashed the process that ran it (SIGSEGV)"}
+    assert data["candidates"] == ["openvino:f32", "openvino:bf16", "openvino:int8"]  # what a kept one is valid for
+    with pytest.raises(RuntimeError, match="timing the encoders failed: .*boom"):
+        choice.measure_apart(tmp_path, "int8", 2, command=[sys.executable, "-c", "raise SystemExit('boom')"])
 
 
 def test_without_openvino_auto_falls_back_and_openvino_fails_in_one_line(monkeypatch, tmp_path):

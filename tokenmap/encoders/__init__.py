@@ -27,7 +27,7 @@ def open_encoder(requested: str, model_dir, compute_type: str, threads: int, for
     if getattr(fork, "device", "cpu") != "cpu":
         return CTranslate2Encoder(fork, compute_type)
     stock = StockEncoder(worker=worker, fallback=fork) if worker is not None else None
-    plan = choose(requested, model_dir, compute_type, threads, ct2_encoder=stock or fork)
+    plan = choose(requested, model_dir, compute_type, threads)
     logger.info("encoder: %s", plan_summary(plan))
     made: dict[tuple[str, str], Encoder] = {}
     routes = []

@@ -23,6 +23,9 @@ import json
 import logging
 import os
 import platform
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,11 +130,13 @@ def ctranslate2_engine() -> str:
 
 
 def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: int = 3,
-            lengths=LENGTHS) -> dict:
+            lengths=LENGTHS, candidates=None, running=None) -> dict:
     """Median milliseconds per encode of each candidate at each length in ``lengths``, interleaved: the
-    :func:`openvino_candidates` that compile and run here, and ``"ctranslate2"``, ``ct2`` (the CTranslate2
-    encoder that would run; default: the stock worker, or the fork's model). Returns ``{"cpu", "openvino",
-    "ctranslate2", "candidates", "unavailable": {candidate: why}, "ms": {candidate: {frames: ms}}}``."""
+    ``candidates`` (default :func:`openvino_candidates`) that compile and run here, and ``"ctranslate2"``,
+    ``ct2`` (the CTranslate2 encoder that would run; default: the stock worker, or the fork's model).
+    ``running(name)`` is called before each encode. Returns ``{"cpu", "openvino", "ctranslate2",
+    "candidates", "unavailable": {candidate: why}, "ms": {candidate: {frames: ms}}}``. In process: an engine
+    that crashes takes the process with it (:func:`measure_apart` survives that)."""
     import ctranslate2
     import openvino as ov
 
@@ -140,7 +145,8 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
     elif ct2 is None:
         ct2 = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type,
                                          intra_threads=threads)
-    candidates = openvino_candidates()
+    candidates = openvino_candidates() if candidates is None else tuple(candidates)
+    running = running or (lambda name: None)
     engines, unavailable, n_mels = {}, {}, getattr(ct2, "n_mels", 80)
     for name in candidates:
         try:
@@ -155,10 +161,12 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
     ms: dict[str, dict[str, list]] = {name: {} for name in engines}
     for frames in lengths:
         features = (rng.standard_normal((1, n_mels, frames)) * 0.5).astype(np.float32)
-        for fn in engines.values():
+        for name, fn in engines.items():
+            running(name)
             fn(features)  # warm-up: the first call at a length allocates
         for _ in range(reps):  # interleaved, so drift hits every engine alike
             for name, fn in engines.items():
+                running(name)
                 started = time.perf_counter()
                 fn(features)
                 ms[name].setdefault(str(frames), []).append(1000 * (time.perf_counter() - started))
@@ -166,6 +174,33 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
     return {"cpu": cpu_identity(), "openvino": ov.__version__, "ctranslate2": ct2_setting(), "threads": threads,
             "compute_type": compute_type, "measured": time.strftime("%Y-%m-%dT%H:%M:%S"),
             "candidates": list(candidates), "unavailable": unavailable, "ms": medians}
+
+
+def measure_apart(model_dir: Path, compute_type: str, threads: int, reps: int = 3, command=None) -> dict:
+    """:func:`measure` in a child process (``command``: its argument list before the candidates; default
+    :mod:`tokenmap.encoders.timing`). An engine that crashes the child (seen: OpenVINO's bf16 encoder on one
+    virtualised Intel CPU with AMX) is left out as unavailable and the others are measured again, so choosing
+    an encoder never takes the caller's process down."""
+    command = command or [sys.executable, "-m", "tokenmap.encoders.timing", str(model_dir), compute_type,
+                          str(threads), str(reps)]
+    candidates, crashed = list(openvino_candidates()), {}
+    while True:
+        child = subprocess.run([*command, *candidates], capture_output=True, text=True)
+        lines = child.stdout.splitlines()
+        if child.returncode == 0 and lines and lines[-1].startswith("{"):
+            data = json.loads(lines[-1])
+            data["unavailable"].update(crashed)
+            data["candidates"] = list(openvino_candidates())
+            return data
+        last = next((line.split(" ", 1)[1] for line in reversed(lines) if line.startswith("running ")), None)
+        if last not in candidates:  # not an OpenVINO candidate's crash: nothing to leave out
+            why = (child.stderr.strip().splitlines() or [f"exit status {child.returncode}"])[-1]
+            raise RuntimeError(f"timing the encoders failed: {why}")
+        status = -child.returncode
+        crashed[last] = (f"crashed the process that ran it ({signal.Signals(status).name})" if
+                         status in signal.valid_signals() else f"ended the process that ran it ({child.returncode})")
+        logger.warning("encoder %s left out: %s", last, crashed[last])
+        candidates.remove(last)
 
 
 def ct2_setting() -> str:
@@ -228,9 +263,8 @@ def plan_from_measurement(data: dict, ct2: str, compute_type: str) -> EncoderPla
     return EncoderPlan(tuple(merged), "measured on this CPU (" + "; ".join(words) + ")")
 
 
-def choose(requested: str, model_dir: Path, compute_type: str, threads: int, ct2_encoder=None) -> EncoderPlan:
-    """The :class:`EncoderPlan` for ``requested`` (see the module's docstring); ``ct2_encoder`` is the CTranslate2
-    encoder a measurement times (the one that would run: :func:`measure`)."""
+def choose(requested: str, model_dir: Path, compute_type: str, threads: int) -> EncoderPlan:
+    """The :class:`EncoderPlan` for ``requested`` (see the module's docstring)."""
     engine, precision = parse(requested)
     ct2 = ctranslate2_engine()  # the CTranslate2 engine's name: stock or fork
     if engine in ("fork", "stock"):
@@ -250,7 +284,7 @@ def choose(requested: str, model_dir: Path, compute_type: str, threads: int, ct2
     if data is None:
         logger.info("measuring the encoder engines once on this CPU (kept in %s; `tokenmap calibrate --encoder` "
                     "measures again)", measurement_path(model_dir, compute_type, threads))
-        data = measure(model_dir, compute_type, threads, ct2=ct2_encoder)
+        data = measure_apart(model_dir, compute_type, threads)
         save_measurement(model_dir, compute_type, threads, data)
     if engine == "openvino":
         return _fastest_openvino(data)
