@@ -155,3 +155,39 @@ def tiny_v3(base_model_dir, tmp_path_factory):
     shapes = model_shapes()
     shape = shapes.Shape(d_model=64, encoder_layers=2, decoder_layers=2, heads=4, n_mels=128, large_v3_vocab=True)
     return shapes.build("tiny-v3", shape, tmp_path_factory.mktemp("shapes") / "tiny-v3", source=base_model_dir)
+
+
+# Windows crafted to loop: a previous text that repeats one short phrase, then audio with no speech (noise or
+# silence). Whether one of them loops depends on the CPU's kernels (the same int8 model gives other numbers on AVX2,
+# VNNI and AMX), so a test that needs a real loop takes the first that loops here (``first_looping``) and fails
+# if none does.
+LOOP_PROMPTS = (" Thank you. Thank you. Thank you.", " Bye. Bye. Bye.", " Okay. Okay. Okay.")
+#: (level of white noise, seconds, seed)
+LOOP_SOUNDS = ((0.01, 10, 2), (0.01, 6, 2), (0.03, 6, 5), (0.03, 10, 2), (0.01, 10, 5), (0.0, 2, 0), (0.003, 4, 1),
+               (0.003, 12, 0))
+
+
+def crafted_windows():
+    """``(description, previous text, samples)`` of every crafted window, in the order they are tried."""
+    for level, seconds, seed in LOOP_SOUNDS:
+        samples = (level * np.random.default_rng(seed).standard_normal(16000 * seconds)).astype(np.float32)
+        sound = f"{seconds} s of noise at {level} (seed {seed})" if level else f"{seconds} s of silence"
+        for prompt in LOOP_PROMPTS:
+            yield f"{prompt.strip()!r} then {sound}", prompt, samples
+
+
+@pytest.fixture(scope="session")
+def first_looping():
+    """``first_looping(loops)``: the first crafted window ``(description, previous text, samples)`` for which
+    ``loops(previous text, samples)`` is true on this machine; the test fails, naming what was tried, if none is."""
+
+    def find(loops):
+        tried = []
+        for description, prompt, samples in crafted_windows():
+            if loops(prompt, samples):
+                return description, prompt, samples
+            tried.append(description)
+        pytest.fail(f"none of the {len(tried)} crafted windows loops on this CPU with the loop stop off "
+                    f"({'; '.join(tried)}): add a candidate to LOOP_PROMPTS or LOOP_SOUNDS in tests/conftest.py")
+
+    return find

@@ -1,15 +1,12 @@
 """The loop stop through ``tokenmap.WhisperModel``: on by default, off with ``loop_stop=False``, on a window
-crafted to loop (12 s of faint noise after a prompt of "Thank you." said three times; base int8 loops there
-with the CTranslate2 encoder on the machines measured)."""
+crafted to loop (a previous text that repeats one phrase, then audio with no speech: the first of
+``conftest.crafted_windows`` that loops on this CPU with the stop off)."""
 
-import numpy as np
 import pytest
 
 from tokenmap.decode.loops import LoopOptions, compression_ratio
 
 pytestmark = pytest.mark.model
-
-PROMPT = " Thank you. Thank you. Thank you."
 
 
 @pytest.fixture(scope="module")
@@ -19,14 +16,25 @@ def model():
     return WhisperModel("base", compute_type="int8", cpu_threads=2, encoder="fork")
 
 
-@pytest.fixture(scope="module")
-def noise():
-    return (0.003 * np.random.default_rng(0).standard_normal(16000 * 12)).astype(np.float32)
-
-
-def transcript(model, audio, **kwargs):
-    segments, _ = model.transcribe(audio, language="en", initial_prompt=PROMPT, vad_filter=False, **kwargs)
+def transcript(model, prompt, audio, **kwargs):
+    segments, _ = model.transcribe(audio, language="en", initial_prompt=prompt, vad_filter=False, **kwargs)
     return " ".join(s.text.strip() for s in segments), model.last_stats()
+
+
+def transcript_unstopped(model, prompt, audio, **kwargs):
+    model.model.loop = None
+    try:
+        return transcript(model, prompt, audio, **kwargs)
+    finally:
+        model.model.loop = LoopOptions()
+
+
+@pytest.fixture(scope="module")
+def looping(model, first_looping):
+    """``(description, previous text, samples)``: a crafted window whose transcript, with the stop off, has a
+    compression ratio above faster-whisper's threshold (2.4) on this machine."""
+    return first_looping(lambda prompt, audio: compression_ratio(
+        transcript_unstopped(model, prompt, audio, temperature=0.0)[0]) > 2.4)
 
 
 def test_the_switch(model):
@@ -37,21 +45,19 @@ def test_the_switch(model):
     assert off.model.loop is None
 
 
-def test_a_looping_window_is_stopped_with_the_switch_on_and_loops_with_it_off(model, noise):
-    model.model.loop = None
-    try:
-        looped, stats_off = transcript(model, noise, temperature=0.0)
-    finally:
-        model.model.loop = LoopOptions()
-    assert compression_ratio(looped) > 2.4 and stats_off["loops_stopped"] == 0  # the crafted window loops
-    stopped, stats_on = transcript(model, noise, temperature=0.0)
-    assert stats_on["loops_stopped"] >= 1
-    assert compression_ratio(stopped) < 2.4 and len(stopped) < len(looped) / 4
-    assert looped.startswith(stopped.rstrip(". ")[:20])  # the text up to where the repetition began
+def test_a_looping_window_is_stopped_with_the_switch_on_and_loops_with_it_off(model, looping):
+    description, prompt, audio = looping
+    looped, stats_off = transcript_unstopped(model, prompt, audio, temperature=0.0)
+    assert compression_ratio(looped) > 2.4 and stats_off["loops_stopped"] == 0, description
+    stopped, stats_on = transcript(model, prompt, audio, temperature=0.0)
+    assert stats_on["loops_stopped"] >= 1, description
+    assert compression_ratio(stopped) < 2.4 and len(stopped) < len(looped) / 2, (description, stopped)
+    assert looped.startswith(stopped.rstrip(". ")[:20]), (description, stopped)  # the text before the repetition
 
 
-def test_the_temperature_fallback_still_runs_on_a_stopped_loop(model, noise):
+def test_the_temperature_fallback_still_runs_on_a_stopped_loop(model, looping):
     """faster-whisper sees the stopped window's compression ratio as the loop's, so it samples again."""
+    description, prompt, audio = looping
     calls = []
     inner = model.model.generate
 
@@ -61,10 +67,10 @@ def test_the_temperature_fallback_still_runs_on_a_stopped_loop(model, noise):
 
     model.model.generate = counting
     try:
-        transcript(model, noise, temperature=(0.0, 0.2))
+        transcript(model, prompt, audio, temperature=(0.0, 0.2))
     finally:
         del model.model.generate
-    assert calls[0] == 0.0 and 0.2 in calls
+    assert calls[0] == 0.0 and 0.2 in calls, description
 
 
 def test_no_false_alarm_on_the_committed_real_clips_end_to_end(model, data_dir):

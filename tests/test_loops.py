@@ -18,6 +18,7 @@ from tokenmap.decode.loops import (
     projected_ratio,
     steps_of,
 )
+from tokenmap.decode.speculative import decode_window
 
 TS = 1000  # timestamp_begin of the synthetic tokens below; ids below it are text
 SMALL = LoopOptions(max_unit=4, min_span=8, min_repeats=3)
@@ -251,13 +252,27 @@ def encode_samples(engine, samples):
     return engine.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None], dtype=np.float32)))
 
 
+def window_prompt(vocab, special, previous: str) -> list[int]:
+    history = vocab.encode(previous, add_special_tokens=False).ids
+    return ([vocab.token_to_id("<|startofprev|>")] + history
+            + [special.sot, vocab.token_to_id("<|en|>"), vocab.token_to_id("<|transcribe|>")])
+
+
 @pytest.fixture(scope="module")
-def crafted_loop(engine, special, vocab):
-    """Two seconds of silence after a window that said "Thank you." three times: base loops on it."""
-    history = vocab.encode(" Thank you. Thank you. Thank you.", add_special_tokens=False).ids
-    prompt = ([vocab.token_to_id("<|startofprev|>")] + history
-              + [special.sot, vocab.token_to_id("<|en|>"), vocab.token_to_id("<|transcribe|>")])
-    return encode_samples(engine, np.zeros(32000, dtype=np.float32)), prompt
+def crafted_loop(engine, special, vocab, first_looping):
+    """``(encoder output, prompt, plain generate's tokens, its loop)`` of the first crafted window that base
+    decodes to the maximum length here, repeating from early on (the rule fires within the first cap)."""
+    found = {}
+
+    def loops(previous, samples):
+        enc, prompt = encode_samples(engine, samples), window_prompt(vocab, special, previous)
+        tokens = engine.generate(enc, [prompt], **KW)[0].sequences_ids[0]
+        loop = find_loop(tokens, LoopOptions(), special.timestamp_begin, special.eot)
+        found.update(enc=enc, prompt=prompt, tokens=tokens, loop=loop)
+        return len(tokens) == steps_of(448, len(prompt)) and loop is not None and loop.stop <= LoopOptions().cap_tokens
+
+    first_looping(loops)
+    return found["enc"], found["prompt"], found["tokens"], found["loop"]
 
 
 class NoDrafts:
@@ -282,18 +297,13 @@ class RepeatDrafter(NoDrafts):
 
 
 @pytest.mark.model
-def test_the_drafting_loop_stops_a_crafted_loop(engine, special, crafted_loop, vocab):
-    from tokenmap.decode.speculative import decode_window
-
-    enc, prompt = crafted_loop
-    full = engine.generate(enc, [prompt], **KW)[0].sequences_ids[0]
-    assert len(full) == steps_of(448, len(prompt))  # base loops here to the maximum length
-    thank_you = vocab.encode(" Thank you.", add_special_tokens=False).ids
-    for drafter in (NoDrafts(), RepeatDrafter(thank_you)):
+def test_the_drafting_loop_stops_a_crafted_loop(engine, special, crafted_loop):
+    enc, prompt, full, loop = crafted_loop
+    for drafter in (NoDrafts(), RepeatDrafter(loop.unit)):
         result = decode_window(engine, enc, prompt, special, drafter, loop=LoopOptions(), **KW)
         assert result.loop is not None and result.stats.loops_stopped == 1
-        assert result.stats.tokens <= 30  # stopped as it started, not at 224 tokens
-        assert result.tokens == [special.timestamp_begin] + thank_you
+        assert result.stats.tokens < steps_of(448, len(prompt)) / 4  # stopped as it started, not at the maximum
+        assert result.tokens == cut_tokens(full, loop, special.timestamp_begin)  # the text before the repetition
         assert not result.finished
         decoded = loops.decoded_tokens(loops.window_as_result(result))
         assert decoded[: result.loop.stop] == full[: result.loop.stop]  # the loop as it was decoded
@@ -303,8 +313,8 @@ def test_the_drafting_loop_stops_a_crafted_loop(engine, special, crafted_loop, v
 
 
 @pytest.mark.model
-def test_plain_generate_stops_the_crafted_loop_in_one_short_call(engine, special, crafted_loop, vocab):
-    enc, prompt = crafted_loop
+def test_plain_generate_stops_the_crafted_loop_in_one_short_call(engine, special, crafted_loop):
+    enc, prompt, full, loop = crafted_loop
     calls = []
 
     def generate(features, prompts, **kwargs):
@@ -313,8 +323,7 @@ def test_plain_generate_stops_the_crafted_loop_in_one_short_call(engine, special
 
     results, report = generate_stopping(generate, enc, [prompt], LoopOptions(), special.timestamp_begin, 2.0,
                                         special.eot, **KW)
-    thank_you = vocab.encode(" Thank you.", add_special_tokens=False).ids
-    assert results[0].sequences_ids[0] == [special.timestamp_begin] + thank_you
+    assert results[0].sequences_ids[0] == cut_tokens(full, loop, special.timestamp_begin)
     assert report.loops == 1 and len(calls) == 1 and steps_of(calls[0], len(prompt)) < 100
 
 
@@ -325,7 +334,6 @@ def test_no_false_alarm_on_the_committed_real_clips(engine, special, data_dir, v
     as off (the golden test, ``tests/test_speculative.py``, runs with it off: its default)."""
     from tokenmap.audio import load_audio
     from tokenmap.decode.drafters import FixedDrafter
-    from tokenmap.decode.speculative import decode_window
 
     clips = sorted(data_dir.glob("*.flac"))
     assert len(clips) >= 8
@@ -430,7 +438,7 @@ def test_sample_decode_near_temperature_0_is_greedy_and_scores_as_ctranslate2(en
 def test_a_sampled_loop_on_the_fork_stops_at_the_token_the_rule_fires(engine, special, crafted_loop, vocab):
     """The crafted loop sampled near temperature 0, capped after 4 steps: it goes on on the fork's step API and
     stops at the token where the rule fires, not at a cap."""
-    enc, prompt = crafted_loop
+    enc, prompt, _, _ = crafted_loop
     stopper = loops.StoppingDecoder(engine, LoopOptions(cap_tokens=8, cap_rate=0), special, vocab.decode,
                                     stepper=engine)
     sampled = dict(KW, num_hypotheses=1, sampling_topk=0, sampling_temperature=1e-4)

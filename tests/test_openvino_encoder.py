@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tokenmap.encoders.choice import openvino_candidates
+from tokenmap.encoders.choice import measured_openvino, measurement
 from tokenmap.encoders.openvino import EncoderUnavailable, OpenVINOEncoder, cached_ir
 
 pytestmark = pytest.mark.model
@@ -32,16 +32,16 @@ def ov_f32(base_model_dir):
     return OpenVINOEncoder(base_model_dir, "f32", threads=2)
 
 
+def runnable_here(base_model_dir) -> set[str]:
+    """The OpenVINO precisions that ran here when ``auto`` timed them (in a child process: one that compiles
+    here may still crash when it runs, and is then left out)."""
+    return {name.split(":")[1] for name in measured_openvino(measurement(base_model_dir, "int8", 2)["ms"])}
+
+
 @pytest.fixture(scope="module")
 def runnable(base_model_dir):
-    """Every OpenVINO precision ``auto`` would time on this CPU that compiles here, by name (f32 everywhere)."""
-    out = {}
-    for candidate in openvino_candidates():
-        precision = candidate.split(":")[1]
-        try:
-            out[precision] = OpenVINOEncoder(base_model_dir, precision, threads=2)
-        except EncoderUnavailable:
-            continue
+    """Every OpenVINO precision ``auto`` timed on this CPU, by name (f32 everywhere)."""
+    out = {name: OpenVINOEncoder(base_model_dir, name, threads=2) for name in runnable_here(base_model_dir)}
     assert "f32" in out
     return out
 
@@ -98,17 +98,6 @@ def test_auto_opens_an_encoder_that_runs_here(base_model_dir, data_dir):
     assert np.asarray(encoder.encode(features)).shape == (1, 1500, 512)
     plan = choose("auto", base_model_dir, "int8", 2)
     assert all(c.precision in runnable_here(base_model_dir) for c in plan.choices if c.engine == "openvino")
-
-
-def runnable_here(base_model_dir) -> set[str]:
-    out = set()
-    for candidate in openvino_candidates():
-        try:
-            OpenVINOEncoder(base_model_dir, candidate.split(":")[1], threads=2)
-        except EncoderUnavailable:
-            continue
-        out.add(candidate.split(":")[1])
-    return out
 
 
 def test_a_precision_that_cannot_compile_is_one_line(base_model_dir, monkeypatch):

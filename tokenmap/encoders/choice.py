@@ -225,6 +225,18 @@ def load_measurement(model_dir: Path, compute_type: str, threads: int) -> dict |
     return data
 
 
+def measurement(model_dir: Path, compute_type: str, threads: int) -> dict:
+    """The kept encoder measurement for this CPU (:func:`load_measurement`), measured and kept first if there is
+    none (:func:`measure_apart`)."""
+    data = load_measurement(model_dir, compute_type, threads)
+    if data is None:
+        logger.info("measuring the encoder engines once on this CPU (kept in %s; `tokenmap calibrate --encoder` "
+                    "measures again)", measurement_path(model_dir, compute_type, threads))
+        data = measure_apart(model_dir, compute_type, threads)
+        save_measurement(model_dir, compute_type, threads, data)
+    return data
+
+
 def save_measurement(model_dir: Path, compute_type: str, threads: int, data: dict) -> Path:
     """Write ``data`` (from :func:`measure`) where :func:`load_measurement` finds it, atomically."""
     path = measurement_path(model_dir, compute_type, threads)
@@ -280,12 +292,7 @@ def choose(requested: str, model_dir: Path, compute_type: str, threads: int) -> 
         return EncoderPlan((Choice(ct2, compute_type),), f"ctranslate2: {missing}")
     if engine == "openvino" and precision is not None:
         return EncoderPlan((Choice("openvino", precision),), f"openvino {precision} (asked for)")
-    data = load_measurement(model_dir, compute_type, threads)
-    if data is None:
-        logger.info("measuring the encoder engines once on this CPU (kept in %s; `tokenmap calibrate --encoder` "
-                    "measures again)", measurement_path(model_dir, compute_type, threads))
-        data = measure_apart(model_dir, compute_type, threads)
-        save_measurement(model_dir, compute_type, threads, data)
+    data = measurement(model_dir, compute_type, threads)
     if engine == "openvino":
         return _fastest_openvino(data)
     return plan_from_measurement(data, ct2, compute_type)
