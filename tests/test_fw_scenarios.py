@@ -330,17 +330,19 @@ def test_multilingual_batched(tm, context, fw_model, once, en_then_es):
 
 
 def test_hotwords(tm, context, fw_model, once, audio):
-    """hotwords (faster-whisper's test_hotwords): base hears "Veillez" in the French prompt; with the hotword
-    "Veuillez" faster-whisper writes it. Sequential, then batched."""
+    """hotwords (faster-whisper's test_hotwords): base may hear "Veillez" in the French prompt; with the hotword
+    "Veuillez" faster-whisper writes it on some CPUs, not on all (the int8 numbers decide), so the hotword is held
+    to what faster-whisper does with it here: tokenmap writes it where faster-whisper does. Sequential, then
+    batched."""
     clip = audio("fr-conf-getpin.flac")
     kw = dict(language="fr", hotwords="Veuillez")
     for name, run in (("sequential", transcribe), ("batched", transcribe_batched)):
         expected, _ = once(("hotwords", name), lambda: run(fw_model, clip, **kw))
         segments, info = run(tm, clip, **kw)
         assert info.transcription_options.hotwords == "Veuillez"
-        assert "Veuillez" in joined(expected), joined(expected)
+        assert "code" in norm(joined(expected)).split(), joined(expected)  # the prompt is heard
         if context == "full":
-            assert "Veuillez" in joined(segments), (name, joined(segments))
+            assert ("Veuillez" in joined(segments)) == ("Veuillez" in joined(expected)), (name, joined(segments))
         # auto: the short context may change a word, the hotword too; held to the tolerance only
         assert_same_text(context, joined(segments), joined(expected))
 

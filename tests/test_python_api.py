@@ -54,14 +54,19 @@ def _text(segments) -> str:
 
 
 @pytest.mark.model
-def test_default_is_greedy_and_positional_beam_size_is_kept(base_model_dir, telephony_map, fw_model, data_dir):
+def test_default_is_greedy_and_positional_beam_size_is_kept(base_model_dir, telephony_map, data_dir):
+    """With a map and no ``beam_size``, the drafting loop runs (greedy) and gives plain greedy decoding's text.
+    Exact (a float32 decoder) on the fork's encoder in both models: the text is then the same by design on every
+    CPU (at int8 a near tie may go the other way, README "What each mode promises")."""
     from tokenmap import WhisperModel
 
-    model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), compute_type="int8", cpu_threads=2)
+    kw = dict(compute_type="int8", cpu_threads=2, encoder="fork", exact=True)
+    model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), **kw)
     audio = str(data_dir / "en-conf-getpin.flac")
     segments, _ = model.transcribe(audio, language="en")
-    greedy, _ = fw_model.transcribe(audio, language="en", beam_size=1)
-    assert _text(segments) == _text(greedy)
+    text = _text(segments)
+    greedy, _ = WhisperModel(str(base_model_dir), **kw).transcribe(audio, language="en", beam_size=1)
+    assert text == _text(greedy) and "conference" in text.lower()
     assert model.last_stats()["windows"] == 1 and model.last_stats()["fallbacks"] == 0
     segments, _ = model.transcribe(audio, "en", "transcribe", False, 2)  # beam_size given by position
     assert _text(segments)
@@ -117,7 +122,10 @@ def test_beam_search_logs_the_bypass_once_and_transcribes(base_model_dir, teleph
     from tokenmap import WhisperModel
 
     caplog.set_level(logging.WARNING, logger="tokenmap")
-    model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), compute_type="int8", cpu_threads=2)
+    # the fork encodes and decodes, as in fw_model: the bypass is then faster-whisper's beam search on the same
+    # engine (auto may encode with OpenVINO, and stock CTranslate2 decodes plain windows, other numbers)
+    model = WhisperModel(str(base_model_dir), token_map=str(telephony_map), compute_type="int8", cpu_threads=2,
+                         encoder="fork")
     for name in ("en-agent-pass.flac", "en-conf-getpin.flac"):
         audio = str(data_dir / name)
         segments, _ = model.transcribe(audio, language="en", beam_size=5)

@@ -1,5 +1,8 @@
 """Short audio context: which frames are encoded, what the guard rejects, and the guarded path end to end."""
 
+import re
+
+import jiwer
 import pytest
 
 from tokenmap.context import AudioContext
@@ -68,8 +71,19 @@ def test_auto_context_encodes_a_short_window_and_keeps_a_clean_prompt(fork_model
     full, full_stats = _decode(fork_model, data_dir / "en-agent-pass.flac")
     short, stats = _decode(fork_model, data_dir / "en-agent-pass.flac", audio_context="auto")
     assert full_stats["short_windows"] == 0 and stats["short_windows"] == 1 and stats["guarded"] == 0
-    assert [s[2] for s in short] == [s[2] for s in full]
+    # the short context is another encoding of the audio: it may change a word against 30 s (README), not more
+    words = [_words(" ".join(s[2] for s in decoded)) for decoded in (short, full)]
+    assert "password" in words[0] and _word_errors(*words) <= 1, [s[2] for s in short + full]
     assert all(end <= 3.3 + 0.5 for _, end, _, _ in short)
+
+
+def _words(text: str) -> list[str]:
+    return re.sub(r"[^\w\s']", " ", text.lower()).split()
+
+
+def _word_errors(hyp: list[str], ref: list[str]) -> int:
+    out = jiwer.process_words(" ".join(ref), " ".join(hyp))
+    return out.substitutions + out.deletions + out.insertions
 
 
 @pytest.mark.model

@@ -118,22 +118,46 @@ def test_close_frees_the_shared_memory(base_model_dir, window):
 @pytest.mark.model
 def test_stock_encoder_gives_the_same_transcript(stock_encoder, base_model_dir, data_dir):
     """A plain model with the stock encoder transcribes as with the fork's encoder (exact: a float32 decoder,
-    whose output does not depend on the draft either)."""
+    whose output does not depend on the draft either), up to what two builds of CTranslate2 may change: stock
+    CTranslate2 (``make stock-encoder``) is another release than the fork, whose int8 kernels may give another
+    CPU other numbers, so the words are held to at most one error in ten (at least one), as the short audio
+    context's are (tests/test_fw_scenarios.py)."""
+    import math
+    import re
+
+    import jiwer
+
     from tokenmap.transcriber import load_model, transcribe_file
 
     stock = load_model(str(base_model_dir), "int8", 2, encoder="stock", exact=True)
     fork = load_model(str(base_model_dir), "int8", 2, encoder="fork", exact=True)
     assert isinstance(stock.model.encoder, StockEncoder) and stock.model.plain.worker is stock.model.encoder.worker
     assert not isinstance(fork.model.encoder, StockEncoder)
-    for name in ("en-basic-pbx-ivr-main.flac", "fr-conf-getpin.flac"):
+    for name, heard in (("en-basic-pbx-ivr-main.flac", "calling"), ("fr-conf-getpin.flac", "code")):
         path = data_dir / name
-        assert transcribe_file(stock, path).text == transcribe_file(fork, path).text
+        ours, theirs = (" ".join(re.sub(r"[^\w\s']", " ", transcribe_file(m, path).text.lower()).split())
+                        for m in (stock, fork))
+        assert heard in ours.split(), ours
+        out = jiwer.process_words(theirs, ours)
+        errors = out.substitutions + out.deletions + out.insertions
+        assert errors <= max(1, math.ceil(0.1 * len(theirs.split()))), (ours, theirs)
+
+
+def _similar(a, b) -> float:
+    """How alike two token sequences are (difflib's ratio: 1.0 when equal)."""
+    import difflib
+
+    return difflib.SequenceMatcher(a=list(a), b=list(b), autojunk=False).ratio()
 
 
 @pytest.mark.model
 def test_generate_in_the_worker_matches_the_forks(stock_encoder, base_model_dir, window):
     """Stock ``generate`` on the output the worker kept from its encode, or on features sent to it, gives
-    the fork's greedy tokens; the plain decoder runs there; a handle the worker no longer keeps sends the output."""
+    the same greedy tokens (stock CTranslate2's, as a user's faster-whisper decodes), which transcribe the window as
+    the fork does; the plain decoder runs there; a handle the worker no longer keeps sends the output.
+
+    Stock CTranslate2 and the fork are two builds: on some CPUs their int8 kernels differ and a window decodes a
+    little differently (seen on an AMD EPYC), so the fork's tokens are held to nearly the same, not the same."""
     import ctranslate2
 
     fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
@@ -143,14 +167,16 @@ def test_generate_in_the_worker_matches_the_forks(stock_encoder, base_model_dir,
     kept = stock_encoder.generate(encoded, prompt, kept=handle, **options)
     sent = stock_encoder.generate(np.asarray(encoded).copy(), prompt, **options)
     expected = fork.generate(encoded, prompt, **options)
-    assert kept[0].sequences_ids == sent[0].sequences_ids == expected[0].sequences_ids
-    assert abs(kept[0].no_speech_prob - expected[0].no_speech_prob) < 1e-3
+    stock_tokens = kept[0].sequences_ids[0]
+    assert sent[0].sequences_ids[0] == stock_tokens and len(stock_tokens) >= 20
+    assert kept[0].no_speech_prob == pytest.approx(sent[0].no_speech_prob, abs=1e-6)
+    assert _similar(stock_tokens, expected[0].sequences_ids[0]) > 0.9, (stock_tokens, expected[0].sequences_ids)
     plain = PlainDecoder(fork, stock_encoder, "int8")
     assert plain.engine == "stock"
-    assert plain.on(handle).generate(encoded, prompt, **options)[0].sequences_ids == expected[0].sequences_ids
+    assert plain.on(handle).generate(encoded, prompt, **options)[0].sequences_ids[0] == stock_tokens
     stock_encoder.encode(np.zeros_like(window))  # the worker keeps another output now
     stale = plain.on(handle).generate(encoded, prompt, **options)
-    assert stale[0].sequences_ids == expected[0].sequences_ids
+    assert stale[0].sequences_ids[0] == stock_tokens
     assert PlainDecoder(fork, stock_encoder, "float32").engine == "fork"  # --exact's decoder
 
 
@@ -170,7 +196,8 @@ def test_a_batch_is_encoded_window_by_window_and_decoded_whole(stock_encoder, wi
 @pytest.mark.model
 def test_language_detection_in_the_worker_matches_the_forks(stock_encoder, base_model_dir, window):
     """``detect_language`` of the plain decoder runs in the worker, on its kept output or on one sent to it,
-    and ranks the languages as the fork does."""
+    with the same answer both ways, and finds the fork's language with nearly its probability (two builds of
+    CTranslate2: the order of the unlikely languages behind it may differ on another CPU's kernels)."""
     import ctranslate2
 
     fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
@@ -178,8 +205,9 @@ def test_language_detection_in_the_worker_matches_the_forks(stock_encoder, base_
     expected = fork.detect_language(encoded)[0]
     kept = PlainDecoder(fork, stock_encoder, "int8").on(handle).detect_language(encoded)[0]
     sent = stock_encoder.detect_language(np.asarray(encoded).copy())[0]
-    assert [t for t, _ in kept[:3]] == [t for t, _ in sent[:3]] == [t for t, _ in expected[:3]]
-    assert kept[0][0] == "<|en|>" and abs(kept[0][1] - expected[0][1]) < 0.02
+    assert [t for t, _ in kept[:3]] == [t for t, _ in sent[:3]]
+    assert kept[0][1] == pytest.approx(sent[0][1], abs=1e-6)
+    assert kept[0][0] == expected[0][0] == "<|en|>" and abs(kept[0][1] - expected[0][1]) < 0.02
 
 
 def test_a_refused_generate_falls_back_to_the_fork_for_that_call(caplog):
