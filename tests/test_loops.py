@@ -94,18 +94,20 @@ def test_projected_ratio_is_the_loops():
     assert loops.compression_ratio(text(kept)) < 2.4 < projected_ratio(kept, loop, 200, text)
 
 
-def test_faster_whisper_sees_a_stopped_decodes_ratio_once():
+def test_faster_whisper_sees_a_stopped_decodes_ratio_once_within_a_tokenmap_call():
     import faster_whisper.transcribe as fw
 
-    loops.install()
-    loops.install()  # once
-    assert fw.get_compression_ratio.__wrapped__ is loops._installed[0]
-    loops.register_stopped(" Thank you.", 38.4)
-    assert fw.get_compression_ratio("Thank you.") == 38.4
-    assert fw.get_compression_ratio("Thank you.") < 2.4  # answered once
-    loops.register_stopped("a", 9.0)
-    loops.clear_stopped()
-    assert fw.get_compression_ratio("a") < 2.4
+    from tokenmap import hooks
+    from tokenmap.windows import Session
+
+    results = [loops.Result([[5]], [0.0], ratio=38.4), loops.Result([[6]], [0.0])]
+    call = Session(ratios=loops.stopped_ratios(results, lambda ids: " Thank you." if ids == [5] else "a"))
+    assert call.ratios == {"Thank you.": 38.4}  # only the stopped result's text
+    with hooks.within(call):
+        assert fw.get_compression_ratio("Thank you.") == 38.4
+        assert fw.get_compression_ratio("Thank you.") < 2.4  # answered once
+    call.ratios["a"] = 9.0
+    assert fw.get_compression_ratio("a") < 2.4  # outside a tokenmap call: faster-whisper's own
 
 
 class ScriptedGenerate:
@@ -191,12 +193,9 @@ def test_plain_generate_without_a_loop_is_one_call():
     assert report.calls == 1 and report.loops == 0 and results[0].sequences_ids[0] == [TS, 5, 6, TS + 10]
 
 
-def test_a_stopping_decoder_counts_registers_and_leaves_other_calls_alone():
-    import faster_whisper.transcribe as fw
-
+def test_a_stopping_decoder_counts_carries_the_ratio_and_leaves_other_calls_alone():
     from tokenmap.decode.speculative import DecodeStats
 
-    loops.install()
     special = type("S", (), {"timestamp_begin": TS, "eot": TS - 1, "prompt_length": staticmethod(len)})()
     text = lambda ids: " ".join(f"w{t}" for t in ids if t < TS - 1)  # noqa: E731
     looping = [TS] + [40, 41, 42] * 200
@@ -207,10 +206,11 @@ def test_a_stopping_decoder_counts_registers_and_leaves_other_calls_alone():
     decoder = loops.StoppingDecoder(plain, LoopOptions(), special, text, seconds=1.0, stats=stats)
     result = decoder.generate(None, [[1, 2, 3]], beam_size=1)[0]
     assert result.sequences_ids[0] == [TS, 40, 41, 42] and stats.loops_stopped == 1
-    assert fw.get_compression_ratio(text(result.sequences_ids[0])) > 2.4  # faster-whisper sees the loop
+    assert result.ratio > 2.4 and loops.compression_ratio(text(result.sequences_ids[0])) < 2.4  # the loop's ratio
     assert decoder.wait_ready() == "ready"
     beam = decoder.generate(None, [[1, 2, 3]], beam_size=5)[0]  # beam search: not stopped
     assert len(beam.sequences_ids[0]) == steps_of(448, 3) and stats.loops_stopped == 1
+    assert loops.stopped_ratios([beam], text) == {}
     off = loops.StoppingDecoder(plain, None, special, text, seconds=1.0, stats=stats)
     assert len(off.generate(None, [[1, 2, 3]], beam_size=1)[0].sequences_ids[0]) == steps_of(448, 3)
 

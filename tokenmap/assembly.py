@@ -32,7 +32,7 @@ from tokenmap.decode.cost import load_cost_model
 from tokenmap.decode.drafters import EchoDrafter, SessionCache
 from tokenmap.decode.drafting import Drafting
 from tokenmap.decode.guarding import Guard, guarded_generate
-from tokenmap.decode.loops import LoopOptions, StoppingDecoder
+from tokenmap.decode.loops import LoopOptions, StoppingDecoder, stopped_ratios
 from tokenmap.decode.plain import PlainDecoder
 from tokenmap.decode.recall import load_recall
 from tokenmap.decode.rules import supports_fast_path
@@ -119,6 +119,7 @@ class Model:
 
         output, results = guarded_generate(decode, window, prompts, kwargs, stats, self.guard, self.special,
                                            self.text, verify)
+        (window.session or self.session).ratios = stopped_ratios(results, self.text)  # tokenmap.hooks reads them
         if self.recorder is not None and len(prompts) == 1:
             self.recorder.add_window(_rows(output.view)[0], results[0].sequences_ids[0],
                                      self.special.timestamp_begin, mel=window.mel)

@@ -7,8 +7,8 @@ audio, language detection) on parts tokenmap replaces:
   drafters that decode greedy ``generate`` calls speculatively (everything else goes to CTranslate2);
 * ``encode``, the window encoder (:mod:`tokenmap.windows`): the audio context, and the first window's encoder
   pass shared with language detection;
-* ``self.feature_extractor`` (:class:`tokenmap.features.WindowedExtractor`) and, process-wide, faster-whisper's
-  VAD (:func:`tokenmap.vad.install`).
+* ``self.feature_extractor`` (:class:`tokenmap.features.WindowedExtractor`) and, within its calls,
+  faster-whisper's VAD and compression ratio (:mod:`tokenmap.hooks`).
 
 Each ``transcribe`` call runs on a shallow copy of the model holding that call's :class:`tokenmap.windows.Session`,
 so concurrent calls share the parts and nothing else. Beam search has no single path to verify, so
@@ -33,11 +33,10 @@ import threading
 
 import faster_whisper
 
-from tokenmap import vad
+from tokenmap import hooks
 from tokenmap.assembly import assemble
 from tokenmap.audio import samples
 from tokenmap.context import AudioContext, as_audio_context
-from tokenmap.decode import loops
 from tokenmap.decode.loops import LoopOptions
 from tokenmap.decode.speculative import DecodeStats
 from tokenmap.features import WindowedExtractor
@@ -96,8 +95,7 @@ class WhisperModel(faster_whisper.WhisperModel):
             kwargs["cpu_threads"] = default_threads()
         super().__init__(str(model_dir), **kwargs)
         self.feature_extractor = WindowedExtractor(self.feature_extractor)  # a long file's features, window by window
-        vad.install()  # Silero VAD over a long file without a copy of it
-        loops.install()  # faster-whisper sees a stopped loop's compression ratio as the loop's (decode.loops)
+        hooks.install()  # tokenmap's VAD and a stopped loop's compression ratio, within its own calls
         load = {k: kwargs[k] for k in ("device", "device_index", "num_workers") if k in kwargs}
         asked = token_map is not None or recall is not None  # drafting asked for: say so when it is off
         self.model = assemble(self.model, model_dir, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
@@ -203,7 +201,7 @@ class WhisperModel(faster_whisper.WhisperModel):
         call = self.for_call(None if audio_context is None else as_audio_context(audio_context))
         # the features' BLAS product must leave no threads spinning; the language is detected on the
         # first window as it is transcribed, which the encoder then answers from what it kept
-        with blas_single_thread():
+        with blas_single_thread(), hooks.within(call.session):
             segments, info = faster_whisper.WhisperModel.transcribe(call, audio, *args, **kwargs)
         return call._segments(segments), info
 
@@ -212,12 +210,7 @@ class WhisperModel(faster_whisper.WhisperModel):
     def _segments(self, segments):
         """``segments`` as faster-whisper yields them, decoded with numpy's BLAS on one thread, each added to
         the session cache."""
-        segments = iter(segments)
-        while True:
-            with blas_single_thread():
-                segment = next(segments, None)
-            if segment is None:
-                return
+        for segment in hooks.each_within(self.session, segments, blas_single_thread):
             if self.session_cache is not None:
                 self.session_cache.add(segment.tokens)
             yield segment

@@ -43,7 +43,8 @@ def first_window(features):
 class Session:
     """What one ``transcribe`` call carries from window to window: its audio ``context``, ``stats``, the batched
     pipeline's ``capture`` of speech chunks (or None), whether it is ``transcribing`` (the model's own session
-    is not) and ``detecting`` now, and the window it ``kept`` for the next encode: ``(features, window)``."""
+    is not) and ``detecting`` now, the window it ``kept`` for the next encode: ``(features, window)``, and the
+    projected compression ratios of its last ``generate``'s stopped decodes, by text (``ratios``)."""
 
     context: AudioContext = field(default_factory=AudioContext)
     stats: DecodeStats = field(default_factory=DecodeStats)
@@ -51,6 +52,7 @@ class Session:
     transcribing: bool = False
     detecting: bool = False
     kept: tuple | None = None
+    ratios: dict = field(default_factory=dict)
 
 
 class EncodedWindow:
