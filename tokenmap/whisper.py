@@ -11,8 +11,8 @@ audio, language detection) on parts tokenmap replaces:
   faster-whisper's VAD and compression ratio (:mod:`tokenmap.hooks`).
 
 Each ``transcribe`` call runs on a shallow copy of the model holding that call's :class:`tokenmap.windows.Session`,
-so concurrent calls share the parts and nothing else. Beam search has no single path to verify, so
-``transcribe()`` defaults to ``beam_size=1``.
+whose life is the call's, so concurrent calls share the parts and nothing else. Beam search has no single path
+to verify, so ``transcribe()`` defaults to ``beam_size=1``.
 
 Example::
 
@@ -29,7 +29,6 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-import threading
 
 import faster_whisper
 
@@ -107,7 +106,7 @@ class WhisperModel(faster_whisper.WhisperModel):
         self.model.loop = LoopOptions() if loop_stop else None  # stop decodes as they start to repeat
         self.audio_context = as_audio_context(audio_context)
         self.session = Session(self.audio_context if self.drafting else AudioContext())
-        self._last: dict[int, Session] = {}  # per thread: the session of its last transcribe
+        self.last_session: Session | None = None  # the session of the last transcribe call started
 
     @property
     def drafting(self) -> bool:
@@ -181,14 +180,14 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     def for_call(self, context: AudioContext | None = None, capture=None) -> "WhisperModel":
         """This model for one ``transcribe`` call: a shallow copy (the same parts) with a fresh
-        :class:`~tokenmap.windows.Session` on ``context`` (default: the model's), which
-        :meth:`last_stats` reads from this thread; ``capture``: the batched pipeline's chunk capture."""
+        :class:`~tokenmap.windows.Session` on ``context`` (default: the model's), which :meth:`last_stats` reads
+        until the next call starts; ``capture``: the batched pipeline's chunk capture."""
         context = context or self.session.context
         if not self.drafting and context.mode != "full":
             logger.warning("audio_context=%r needs the engine fork's guard; encoding 30 s windows", context.mode)
             context = AudioContext()
         call = copy.copy(self)
-        call.session = self._last[threading.get_ident()] = Session(context, capture=capture, transcribing=True)
+        call.session = self.last_session = Session(context, capture=capture, transcribing=True)
         return call
 
     def transcribe(self, audio, *args, audio_context=None, **kwargs):
@@ -216,7 +215,6 @@ class WhisperModel(faster_whisper.WhisperModel):
             yield segment
 
     def last_stats(self) -> dict:
-        """Decoder statistics of this thread's last ``transcribe`` (as it has run so far; all zero when
-        drafting is off)."""
-        session = self._last.get(threading.get_ident())
-        return (session.stats if session is not None else DecodeStats()).as_dict()
+        """Decoder statistics of the last ``transcribe`` call started on this model (as it has run so far; all
+        zero when drafting is off)."""
+        return (self.last_session.stats if self.last_session is not None else DecodeStats()).as_dict()
