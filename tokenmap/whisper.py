@@ -29,14 +29,14 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+from dataclasses import fields, replace
 
 import faster_whisper
 
 from tokenmap import hooks
-from tokenmap.assembly import assemble
+from tokenmap.assembly import ModelOptions, assemble
 from tokenmap.audio import samples
 from tokenmap.context import AudioContext, as_audio_context
-from tokenmap.decode.loops import LoopOptions
 from tokenmap.decode.speculative import DecodeStats
 from tokenmap.features import WindowedExtractor
 from tokenmap.models import resolve_model
@@ -57,10 +57,15 @@ def transcribe_signature() -> inspect.Signature:
     return base.replace(parameters=params)
 
 
+#: the keywords of ``tokenmap.WhisperModel`` that are :class:`~tokenmap.assembly.ModelOptions`' fields
+OPTION_KEYWORDS = {f.name for f in fields(ModelOptions)} - {"compute_type", "threads"}
+
+
 class WhisperModel(faster_whisper.WhisperModel):
     """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
 
-    Extra arguments:
+    Extra arguments, gathered into one :class:`tokenmap.assembly.ModelOptions` (``options``, whose fields the
+    keywords override; ``compute_type`` and ``cpu_threads`` are faster-whisper's):
 
     * ``token_map``: a path or :class:`tokenmap.maps.mapfile.TokenMap`, a list of them (one per task), or a
       map set from ``tokenmap build --balance``; None drafts from prompt lookup and the session cache only;
@@ -83,28 +88,26 @@ class WhisperModel(faster_whisper.WhisperModel):
     faster-whisper (with one warning if a map or recall index asked for drafting).
     """
 
-    def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
-                 session_cache: bool = True, adaptive: bool = True, cost_model=None,
-                 decoder_compute_type: str = "auto", encoder: str = "auto", recall=None, exact: bool = False,
-                 audio_context="full", malloc_policy: bool = False, loop_stop: bool = True, **kwargs):
+    def __init__(self, model_size_or_path: str, token_map=None, *, options: ModelOptions | None = None,
+                 malloc_policy: bool = False, **kwargs):
         if malloc_policy:
             memory.install()
+        ours = {name: kwargs.pop(name) for name in OPTION_KEYWORDS & kwargs.keys()}
+        options = replace(options or ModelOptions(compute_type="default"), **ours,
+                          **({"token_map": token_map} if token_map is not None else {}))
         model_dir = resolve_model(model_size_or_path)
-        if not kwargs.get("cpu_threads"):  # one thread count for the engine and its calibrated cost curve
-            kwargs["cpu_threads"] = default_threads()
+        kwargs.setdefault("compute_type", options.compute_type)
+        # one thread count for the engine and its calibrated cost curve
+        kwargs["cpu_threads"] = kwargs.get("cpu_threads") or options.threads or default_threads()
+        options = replace(options, compute_type=kwargs["compute_type"], threads=kwargs["cpu_threads"])
         super().__init__(str(model_dir), **kwargs)
         self.feature_extractor = WindowedExtractor(self.feature_extractor)  # a long file's features, window by window
         hooks.install()  # tokenmap's VAD and a stopped loop's compression ratio, within its own calls
         load = {k: kwargs[k] for k in ("device", "device_index", "num_workers") if k in kwargs}
-        asked = token_map is not None or recall is not None  # drafting asked for: say so when it is off
-        self.model = assemble(self.model, model_dir, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
-                              decoder_compute_type=decoder_compute_type, encoder=encoder, exact=exact,
-                              token_map=token_map, recall=recall, tokenizer=self.hf_tokenizer,
-                              without_fork="warn" if asked else "quiet", prompt_lookup=prompt_lookup,
-                              session_cache=session_cache, adaptive=adaptive, cost_model=cost_model, **load)
+        asked = options.token_map is not None or options.recall is not None  # drafting asked for: say if it is off
+        self.model = assemble(self.model, model_dir, options, self.hf_tokenizer, "warn" if asked else "quiet", **load)
         memory.release_free_memory()  # the weights' conversion buffers, kept by the malloc policy
-        self.model.loop = LoopOptions() if loop_stop else None  # stop decodes as they start to repeat
-        self.audio_context = as_audio_context(audio_context)
+        self.audio_context = as_audio_context(options.audio_context)
         self.session = Session(self.audio_context if self.drafting else AudioContext())
         self.last_session: Session | None = None  # the session of the last transcribe call started
 

@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tokenmap.assembly import open_model
+from tokenmap.assembly import ModelOptions, open_model
 from tokenmap.decode.control import AcceptanceController, ControllerSet
 from tokenmap.decode.drafters import FixedDrafter, default_drafter
 from tokenmap.decode.rules import GREEDY_KW
@@ -105,8 +105,8 @@ def load_models(model_dir: Path, compute_type: str, threads: int, draft_dir: Pat
 
     # the main model decodes at its own precision; the encoder output is shared by every system
     engines = choose(encoder, model_dir, compute_type, threads).engines()
-    opened = open_model(model_dir, compute_type, threads, decoder_compute_type="same",
-                        encoder=encoder if engines == {"openvino"} else "fork")
+    opened = open_model(model_dir, ModelOptions(compute_type, threads, decoder_compute_type="same",
+                                                encoder=encoder if engines == {"openvino"} else "fork"))
     vocab = vocabulary(model_dir)
     eng = BenchModels(opened, opened.special, vocab, opened.cost, spec_tokens=spec_tokens)
     if draft_dir is not None:

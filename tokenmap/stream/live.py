@@ -35,7 +35,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 from faster_whisper.feature_extractor import FeatureExtractor
 
-from tokenmap.assembly import open_model
+from tokenmap.assembly import ModelOptions, open_model
 from tokenmap.audio import SAMPLE_RATE
 from tokenmap.context import WINDOW_FRAMES, as_audio_context
 from tokenmap.decode.control import ControllerSet
@@ -160,8 +160,8 @@ class StreamModel:
              exact: bool = False, audio_context="auto") -> "StreamModel":
         """Load ``model`` (the options as in :func:`tokenmap.assembly.assemble`); returns once the stock worker
         has loaded its model, so that the first update costs what the others do."""
-        opened = open_model(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
-                            exact=exact, device="cpu")
+        opened = open_model(model, ModelOptions(compute_type, threads or 0, decoder_compute_type, encoder,
+                                                exact=exact, token_map=token_map), device="cpu")
         opened.wait_ready()
         return cls(opened, opened.special, opened.tokenizer, opened.token_map, opened.cost, audio_context)
 
