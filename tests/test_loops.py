@@ -3,6 +3,8 @@ length, the drafting loop stopped on a crafted loop, and no false alarm on the c
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -20,6 +22,7 @@ from tokenmap.decode.loops import (
 )
 
 TS = 1000  # timestamp_begin of the synthetic tokens below; ids below it are text
+IDS = SimpleNamespace(timestamp_begin=TS, eot=TS)  # their special tokens, as generate_stopping reads them
 SMALL = LoopOptions(max_unit=4, min_span=8, min_repeats=3)
 
 
@@ -142,7 +145,7 @@ def test_plain_generate_is_stopped_by_a_short_maximum_length():
     long_legit = list(range(100, 300))  # 200 tokens, then EOT: longer than the first cap
     short = [TS, 5, 6, TS + 10]
     gen = ScriptedGenerate([looping, long_legit, short], [False, True, True])
-    results, report = generate_stopping(gen, np.arange(3)[:, None], [prompt] * 3, LoopOptions(), TS, seconds=2.0,
+    results, report = generate_stopping(gen, np.arange(3)[:, None], [prompt] * 3, LoopOptions(), IDS, seconds=2.0,
                                         beam_size=1)
     assert results[0].sequences_ids[0] == [TS, 40, 41, 42] and results[0].loop.unit == (40, 41, 42)
     assert loops.decoded_tokens(results[0]) == looping[: results[0].loop.stop]  # what the guards judge
@@ -164,7 +167,7 @@ def test_sampled_hypotheses_go_on_from_where_they_were_capped():
     long_legit = list(range(100, 300))
     shorts = [[TS, 5, 6, TS + 10], [TS, 7, TS + 10], [TS, 8, TS + 10]]
     gen = ScriptedGenerate([[looping, long_legit] + shorts], None)
-    results, report = generate_stopping(gen, None, [prompt], LoopOptions(), TS, seconds=2.0, beam_size=1,
+    results, report = generate_stopping(gen, None, [prompt], LoopOptions(), IDS, seconds=2.0, beam_size=1,
                                         num_hypotheses=5, sampling_topk=0, sampling_temperature=0.2)
     first = steps_of(gen.calls[0], 3)
     assert [p[0][3:] for p in gen.prompts[1:]] == [long_legit[:first], long_legit[:2 * first]]
@@ -181,7 +184,7 @@ def test_a_long_previous_text_keeps_the_first_call_its_steps():
     prompt = list(range(1, 200))
     looping = [TS] + [40, 41, 42] * 200
     gen = ScriptedGenerate([looping], [False], prompt_length=len(prompt))
-    results, report = generate_stopping(gen, None, [prompt], LoopOptions(), TS, seconds=0.3)
+    results, report = generate_stopping(gen, None, [prompt], LoopOptions(), IDS, seconds=0.3)
     first = gen.calls[0]
     assert steps_of(first, len(prompt)) >= LoopOptions().cap_tokens and first < 448
     assert results[0].sequences_ids[0] == [TS, 40, 41, 42] and len(gen.calls) == 1
@@ -189,7 +192,7 @@ def test_a_long_previous_text_keeps_the_first_call_its_steps():
 
 def test_plain_generate_without_a_loop_is_one_call():
     gen = ScriptedGenerate([[TS, 5, 6, TS + 10]], [True])
-    results, report = generate_stopping(gen, None, [[1, 2, 3]], LoopOptions(), TS, seconds=2.0)
+    results, report = generate_stopping(gen, None, [[1, 2, 3]], LoopOptions(), IDS, seconds=2.0)
     assert report.calls == 1 and report.loops == 0 and results[0].sequences_ids[0] == [TS, 5, 6, TS + 10]
 
 
@@ -311,8 +314,7 @@ def test_plain_generate_stops_the_crafted_loop_in_one_short_call(engine, special
         calls.append(kwargs["max_length"])
         return engine.generate(features, prompts, **kwargs)
 
-    results, report = generate_stopping(generate, enc, [prompt], LoopOptions(), special.timestamp_begin, 2.0,
-                                        special.eot, **KW)
+    results, report = generate_stopping(generate, enc, [prompt], LoopOptions(), special, 2.0, **KW)
     thank_you = vocab.encode(" Thank you.", add_special_tokens=False).ids
     assert results[0].sequences_ids[0] == [special.timestamp_begin] + thank_you
     assert report.loops == 1 and len(calls) == 1 and steps_of(calls[0], len(prompt)) < 100
@@ -338,7 +340,7 @@ def test_no_false_alarm_on_the_committed_real_clips(engine, special, data_dir, v
             assert 0 < len(tokens) < 100
             assert find_loop(tokens, LoopOptions(), special.timestamp_begin, special.eot) is None, clip.name
             stopped, report = generate_stopping(engine.generate, enc, [prompt], LoopOptions(),
-                                                special.timestamp_begin, len(samples) / 16000, special.eot, **KW)
+                                                special, len(samples) / 16000, **KW)
             assert list(stopped[0].sequences_ids[0]) == tokens and report.loops == 0
             oracle = FixedDrafter(tokens + [special.eot])
             drafted = [decode_window(engine, enc, prompt, special, oracle, loop=loop, **KW)
@@ -364,7 +366,7 @@ def test_a_sampled_hypothesis_continued_from_its_prefix_is_the_uncapped_one(engi
 
     sampled = dict(KW, num_hypotheses=2, sampling_topk=0, sampling_temperature=1e-4)
     results, report = generate_stopping(generate, enc, [prompt], LoopOptions(cap_tokens=4, cap_rate=0),
-                                        special.timestamp_begin, 1.0, special.eot, **sampled)
+                                        special, 1.0, **sampled)
     assert results[0].sequences_ids == [greedy, greedy] and len(greedy) > 8
     assert prompts[1] == prompt + greedy[:4] and prompts[2] == prompt + greedy[:8] and report.loops == 0
 
@@ -386,7 +388,7 @@ def test_sampled_hypotheses_go_on_token_by_token_where_they_can():
         return list(prefix) + [9], -0.5, None
 
     options = LoopOptions()
-    results, report = generate_stopping(gen, None, [prompt], options, TS, seconds=2.0, resume=resume, beam_size=1,
+    results, report = generate_stopping(gen, None, [prompt], options, IDS, seconds=2.0, resume=resume, beam_size=1,
                                         num_hypotheses=5, sampling_topk=0, sampling_temperature=0.4)
     assert steps_of(gen.calls[0], 3) == int((options.cap_tokens + 2.0 * options.cap_rate) * options.sampled_share)
     capped = steps_of(gen.calls[0], 3)
@@ -434,8 +436,8 @@ def test_a_sampled_loop_on_the_fork_stops_at_the_token_the_rule_fires(engine, sp
     stopper = loops.StoppingDecoder(engine, LoopOptions(cap_tokens=8, cap_rate=0), special, vocab.decode,
                                     stepper=engine)
     sampled = dict(KW, num_hypotheses=1, sampling_topk=0, sampling_temperature=1e-4)
-    results, report = generate_stopping(engine.generate, enc, [prompt], stopper.loop, special.timestamp_begin,
-                                        None, special.eot, stopper.resume, **sampled)
+    results, report = generate_stopping(engine.generate, enc, [prompt], stopper.loop, special, None,
+                                        stopper.resume, **sampled)
     result = results[0]
     assert report.loops == 1 and report.calls == 2 and result.loop is not None
     assert find_loop(result.decoded, stopper.loop, special.timestamp_begin, special.eot) == result.loop

@@ -146,8 +146,7 @@ class Model:
             return decode_window(self.decoder, output.view, prompt, self.special, EchoDrafter(expected),
                                  loop=self.loop, **kwargs).tokens
 
-        output, results = guarded_generate(decode, window, prompts, kwargs, stats, self.guard, self.special,
-                                           self.text, verify)
+        output, results = guarded_generate(decode, window, prompts, kwargs, stats, self, verify)
         (window.session or self.session).ratios = stopped_ratios(results, self.text)  # tokenmap.hooks reads them
         if self.recorder is not None and len(prompts) == 1:
             self.recorder.add_window(_rows(output.view)[0], results[0].sequences_ids[0],

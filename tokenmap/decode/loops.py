@@ -213,8 +213,8 @@ def length_for(steps: int, prompt_length: int, max_length: int) -> int:
     return min(max_length, max(2 * steps, prompt_length - 1 + steps))
 
 
-def generate_stopping(generate, features, prompts, options: LoopOptions, timestamp_begin: int,
-                      seconds: float | None = None, eot: int | None = None, resume=None, **kwargs):
+def generate_stopping(generate, features, prompts, options: LoopOptions, special, seconds: float | None = None,
+                      resume=None, **kwargs):
     """``generate(features, prompts, **kwargs)`` whose looping hypotheses are stopped and cut.
 
     The first call gets the steps ``options.cap_tokens + options.cap_rate * seconds`` (``seconds``: the
@@ -224,9 +224,10 @@ def generate_stopping(generate, features, prompts, options: LoopOptions, timesta
     distribution; its score then covers both calls). With ``resume(features, prompt, prefix, max_length,
     kwargs) -> (tokens, log-probability of the new ones, Loop or None)``, a sampled call's first cap is
     ``options.sampled_share`` of that and its hypotheses go on there, stopped at the token the rule fires on.
-    Hypotheses are then ordered by score, as CTranslate2 orders them. Returns ``(results, StoppedGeneration)``;
-    rows where nothing changed are CTranslate2's own.
+    Hypotheses are then ordered by score, as CTranslate2 orders them. ``special``: the model's ``timestamp_begin``
+    and ``eot``. Returns ``(results, StoppedGeneration)``; rows where nothing changed are CTranslate2's own.
     """
+    timestamp_begin, eot = special.timestamp_begin, special.eot
     max_length = kwargs.pop("max_length", 448)
     sampled, power = kwargs.get("sampling_topk", 1) != 1, kwargs.get("length_penalty", 1.0)
     steps = int(options.cap_tokens + options.cap_rate * (30.0 if seconds is None else seconds))
@@ -339,10 +340,9 @@ class StoppingDecoder:
     def generate(self, features, prompts, **kwargs):
         if self.loop is None or not stoppable(prompts, self.special, kwargs):
             return self.plain.generate(features, prompts, **kwargs)
-        results, report = generate_stopping(self.plain.generate, features, prompts, self.loop,
-                                            self.special.timestamp_begin, self.seconds if len(prompts) == 1 else None,
-                                            self.special.eot, self.resume if self.resumable(kwargs) else None,
-                                            **kwargs)
+        results, report = generate_stopping(self.plain.generate, features, prompts, self.loop, self.special,
+                                            self.seconds if len(prompts) == 1 else None,
+                                            self.resume if self.resumable(kwargs) else None, **kwargs)
         if self.stats is not None:
             self.stats.loops_stopped += report.loops
         max_length = kwargs.get("max_length", 448)
