@@ -15,7 +15,7 @@ import threading
 import time
 
 from tokenmap.decode.control import ControllerSet
-from tokenmap.decode.drafters import SessionCache, default_drafter, map_languages
+from tokenmap.decode.drafters import Heard, SessionCache, default_drafter, map_languages
 from tokenmap.decode.loops import StoppingDecoder
 from tokenmap.decode.rules import supports_fast_path
 from tokenmap.decode.special import SpecialTokens
@@ -44,7 +44,7 @@ class Drafting:
     def make_drafter(self, controllers=None, seconds: float | None = None, audio=None, mel=None):
         """The drafter of one window: ``seconds`` of audio, ``audio`` its encoder output, ``mel`` its features."""
         return default_drafter(self.token_map, self.special, self.prompt_lookup, self.session_cache, controllers,
-                               seconds=seconds, recall=self.recall, audio=audio, mel=mel)
+                               recall=self.recall, heard=Heard(seconds, audio, mel))
 
     def drafts_worth_trying(self, prompt=()) -> bool:
         """Whether a window may be decoded speculatively at all: only with a recall index, or a map built
@@ -98,8 +98,7 @@ class Drafting:
             stats.add(window)
             return result
         drafter = self.make_drafter(controllers, seconds, audio=output, mel=mel)
-        result = decode_window(decoder, output, prompt, self.special, drafter, history=history, loop=plain.loop,
-                               **kwargs)
+        result = decode_window(decoder, output, prompt, self.special, drafter, loop=plain.loop, **kwargs)
         if controllers is not None:
             controllers.record_window(result.stats)
         stats.add(result.stats)

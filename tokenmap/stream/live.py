@@ -44,7 +44,7 @@ from tokenmap.decode.drafters import default_drafter, lcp
 from tokenmap.decode.guarding import Guard
 from tokenmap.decode.rules import DISABLED, GREEDY_KW, greedy_decode
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.decode.speculative import decode_window
+from tokenmap.decode.speculative import Verification, decode_window
 from tokenmap.encoders import Output
 from tokenmap.stream.draft import PreviousHypothesisDrafter
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
@@ -331,10 +331,9 @@ class StreamTranscriber:
         t = time.perf_counter()
         fallback = default_drafter(e.token_map, e.special, controllers=self._controllers, cost=getattr(e, "cost", None))
         drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback)
-        history = prompt[1: e.special.sot_index(prompt)]
-        r = decode_window(e.model, enc, prompt, e.special, drafter, history=history,
-                          accept=biased_accept(self.options.beta, drafter),
-                          recheck_margin=self.options.recheck_margin, loop=getattr(e.model, "loop", None),
+        r = decode_window(e.model, enc, prompt, e.special, drafter,
+                          Verification(self.options.recheck_margin, biased_accept(self.options.beta, drafter)),
+                          loop=getattr(e.model, "loop", None),
                           **GREEDY_KW)  # loop: the loop stop's rule (tokenmap.decode.loops), None when off
         return Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
                         r.stats.drafted, r.stats.accepted)
