@@ -55,12 +55,21 @@ from tokenmap.windows import EncodedWindow, Session, WindowEncoder
 class ModelOptions:
     """How a model is put together, passed whole from the CLI and ``tokenmap.WhisperModel`` to :func:`assemble`.
 
-    ``compute_type`` and ``threads`` (0: :func:`~tokenmap.runtime.engine.default_threads`) load the model;
-    ``decoder_compute_type`` and ``exact`` choose the decoder's precision (:mod:`tokenmap.runtime.precision`),
-    ``encoder`` the encoder (:mod:`tokenmap.encoders.choice`); the drafters draft from ``token_map``
-    (:func:`load_token_maps`), ``recall``, ``prompt_lookup`` and the ``session_cache``, ``adaptive`` on
-    ``cost_model`` (default: this machine's calibration); ``audio_context`` is the window's audio context
-    (:func:`tokenmap.context.as_audio_context`) and ``loop_stop`` stops decodes that start to repeat."""
+    * ``compute_type`` and ``threads`` (0: :func:`~tokenmap.runtime.engine.default_threads`, the thread count the
+      cost curve is calibrated for) load the model;
+    * ``token_map``: a path or :class:`tokenmap.maps.mapfile.TokenMap`, a list of them (one per task), or a map
+      set from ``tokenmap build --balance``; None drafts from prompt lookup and the session cache only;
+    * ``prompt_lookup``, ``session_cache``: the drafters after the map; ``recall``: a
+      :class:`tokenmap.maps.recallindex.RecallIndex` (or its path) of segments heard before;
+    * ``adaptive``: let the cost curve (``cost_model``, default this machine's calibration) and the running
+      acceptance decide how far to draft;
+    * ``exact``: an int8 ``compute_type`` decodes with a float32 copy, so the transcript equals plain greedy
+      decoding; ``decoder_compute_type``: ``"auto"`` (as ``exact`` says), ``"same"``, ``"float32"``, ``"int8"``;
+    * ``encoder``: one of :data:`tokenmap.encoders.ENCODERS` (:mod:`tokenmap.encoders.choice`);
+    * ``audio_context``: ``"full"`` (30 s windows, as faster-whisper), ``"auto"`` (a window's audio plus a
+      margin, guarded by :mod:`tokenmap.context`) or an :class:`tokenmap.context.AudioContext`;
+    * ``loop_stop``: stop decodes that start to repeat (:mod:`tokenmap.decode.loops`).
+    """
 
     compute_type: str = "int8"
     threads: int = 0

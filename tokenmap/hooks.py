@@ -1,27 +1,24 @@
-"""The steps of faster-whisper tokenmap replaces that faster-whisper reaches only through a module function.
+"""The steps tokenmap replaces that faster-whisper reaches only through a module function, for tokenmap's calls.
 
 A subclass cannot override these, and copying the functions that call them (``transcribe``,
-``generate_with_fallback``, the batched pipeline's ``forward``) would be worse. :func:`install` puts a
-dispatcher in front of each, once per process; a dispatcher answers with tokenmap's step only within
-:func:`within`, which sets a ``contextvars.ContextVar`` to the call's :class:`tokenmap.windows.Session` for a
-tokenmap call, and with faster-whisper's own step everywhere else (a stock ``faster_whisper.WhisperModel`` in
-the same process and thread runs as stock):
+``generate_with_fallback``, the batched pipeline's ``forward``) would be worse. :func:`install` puts a dispatcher
+in front of each, once per process: within :func:`within`, which sets a ``contextvars.ContextVar`` to the
+:class:`tokenmap.windows.Session` of a tokenmap call, it answers with tokenmap's step, and everywhere else with
+faster-whisper's own (a stock ``faster_whisper.WhisperModel`` in the same process and thread runs as stock):
 
-* ``faster_whisper.vad.get_vad_model`` (asked for by ``get_speech_timestamps``): the model behind
+* ``faster_whisper.vad.get_vad_model`` (``get_speech_timestamps`` asks for it): the model behind
   :class:`tokenmap.vad.PiecewiseVad`, run one batch of rows at a time;
-* ``faster_whisper.transcribe.collect_chunks``: :func:`tokenmap.vad.collect_chunks`, the speech chunks as
-  views of the audio;
+* ``faster_whisper.transcribe.collect_chunks``: :func:`tokenmap.vad.collect_chunks`, the chunks as views;
 * ``faster_whisper.transcribe.get_compression_ratio``: for the text of a decode the loop stop cut
-  (:mod:`tokenmap.decode.loops`), the ratio the loop would have reached, which the call's last ``generate``
-  left in the session's ``ratios``; so faster-whisper's temperature fallback runs as on the loop.
+  (:mod:`tokenmap.decode.loops`), the ratio the loop would have reached, from the session's ``ratios`` (the
+  call's last ``generate`` left them there), so that faster-whisper's temperature fallback runs as on the loop.
 
 Example::
 
     >>> import faster_whisper.transcribe as fw
     >>> from tokenmap.windows import Session
     >>> install()
-    >>> call = Session(ratios={"Thank you.": 38.4})
-    >>> with within(call):
+    >>> with within(Session(ratios={"Thank you.": 38.4})):
     ...     fw.get_compression_ratio(" Thank you.")
     38.4
     >>> fw.get_compression_ratio("Thank you.") < 2.4   # outside a tokenmap call: faster-whisper's own
@@ -39,11 +36,8 @@ import faster_whisper.vad as fw_vad
 
 from tokenmap import vad
 
-#: the tokenmap call running in this context (its session), or None
-_CALL: contextvars.ContextVar = contextvars.ContextVar("tokenmap_call", default=None)
-
-#: faster-whisper's own functions, by name, once :func:`install` ran
-STOCK: dict = {}
+_CALL: contextvars.ContextVar = contextvars.ContextVar("tokenmap_call", default=None)  # the call's session
+STOCK: dict = {}  # faster-whisper's own functions, by name, once installed
 
 
 def get_vad_model():
@@ -62,24 +56,20 @@ def collect_chunks(*args, **kwargs):
 
 
 def get_compression_ratio(text: str) -> float:
-    """faster-whisper's compression ratio of ``text``; within a tokenmap call, at least the projected ratio
-    of the stopped decode that wrote it (answered once)."""
-    ratio = STOCK["get_compression_ratio"](text)
-    call = _CALL.get()
+    """faster-whisper's compression ratio of ``text``; within a tokenmap call, at least the projected ratio of
+    the stopped decode that wrote it (answered once)."""
+    ratio, call = STOCK["get_compression_ratio"](text), _CALL.get()
     projected = call.ratios.pop(text.strip(), None) if call is not None else None
     return ratio if projected is None else max(projected, ratio)
 
 
-_HOOKS = ((fw_vad, get_vad_model), (fw_transcribe, collect_chunks), (fw_transcribe, get_compression_ratio))
-
-
 def install() -> None:
     """Put each dispatcher in front of faster-whisper's function (once per process)."""
-    for module, hook in _HOOKS:
-        name = hook.__name__
-        if getattr(module, name) is not hook:
-            STOCK.setdefault(name, getattr(module, name))
-            setattr(module, name, hook)
+    for module, hook in ((fw_vad, get_vad_model), (fw_transcribe, collect_chunks),
+                         (fw_transcribe, get_compression_ratio)):
+        if getattr(module, hook.__name__) is not hook:
+            STOCK.setdefault(hook.__name__, getattr(module, hook.__name__))
+            setattr(module, hook.__name__, hook)
 
 
 @contextmanager
@@ -96,11 +86,11 @@ def within(session):
 def each_within(session, items, around=nullcontext):
     """``items`` (an iterator, e.g. faster-whisper's lazy segments), each produced within :func:`within` and
     ``around()``."""
-    items = iter(items)
-    end = object()
-    while True:
-        with around(), within(session):
-            item = next(items, end)
-        if item is end:
-            return
+    items, end = iter(items), object()
+    while (item := _next_within(session, items, around, end)) is not end:
         yield item
+
+
+def _next_within(session, items, around, end):
+    with around(), within(session):
+        return next(items, end)

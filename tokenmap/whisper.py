@@ -32,11 +32,12 @@ import logging
 from dataclasses import fields, replace
 
 import faster_whisper
+from faster_whisper.audio import pad_or_trim
 
 from tokenmap import hooks
 from tokenmap.assembly import ModelOptions, assemble
 from tokenmap.audio import samples
-from tokenmap.context import AudioContext, as_audio_context
+from tokenmap.context import WINDOW_FRAMES, AudioContext, as_audio_context
 from tokenmap.decode.speculative import DecodeStats
 from tokenmap.features import WindowedExtractor
 from tokenmap.models import resolve_model
@@ -64,23 +65,10 @@ OPTION_KEYWORDS = {f.name for f in fields(ModelOptions)} - {"compute_type", "thr
 class WhisperModel(faster_whisper.WhisperModel):
     """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
 
-    Extra arguments, gathered into one :class:`tokenmap.assembly.ModelOptions` (``options``, whose fields the
-    keywords override; ``compute_type`` and ``cpu_threads`` are faster-whisper's):
-
-    * ``token_map``: a path or :class:`tokenmap.maps.mapfile.TokenMap`, a list of them (one per task), or a
-      map set from ``tokenmap build --balance``; None drafts from prompt lookup and the session cache only;
-    * ``prompt_lookup``, ``session_cache``: the drafters after the map; ``recall``: a
-      :class:`tokenmap.maps.recallindex.RecallIndex` (or its path) of segments heard before;
-    * ``adaptive``: let the cost curve (``cost_model``, default this machine's calibration) and the running
-      acceptance decide how far to draft;
-    * ``exact``: an int8 ``compute_type`` decodes with a float32 copy, so the transcript equals plain greedy
-      decoding; ``decoder_compute_type``: ``"auto"`` (as ``exact`` says), ``"same"``, ``"float32"``, ``"int8"``;
-    * ``encoder``: one of :data:`tokenmap.encoders.ENCODERS` (:mod:`tokenmap.encoders.choice`);
-    * ``audio_context``: ``"full"`` (30 s windows, as faster-whisper), ``"auto"`` (a window's audio plus a
-      margin, guarded by :mod:`tokenmap.context`) or an :class:`tokenmap.context.AudioContext`;
-      ``transcribe(audio_context=...)`` overrides it per call;
-    * ``malloc_policy``: apply :mod:`tokenmap.runtime.memory`'s policy to this process first;
-    * ``loop_stop``: stop decodes that start to repeat (:mod:`tokenmap.decode.loops`).
+    Extra arguments: ``malloc_policy`` applies :mod:`tokenmap.runtime.memory`'s policy to this process first;
+    ``options``, a :class:`tokenmap.assembly.ModelOptions` (``token_map``, the drafters, precision, encoder,
+    ``audio_context``, ``loop_stop``), whose fields may be given as keywords too (they override it).
+    ``transcribe(audio_context=...)`` overrides the audio context per call.
 
     All other arguments are faster-whisper's; ``cpu_threads=0`` becomes
     :func:`tokenmap.runtime.engine.default_threads`, the thread count the cost curve is calibrated for. Where the
@@ -154,7 +142,7 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     def encode(self, features):
         """faster-whisper's ``encode``, on this call's audio context: an :class:`tokenmap.windows.EncodedWindow`
-        (the window kept from language detection, when these are its features)."""
+        (the first window, when language detection encoded it)."""
         return self.model.windows.encode(features, self.session)
 
     def detect_language(self, audio=None, features=None, *args, **kwargs):
@@ -163,34 +151,32 @@ class WhisperModel(faster_whisper.WhisperModel):
             # the batched pipeline's chunks, joined as it joins them (it hands over placeholders)
             segments = kwargs.get("language_detection_segments", 1)
             return super().detect_language(None, session.capture.detection_features(segments), *args, **kwargs)
-        if audio is not None or features is None or not session.transcribing:
+        if audio is not None or features is None or not session.shares_first or args or \
+                kwargs.get("language_detection_segments", 1) != 1:
             return super().detect_language(audio, features, *args, **kwargs)
-        window = first_window(features)  # as the first window is transcribed: its encoder pass is kept
-        session.detecting = True
-        try:
-            result = super().detect_language(audio, window, *args, **kwargs)
-        finally:
-            session.detecting = False
-        if window is features or result[1] >= CONFIDENT:
-            return result
-        kept = session.kept  # a near-tie: faster-whisper's own window decides; the first window stays kept
-        result = super().detect_language(audio, features, *args, **kwargs)
-        session.kept = kept
+        window = first_window(features)  # the call's first window: encoded once, for detection and its decode
+        first = self.model.windows.encode(pad_or_trim(window[..., :WINDOW_FRAMES]), session)
+        probabilities = [(token[2:-2], p) for token, p in self.model.detect_language(first)[0]]  # as faster-whisper
+        result = (*probabilities[0], probabilities)
+        if window.shape[-1] != features.shape[-1] and result[1] < CONFIDENT:  # a near-tie: faster-whisper's own
+            result = super().detect_language(audio, features, *args, **kwargs)  # window decides
+        session.first = first
         return result
 
     detect_language.__signature__ = inspect.signature(faster_whisper.WhisperModel.detect_language)
     detect_language.__doc__ = faster_whisper.WhisperModel.detect_language.__doc__
 
-    def for_call(self, context: AudioContext | None = None, capture=None) -> "WhisperModel":
+    def for_call(self, context: AudioContext | None = None, capture=None, shares_first: bool = False):
         """This model for one ``transcribe`` call: a shallow copy (the same parts) with a fresh
         :class:`~tokenmap.windows.Session` on ``context`` (default: the model's), which :meth:`last_stats` reads
-        until the next call starts; ``capture``: the batched pipeline's chunk capture."""
+        until the next call starts; ``capture``: the batched pipeline's chunk capture; ``shares_first``: the
+        call's first window is the one its language is detected on."""
         context = context or self.session.context
         if not self.drafting and context.mode != "full":
             logger.warning("audio_context=%r needs the engine fork's guard; encoding 30 s windows", context.mode)
             context = AudioContext()
         call = copy.copy(self)
-        call.session = self.last_session = Session(context, capture=capture, transcribing=True)
+        call.session = self.last_session = Session(context, capture=capture, shares_first=shares_first)
         return call
 
     def transcribe(self, audio, *args, audio_context=None, **kwargs):
@@ -200,7 +186,9 @@ class WhisperModel(faster_whisper.WhisperModel):
         bound = inspect.signature(super().transcribe).bind_partial(audio, *args, **kwargs)
         if "beam_size" not in bound.arguments:
             kwargs["beam_size"] = 1
-        call = self.for_call(None if audio_context is None else as_audio_context(audio_context))
+        call = self.for_call(None if audio_context is None else as_audio_context(audio_context),  # a first window
+                             shares_first=bound.arguments.get("clip_timestamps", "0") == "0")  # at the start
+
         # the features' BLAS product must leave no threads spinning; the language is detected on the
         # first window as it is transcribed, which the encoder then answers from what it kept
         with blas_single_thread(), hooks.within(call.session):
