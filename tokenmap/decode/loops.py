@@ -360,11 +360,6 @@ class StoppingDecoder:
         return replace(window_as_result(window), ratio=projected_ratio(
             window.tokens, window.loop, steps_of(max_length, len(prompt)), self.text))
 
-    def __getattr__(self, name):
-        if name == "plain":  # not set yet (a copy being made): never recurse
-            raise AttributeError(name)
-        return getattr(self.plain, name)
-
 
 def stoppable(prompts, special, kwargs) -> bool:
     """Whether :func:`generate_stopping` may run these ``generate`` arguments: one hypothesis a step (greedy

@@ -41,7 +41,7 @@ from tokenmap.context import WINDOW_FRAMES, as_audio_context
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.drafters import default_drafter, lcp
-from tokenmap.decode.guarding import Guard
+from tokenmap.decode.guarding import Guard, short_decode_rejected
 from tokenmap.decode.rules import DISABLED, GREEDY_KW, greedy_decode
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import Verification, decode_window
@@ -178,11 +178,6 @@ class StreamModel:
         feats = np.pad(feats, ((0, 0), (0, WINDOW_FRAMES - feats.shape[1])))
         return self.model.windows.encode(feats, Session(self.context), seconds=len(audio) / SAMPLE_RATE)
 
-    def rejected(self, tokens: Sequence[int], seconds: float, score: float, no_speech: float) -> str | None:
-        """Why the guard rejects ``tokens`` decoded on a short context (None: kept)."""
-        return self.guard.reason(tokens, seconds=seconds, score=score, no_speech_prob=no_speech, finished=True,
-                                 timestamp_begin=self.special.timestamp_begin, text=self.text(tokens))
-
     def text(self, tokens: Sequence[int]) -> str:
         return self.tokenizer.decode([t for t in tokens if t < self.special.eot])
 
@@ -283,7 +278,7 @@ class StreamTranscriber:
             prompt = self.prompt()
             dec = self.decode(window.output.view, prompt, draft)
             short = window.short
-            if short and self.engine.rejected(dec.tokens, buffer_seconds, dec.score, dec.no_speech):
+            if short and short_decode_rejected(self.engine, dec.tokens, buffer_seconds, dec.score, dec.no_speech):
                 guarded = True
                 full_s = _timed_full(window)
                 enc_s += full_s
