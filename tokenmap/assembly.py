@@ -1,4 +1,4 @@
-"""One assembly: the model faster-whisper decodes with, composed from its parts by :func:`assemble`.
+"""One assembly: the model faster-whisper decodes with, composed from its parts by :func:`compose_model`.
 
 A :class:`Model` is what faster-whisper calls ``self.model``:
 
@@ -10,7 +10,7 @@ A :class:`Model` is what faster-whisper calls ``self.model``:
 * drafters (:class:`~tokenmap.decode.drafting.Drafting`), or none where the installed CTranslate2 has no step API.
 
 Every ``generate`` goes through the guard (:mod:`tokenmap.decode.guarding`). Every caller builds its model here,
-from one :class:`ModelOptions`: :func:`assemble` around a loaded ``ctranslate2.models.Whisper``, or
+from one :class:`ModelOptions`: :func:`compose_model` around a loaded ``ctranslate2.models.Whisper``, or
 :func:`open_model`, which loads it.
 
 Example::
@@ -53,7 +53,7 @@ from tokenmap.windows import EncodedWindow, Session, WindowEncoder
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """How a model is put together, passed whole from the CLI and ``tokenmap.WhisperModel`` to :func:`assemble`.
+    """How a model is put together, passed whole from the CLI and ``tokenmap.WhisperModel`` to :func:`compose_model`.
 
     * ``compute_type`` and ``threads`` (0: :func:`~tokenmap.runtime.engine.default_threads`, the thread count the
       cost curve is calibrated for) load the model;
@@ -189,7 +189,7 @@ def _rows(output):
     return frames if frames.ndim == 3 else frames[None]
 
 
-def assemble(fork, model_dir: Path, options: ModelOptions, tokenizer=None, without_fork: str = "raise",
+def compose_model(fork, model_dir: Path, options: ModelOptions, tokenizer=None, without_fork: str = "raise",
              **load_kwargs) -> Model:
     """The :class:`Model` around ``fork``, the ``ctranslate2.models.Whisper`` loaded from ``model_dir`` as
     ``options`` say (their ``threads`` resolved). Without the fork's step API, ``without_fork`` says ``"raise"``
@@ -225,7 +225,7 @@ def assemble(fork, model_dir: Path, options: ModelOptions, tokenizer=None, witho
 
 
 def open_model(model: str | os.PathLike = "base", options: ModelOptions = ModelOptions(), **load_kwargs) -> Model:
-    """:func:`assemble` around ``model`` (anything :func:`tokenmap.models.resolve_model` accepts), loaded on
+    """:func:`compose_model` around ``model`` (anything :func:`tokenmap.models.resolve_model` accepts), loaded on
     the fork as ``options`` say (``threads`` 0: :func:`~tokenmap.runtime.engine.default_threads`)."""
     import ctranslate2  # the engine loads with the first model, not on ``import tokenmap``
 
@@ -233,7 +233,7 @@ def open_model(model: str | os.PathLike = "base", options: ModelOptions = ModelO
     options = replace(options, threads=options.threads or default_threads())
     fork = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=options.compute_type,
                                       intra_threads=options.threads)
-    return assemble(fork, model_dir, options, **load_kwargs)
+    return compose_model(fork, model_dir, options, **load_kwargs)
 
 
 def load_token_maps(token_map, hf_tokenizer):

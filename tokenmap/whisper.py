@@ -35,7 +35,7 @@ import faster_whisper
 from faster_whisper.audio import pad_or_trim
 
 from tokenmap import hooks
-from tokenmap.assembly import ModelOptions, assemble
+from tokenmap.assembly import ModelOptions, compose_model
 from tokenmap.audio import samples
 from tokenmap.context import WINDOW_FRAMES, AudioContext, as_audio_context
 from tokenmap.decode.speculative import DecodeStats
@@ -93,7 +93,8 @@ class WhisperModel(faster_whisper.WhisperModel):
         hooks.install()  # tokenmap's VAD and a stopped loop's compression ratio, within its own calls
         load = {k: kwargs[k] for k in ("device", "device_index", "num_workers") if k in kwargs}
         asked = options.token_map is not None or options.recall is not None  # drafting asked for: say if it is off
-        self.model = assemble(self.model, model_dir, options, self.hf_tokenizer, "warn" if asked else "quiet", **load)
+        self.model = compose_model(self.model, model_dir, options, self.hf_tokenizer, "warn" if asked else "quiet",
+                                   **load)
         memory.release_free_memory()  # the weights' conversion buffers, kept by the malloc policy
         self.audio_context = as_audio_context(options.audio_context)
         self.session = Session(self.audio_context if self.drafting else AudioContext())

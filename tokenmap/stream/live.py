@@ -158,7 +158,7 @@ class StreamModel:
     def load(cls, model: str = "base", compute_type: str = "int8", threads: int | None = None,
              token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto",
              exact: bool = False, audio_context="auto") -> "StreamModel":
-        """Load ``model`` (the options as in :func:`tokenmap.assembly.assemble`); returns once the stock worker
+        """Load ``model`` (the options as in :func:`tokenmap.assembly.compose_model`); returns once the stock worker
         has loaded its model, so that the first update costs what the others do."""
         opened = open_model(model, ModelOptions(compute_type, threads or 0, decoder_compute_type, encoder,
                                                 exact=exact, token_map=token_map), device="cpu")
