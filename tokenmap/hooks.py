@@ -1,17 +1,15 @@
 """The steps tokenmap replaces that faster-whisper reaches only through a module function, for tokenmap's calls.
 
 A subclass cannot override these, and copying the functions that call them (``transcribe``,
-``generate_with_fallback``, the batched pipeline's ``forward``) would be worse. :func:`install` puts a dispatcher
-in front of each, once per process: within :func:`within`, which sets a ``contextvars.ContextVar`` to the
-:class:`tokenmap.windows.Session` of a tokenmap call, it answers with tokenmap's step, and everywhere else with
-faster-whisper's own (a stock ``faster_whisper.WhisperModel`` in the same process and thread runs as stock):
+``generate_with_fallback``, the batched ``forward``) would be worse. :func:`install` puts a dispatcher in front
+of each, once per process. Within :func:`within`, which sets a ``contextvars.ContextVar`` to a tokenmap call's
+:class:`tokenmap.windows.Session`, it answers with tokenmap's step; elsewhere (a stock
+``faster_whisper.WhisperModel`` in the same process and thread, say) with faster-whisper's own:
 
-* ``faster_whisper.vad.get_vad_model`` (``get_speech_timestamps`` asks for it): the model behind
-  :class:`tokenmap.vad.PiecewiseVad`, run one batch of rows at a time;
-* ``faster_whisper.transcribe.collect_chunks``: :func:`tokenmap.vad.collect_chunks`, the chunks as views;
-* ``faster_whisper.transcribe.get_compression_ratio``: for the text of a decode the loop stop cut
-  (:mod:`tokenmap.decode.loops`), the ratio the loop would have reached, from the session's ``ratios`` (the
-  call's last ``generate`` left them there), so that faster-whisper's temperature fallback runs as on the loop.
+* ``faster_whisper.vad.get_vad_model``: :class:`tokenmap.vad.PiecewiseVad` (one batch of rows at a time);
+* ``faster_whisper.transcribe.collect_chunks``: :func:`tokenmap.vad.collect_chunks` (the chunks as views);
+* ``faster_whisper.transcribe.get_compression_ratio``: for a decode the loop stop cut (:mod:`tokenmap.decode.loops`),
+  the ratio the loop would have reached, from the session's ``ratios``, so faster-whisper's fallback runs as on it.
 
 Example::
 
