@@ -58,7 +58,7 @@ import numpy as np
 from tokenmap import load_maps, resolve_model
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel, calibration_path
-from tokenmap.decode.drafters import FixedDrafter, default_drafter
+from tokenmap.decode.drafters import FixedDrafter, Heard, default_drafter
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import replay_window
 
@@ -120,7 +120,8 @@ def replay_file(ctl: ControllerSet, token_map, row: dict, shape: Shape, special:
     if not ctl.use_speculation():
         st = replay_window(FixedDrafter([]), truth, special.eot, with_ts, special.timestamp_begin, cost, feed=feed)
         return shape.stock_decoder_ms(len(truth), context), prefill + st.greedy_ms, 0, 0
-    drafter = default_drafter(token_map, special, controllers=ctl, cost=cost, seconds=min(row["audio_s"], 30.0) or None)
+    drafter = default_drafter(token_map, special, controllers=ctl, cost=cost,
+                              heard=Heard(seconds=min(row["audio_s"], 30.0) or None))
     st = replay_window(drafter, truth, special.eot, with_ts, special.timestamp_begin, cost, feed=feed)
     ctl.record_window(st)
     return prefill + st.ms, prefill + st.greedy_ms, st.drafted, st.accepted

@@ -121,7 +121,7 @@ def build(corpus, output, model, depth, context_min_count, text_column, style_br
 
     style = StyleOptions(capitalize, final_period, digits) if style_bridge else NO_BRIDGE
     options = BuildOptions(style=style, add_raw=add_raw, text_column=text_column, jobs=jobs, depth=depth,
-                           min_count=context_min_count)
+                           min_count=context_min_count, teacher_copies=teacher_copies)
     bar = _Bar()
     try:
         with _interrupt_parent_only():
@@ -131,7 +131,7 @@ def build(corpus, output, model, depth, context_min_count, text_column, style_br
                                         teacher=teacher)
             else:
                 result = build_map(corpus, output, model=model, options=options, force=force, progress=bar,
-                                   teacher=teacher, teacher_copies=teacher_copies)
+                                   teacher=teacher)
     except (BuildError, CorpusError, TokenizerError, MapFormatError, OSError, ValueError) as exc:
         bar.close()
         _fail(str(exc))

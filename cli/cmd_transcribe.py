@@ -247,6 +247,7 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
     is reported in one line and the others go on; the exit code is 1 if any
     failed, 2 if the model could not be loaded.
     """
+    from tokenmap.assembly import ModelOptions
     from tokenmap.audio import AudioError
     from tokenmap.transcriber import TranscribeOptions, load_model, transcribe_file
 
@@ -255,9 +256,10 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
     fw_kwargs = decoding_kwargs(decoding, batched=batch_size > 1)
 
     try:
-        whisper = load_model(model, compute_type=compute_type, threads=threads, token_map=list(map_path) or None,
-                             decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall_path,
-                             exact=exact, audio_context=audio_context, loop_stop=loop_stop)
+        whisper = load_model(model, options=ModelOptions(
+            compute_type=compute_type, threads=threads or 0, token_map=list(map_path) or None,
+            decoder_compute_type=decoder_compute_type, encoder=encoder, recall=recall_path, exact=exact,
+            audio_context=audio_context, loop_stop=loop_stop))
     except Exception as exc:  # ModelError, EngineError, MapFormatError, CTranslate2 load errors
         fail(exc, exit_code=2)
     if output_dir is not None:

@@ -93,8 +93,8 @@ def main():
     for task in sorted({u.task for u in utts}):
         files = [ROOT / "corpora" / task / n for n in ("train.txt", "test.txt")]
         out = tmp / f"{task.replace('/', '-')}.tmap"
-        build_map([str(f) for f in files if f.exists()], out, model="base", options=BuildOptions(jobs=1),
-                  cost=costs["int8"])
+        build_map([str(f) for f in files if f.exists()], out, model="base",
+                  options=BuildOptions(jobs=1, cost=costs["int8"]))
         maps[task] = load_maps(out)[0]
     controllers = {(t, ct): ControllerSet(costs[ct]) for t in maps for ct in costs}
     rows, t_start = [], time.time()

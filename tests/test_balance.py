@@ -1,6 +1,7 @@
 """Budget allocation (tokenmap.balance.budget), divergence, and small --balance builds (map sets of token maps)."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -169,7 +170,7 @@ def test_best_section_is_the_plain_map_of_its_corpus(tmp_path):
     tok = TextTokenizer.from_file(MODEL / "tokenizer.json")
     files, _, _ = _two_tasks(tmp_path, 2000, 80, seeds=(5, 9))
     opts = BuildOptions(jobs=1)
-    build_balanced(files, tmp_path / "bal.tmap", tokenizer=tok, model=str(MODEL), options=opts, protect=0.0)
+    build_balanced(files, tmp_path / "bal.tmap", tokenizer=tok, model=str(MODEL), options=replace(opts, protect=0.0))
     build_map(files[:1], tmp_path / "ref.tmap", tokenizer=tok, model=str(MODEL), options=opts)
     best = load_maps(tmp_path / "bal.tmap")[0]
     (ref,) = load_maps(tmp_path / "ref.tmap")

@@ -240,8 +240,8 @@ def test_the_loop_stop_is_on_unless_turned_off(monkeypatch, tmp_path):
     monkeypatch.setattr(transcriber, "load_model", lambda *a, **k: loaded.append(k) or _FakeModel())
     audio = tmp_path / "tone.wav"
     _write_wav(audio, (3000 * np.sin(np.arange(16000) / 5)).astype(int))
-    assert run("-l", "en", audio).exit_code == 0 and loaded[-1]["loop_stop"] is True
-    assert run("--no-loop-stop", "-l", "en", audio).exit_code == 0 and loaded[-1]["loop_stop"] is False
+    assert run("-l", "en", audio).exit_code == 0 and loaded[-1]["options"].loop_stop is True
+    assert run("--no-loop-stop", "-l", "en", audio).exit_code == 0 and loaded[-1]["options"].loop_stop is False
 
 
 def _segments(n):

@@ -1,7 +1,10 @@
 """The prompt-copy probe (tokenmap.decode.copies): speech that really repeats keeps its text after a short
 probe; a real copy is decoded again without the previous text."""
 
-from tokenmap.decode.copies import CopyProbe, copy_start, probe_copy, says_again
+from types import SimpleNamespace
+
+from tokenmap.decode.copies import copy_start, probe_copy, says_again
+from tokenmap.decode.guarding import Guard
 from tokenmap.decode.loops import Result, steps_of
 
 EOT, TS = 50257, 50364
@@ -11,6 +14,11 @@ TASK = [50258, 50259, 50359]
 
 def text(ids):
     return " ".join(f"w{t}" for t in ids if t < EOT)
+
+
+def judge(text):
+    """What the probe reads from the model: ``text``, the special tokens and the guard's probe options."""
+    return SimpleNamespace(text=text, special=SimpleNamespace(eot=EOT, language_of=lambda p: None), guard=Guard())
 
 
 class Decoder:
@@ -29,7 +37,7 @@ def test_speech_that_really_repeats_keeps_its_text_after_a_short_probe():
     said_again = [TS] + PREVIOUS + [TS + 50, TS + 50] + list(range(2000, 2100)) + [TS + 900]  # a long window
     decode = Decoder({tuple(TASK): said_again})
     results = [Result([said_again], [-0.2], 0.01)]
-    assert probe_copy(decode, None, TASK, results, PREVIOUS, {"max_length": 448}, text, EOT) is None
+    assert probe_copy(decode, None, TASK, results, PREVIOUS, {"max_length": 448}, judge(text)) is None
     assert len(decode.calls) == 1 and steps_of(decode.calls[0], len(TASK)) < 40  # a probe, not a decode
 
 
@@ -37,7 +45,7 @@ def test_a_real_copy_is_decoded_without_the_previous_text_once_when_the_probe_en
     copied = [TS] + PREVIOUS[3:17] + [TS + 50]
     heard = [TS, 7, 8, 9, TS + 50]
     decode = Decoder({tuple(TASK): heard})
-    again = probe_copy(decode, None, TASK, [Result([copied], [-0.1], 0.01)], PREVIOUS, {}, text, EOT)
+    again = probe_copy(decode, None, TASK, [Result([copied], [-0.1], 0.01)], PREVIOUS, {}, judge(text))
     assert again[0].sequences_ids == [heard] and len(decode.calls) == 1
 
 
@@ -45,8 +53,8 @@ def test_a_real_copy_whose_probe_does_not_end_is_decoded_in_full():
     copied = [TS] + PREVIOUS + [TS + 50]
     heard = [TS] + list(range(3000, 3100)) + [TS + 900]
     decode = Decoder({tuple(TASK): heard})
-    again = probe_copy(decode, None, TASK, [Result([copied], [-0.1], 0.01)], PREVIOUS, {"max_length": 448}, text,
-                       EOT, CopyProbe())
+    again = probe_copy(decode, None, TASK, [Result([copied], [-0.1], 0.01)], PREVIOUS, {"max_length": 448},
+                       judge(text))
     assert again[0].sequences_ids == [heard] and decode.calls[-1] == 448 and len(decode.calls) == 2
 
 
@@ -86,8 +94,8 @@ def test_the_guard_keeps_speech_that_repeats_and_still_decodes_a_copy_again():
         decode = Decoder({tuple([prev] + PREVIOUS + TASK): said_again, tuple(TASK): without_prompt})
         stats = DecodeStats()
         _, results = guarded_generate(lambda output, prompts, kwargs: decode(output, prompts, kwargs),
-                                      EncodedWindow("features"), [[prev] + PREVIOUS + TASK], {}, stats, Guard(),
-                                      special, text)
+                                      EncodedWindow("features"), [[prev] + PREVIOUS + TASK], {}, stats,
+                                      SimpleNamespace(guard=Guard(), special=special, text=text))
         assert results[0].sequences_ids[0] == (heard if copy else said_again)
         assert stats.prompt_copies == copy and stats.copies_kept == (not copy) and len(decode.calls) == 2
         assert steps_of(decode.calls[1], len(TASK)) < 40  # the second call is the probe
@@ -108,7 +116,7 @@ def test_a_drafted_probe_decides_and_only_a_copy_is_decoded():
 
         sampled = {"max_length": 448, "sampling_topk": 0, "sampling_temperature": 0.2, "num_hypotheses": 5}
         again = probe_copy(decode, None, TASK, [Result([said_again], [-0.2], 0.01)], PREVIOUS, sampled,
-                           text, EOT, verify=verify)
+                           judge(text), verify=verify)
         assert asked[0][0] == said_again and steps_of(asked[0][1], len(TASK)) < 40  # drafted from the window, short
         assert (again is None) == (not copy)
         assert decode.calls == ([448] if copy else [])
@@ -118,8 +126,8 @@ def test_a_drafted_probe_decides_and_only_a_copy_is_decoded():
 def test_without_a_drafted_probe_the_generate_probe_runs():
     said_again = [TS] + PREVIOUS + [TS + 50]
     decode = Decoder({tuple(TASK): said_again})
-    assert probe_copy(decode, None, TASK, [Result([said_again], [-0.2], 0.01)], PREVIOUS, {"max_length": 448}, text,
-                      EOT, verify=lambda *args: None) is None
+    assert probe_copy(decode, None, TASK, [Result([said_again], [-0.2], 0.01)], PREVIOUS, {"max_length": 448},
+                      judge(text), verify=lambda *args: None) is None
     assert len(decode.calls) == 1
 
 
@@ -161,5 +169,5 @@ def test_a_probe_that_writes_more_tokens_before_the_passage_goes_on_until_it_rea
     heard = [TS] + [t for w in before for t in (w, comma)] + PREVIOUS[:12] + [TS + 50]
     decode = Decoder({tuple(TASK): heard})
     assert probe_copy(decode, None, TASK, [Result([window], [-0.2], 0.01)], PREVIOUS, {"max_length": 448},
-                      punctuated, EOT) is None
+                      judge(punctuated)) is None
     assert len(decode.calls) == 2 and decode.calls[1] > decode.calls[0]

@@ -1,6 +1,5 @@
 """Language detection shares its encoder pass with the first window (tokenmap.windows)."""
 
-import threading
 
 import numpy as np
 import pytest
@@ -91,7 +90,7 @@ def test_what_one_model_kept_is_never_offered_to_another(model, base_model_dir, 
 
     other = WhisperModel(str(base_model_dir), compute_type="int8", cpu_threads=2, session_cache=False)
     segments, _ = model.transcribe(str(data_dir / "fr-conf-getpin.flac"))  # detected, first window kept
-    session = model._last[threading.get_ident()]
-    assert session.kept is not None and model.session.kept is None and other.session.kept is None
+    session = model.last_session
+    assert session.first is not None and model.session.first is None and other.session.first is None
     list(segments)
-    assert session.kept is None  # taken by the window
+    assert session.first is None  # taken by the window

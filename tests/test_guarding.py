@@ -28,8 +28,7 @@ class Stand:
 
     def generate(self, features, prompts, **kwargs):
         window = features if isinstance(features, EncodedWindow) else EncodedWindow(features)
-        return guarded_generate(self._generate, window, prompts, kwargs, self.stats, self.guard, self.special,
-                                self.text)[1]
+        return guarded_generate(self._generate, window, prompts, kwargs, self.stats, self)[1]
 
     def _generate(self, features, prompts, kwargs):
         self.calls.append([list(p) for p in prompts])

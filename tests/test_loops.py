@@ -3,6 +3,8 @@ length, the drafting loop stopped on a crafted loop, and no false alarm on the c
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -21,6 +23,7 @@ from tokenmap.decode.loops import (
 from tokenmap.decode.speculative import decode_window
 
 TS = 1000  # timestamp_begin of the synthetic tokens below; ids below it are text
+IDS = SimpleNamespace(timestamp_begin=TS, eot=TS)  # their special tokens, as generate_stopping reads them
 SMALL = LoopOptions(max_unit=4, min_span=8, min_repeats=3)
 
 
@@ -95,18 +98,20 @@ def test_projected_ratio_is_the_loops():
     assert loops.compression_ratio(text(kept)) < 2.4 < projected_ratio(kept, loop, 200, text)
 
 
-def test_faster_whisper_sees_a_stopped_decodes_ratio_once():
+def test_faster_whisper_sees_a_stopped_decodes_ratio_once_within_a_tokenmap_call():
     import faster_whisper.transcribe as fw
 
-    loops.install()
-    loops.install()  # once
-    assert fw.get_compression_ratio.__wrapped__ is loops._installed[0]
-    loops.register_stopped(" Thank you.", 38.4)
-    assert fw.get_compression_ratio("Thank you.") == 38.4
-    assert fw.get_compression_ratio("Thank you.") < 2.4  # answered once
-    loops.register_stopped("a", 9.0)
-    loops.clear_stopped()
-    assert fw.get_compression_ratio("a") < 2.4
+    from tokenmap import hooks
+    from tokenmap.windows import Session
+
+    results = [loops.Result([[5]], [0.0], ratio=38.4), loops.Result([[6]], [0.0])]
+    call = Session(ratios=loops.stopped_ratios(results, lambda ids: " Thank you." if ids == [5] else "a"))
+    assert call.ratios == {"Thank you.": 38.4}  # only the stopped result's text
+    with hooks.within(call):
+        assert fw.get_compression_ratio("Thank you.") == 38.4
+        assert fw.get_compression_ratio("Thank you.") < 2.4  # answered once
+    call.ratios["a"] = 9.0
+    assert fw.get_compression_ratio("a") < 2.4  # outside a tokenmap call: faster-whisper's own
 
 
 class ScriptedGenerate:
@@ -141,7 +146,7 @@ def test_plain_generate_is_stopped_by_a_short_maximum_length():
     long_legit = list(range(100, 300))  # 200 tokens, then EOT: longer than the first cap
     short = [TS, 5, 6, TS + 10]
     gen = ScriptedGenerate([looping, long_legit, short], [False, True, True])
-    results, report = generate_stopping(gen, np.arange(3)[:, None], [prompt] * 3, LoopOptions(), TS, seconds=2.0,
+    results, report = generate_stopping(gen, np.arange(3)[:, None], [prompt] * 3, LoopOptions(), IDS, seconds=2.0,
                                         beam_size=1)
     assert results[0].sequences_ids[0] == [TS, 40, 41, 42] and results[0].loop.unit == (40, 41, 42)
     assert loops.decoded_tokens(results[0]) == looping[: results[0].loop.stop]  # what the guards judge
@@ -163,7 +168,7 @@ def test_sampled_hypotheses_go_on_from_where_they_were_capped():
     long_legit = list(range(100, 300))
     shorts = [[TS, 5, 6, TS + 10], [TS, 7, TS + 10], [TS, 8, TS + 10]]
     gen = ScriptedGenerate([[looping, long_legit] + shorts], None)
-    results, report = generate_stopping(gen, None, [prompt], LoopOptions(), TS, seconds=2.0, beam_size=1,
+    results, report = generate_stopping(gen, None, [prompt], LoopOptions(), IDS, seconds=2.0, beam_size=1,
                                         num_hypotheses=5, sampling_topk=0, sampling_temperature=0.2)
     first = steps_of(gen.calls[0], 3)
     assert [p[0][3:] for p in gen.prompts[1:]] == [long_legit[:first], long_legit[:2 * first]]
@@ -180,7 +185,7 @@ def test_a_long_previous_text_keeps_the_first_call_its_steps():
     prompt = list(range(1, 200))
     looping = [TS] + [40, 41, 42] * 200
     gen = ScriptedGenerate([looping], [False], prompt_length=len(prompt))
-    results, report = generate_stopping(gen, None, [prompt], LoopOptions(), TS, seconds=0.3)
+    results, report = generate_stopping(gen, None, [prompt], LoopOptions(), IDS, seconds=0.3)
     first = gen.calls[0]
     assert steps_of(first, len(prompt)) >= LoopOptions().cap_tokens and first < 448
     assert results[0].sequences_ids[0] == [TS, 40, 41, 42] and len(gen.calls) == 1
@@ -188,30 +193,26 @@ def test_a_long_previous_text_keeps_the_first_call_its_steps():
 
 def test_plain_generate_without_a_loop_is_one_call():
     gen = ScriptedGenerate([[TS, 5, 6, TS + 10]], [True])
-    results, report = generate_stopping(gen, None, [[1, 2, 3]], LoopOptions(), TS, seconds=2.0)
+    results, report = generate_stopping(gen, None, [[1, 2, 3]], LoopOptions(), IDS, seconds=2.0)
     assert report.calls == 1 and report.loops == 0 and results[0].sequences_ids[0] == [TS, 5, 6, TS + 10]
 
 
-def test_a_stopping_decoder_counts_registers_and_leaves_other_calls_alone():
-    import faster_whisper.transcribe as fw
-
+def test_a_stopping_decoder_counts_carries_the_ratio_and_leaves_other_calls_alone():
     from tokenmap.decode.speculative import DecodeStats
 
-    loops.install()
     special = type("S", (), {"timestamp_begin": TS, "eot": TS - 1, "prompt_length": staticmethod(len)})()
     text = lambda ids: " ".join(f"w{t}" for t in ids if t < TS - 1)  # noqa: E731
     looping = [TS] + [40, 41, 42] * 200
     plain = type("P", (), {})()
     plain.generate = ScriptedGenerate([looping], [False])
-    plain.wait_ready = lambda: "ready"
     stats = DecodeStats()
     decoder = loops.StoppingDecoder(plain, LoopOptions(), special, text, seconds=1.0, stats=stats)
     result = decoder.generate(None, [[1, 2, 3]], beam_size=1)[0]
     assert result.sequences_ids[0] == [TS, 40, 41, 42] and stats.loops_stopped == 1
-    assert fw.get_compression_ratio(text(result.sequences_ids[0])) > 2.4  # faster-whisper sees the loop
-    assert decoder.wait_ready() == "ready"
+    assert result.ratio > 2.4 and loops.compression_ratio(text(result.sequences_ids[0])) < 2.4  # the loop's ratio
     beam = decoder.generate(None, [[1, 2, 3]], beam_size=5)[0]  # beam search: not stopped
     assert len(beam.sequences_ids[0]) == steps_of(448, 3) and stats.loops_stopped == 1
+    assert loops.stopped_ratios([beam], text) == {}
     off = loops.StoppingDecoder(plain, None, special, text, seconds=1.0, stats=stats)
     assert len(off.generate(None, [[1, 2, 3]], beam_size=1)[0].sequences_ids[0]) == steps_of(448, 3)
 
@@ -321,8 +322,7 @@ def test_plain_generate_stops_the_crafted_loop_in_one_short_call(engine, special
         calls.append(kwargs["max_length"])
         return engine.generate(features, prompts, **kwargs)
 
-    results, report = generate_stopping(generate, enc, [prompt], LoopOptions(), special.timestamp_begin, 2.0,
-                                        special.eot, **KW)
+    results, report = generate_stopping(generate, enc, [prompt], LoopOptions(), special, 2.0, **KW)
     assert results[0].sequences_ids[0] == cut_tokens(full, loop, special.timestamp_begin)
     assert report.loops == 1 and len(calls) == 1 and steps_of(calls[0], len(prompt)) < 100
 
@@ -346,7 +346,7 @@ def test_no_false_alarm_on_the_committed_real_clips(engine, special, data_dir, v
             assert 0 < len(tokens) < 100
             assert find_loop(tokens, LoopOptions(), special.timestamp_begin, special.eot) is None, clip.name
             stopped, report = generate_stopping(engine.generate, enc, [prompt], LoopOptions(),
-                                                special.timestamp_begin, len(samples) / 16000, special.eot, **KW)
+                                                special, len(samples) / 16000, **KW)
             assert list(stopped[0].sequences_ids[0]) == tokens and report.loops == 0
             oracle = FixedDrafter(tokens + [special.eot])
             drafted = [decode_window(engine, enc, prompt, special, oracle, loop=loop, **KW)
@@ -372,7 +372,7 @@ def test_a_sampled_hypothesis_continued_from_its_prefix_is_the_uncapped_one(engi
 
     sampled = dict(KW, num_hypotheses=2, sampling_topk=0, sampling_temperature=1e-4)
     results, report = generate_stopping(generate, enc, [prompt], LoopOptions(cap_tokens=4, cap_rate=0),
-                                        special.timestamp_begin, 1.0, special.eot, **sampled)
+                                        special, 1.0, **sampled)
     assert results[0].sequences_ids == [greedy, greedy] and len(greedy) > 8
     assert prompts[1] == prompt + greedy[:4] and prompts[2] == prompt + greedy[:8] and report.loops == 0
 
@@ -394,7 +394,7 @@ def test_sampled_hypotheses_go_on_token_by_token_where_they_can():
         return list(prefix) + [9], -0.5, None
 
     options = LoopOptions()
-    results, report = generate_stopping(gen, None, [prompt], options, TS, seconds=2.0, resume=resume, beam_size=1,
+    results, report = generate_stopping(gen, None, [prompt], options, IDS, seconds=2.0, resume=resume, beam_size=1,
                                         num_hypotheses=5, sampling_topk=0, sampling_temperature=0.4)
     assert steps_of(gen.calls[0], 3) == int((options.cap_tokens + 2.0 * options.cap_rate) * options.sampled_share)
     capped = steps_of(gen.calls[0], 3)
@@ -442,8 +442,8 @@ def test_a_sampled_loop_on_the_fork_stops_at_the_token_the_rule_fires(engine, sp
     stopper = loops.StoppingDecoder(engine, LoopOptions(cap_tokens=8, cap_rate=0), special, vocab.decode,
                                     stepper=engine)
     sampled = dict(KW, num_hypotheses=1, sampling_topk=0, sampling_temperature=1e-4)
-    results, report = generate_stopping(engine.generate, enc, [prompt], stopper.loop, special.timestamp_begin,
-                                        None, special.eot, stopper.resume, **sampled)
+    results, report = generate_stopping(engine.generate, enc, [prompt], stopper.loop, special, None,
+                                        stopper.resume, **sampled)
     result = results[0]
     assert report.loops == 1 and report.calls == 2 and result.loop is not None
     assert find_loop(result.decoded, stopper.loop, special.timestamp_begin, special.eot) == result.loop

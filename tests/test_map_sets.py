@@ -11,7 +11,7 @@ import numpy as np
 
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import DEFAULT, CostModel
-from tokenmap.decode.drafters import default_drafter
+from tokenmap.decode.drafters import Heard, default_drafter
 from tokenmap.decode.speculative import replay_window
 from tokenmap.maps.suffixmap import TokenMap
 
@@ -44,7 +44,7 @@ def test_map_set_members_cut_drafts_on_the_calibrated_curve():
 
 def test_map_set_members_guess_the_closing_timestamp_from_the_audio_length():
     short = LONG[:4]
-    single, both = _pair(DEFAULT, short, seconds=0.9)
+    single, both = _pair(DEFAULT, short, heard=Heard(seconds=0.9))
     both.draft([TS0], 24)
     assert single.draft([TS0, short[0]], 24) == short[1:] + [TS0 + 100]  # <|2.00|>: the guess for 0.9 s of audio
     assert both.draft([TS0, short[0]], 24) == short[1:] + [TS0 + 100]

@@ -4,7 +4,7 @@ and map decoding then gives that configuration's plain output."""
 import numpy as np
 import pytest
 
-from tokenmap.assembly import Model
+from tokenmap.assembly import Model, ModelOptions
 from tokenmap.decode.plain import PlainDecoder
 from tokenmap.encoders import CTranslate2Encoder
 from tokenmap.runtime.precision import decoder_compute_type, describe
@@ -35,8 +35,8 @@ def _model(encoder, decoder, special=None, compute_type="float32"):
     from types import SimpleNamespace
 
     special = special or SimpleNamespace(sot=1, eot=2)
-    return Model(CTranslate2Encoder(encoder, "int8"), decoder, PlainDecoder(decoder), None, special=special,
-                 tokenizer=None, model_dir=None, threads=2, decoder_compute_type=compute_type)
+    return Model(CTranslate2Encoder(encoder, "int8"), PlainDecoder(decoder), None, special=special,
+                 tokenizer=None, model_dir=None, options=ModelOptions(threads=2), decoder_compute_type=compute_type)
 
 
 def test_a_model_routes_encode_and_decoder_calls():

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tokenmap.decode.drafters import default_drafter
+from tokenmap.decode.drafters import Heard, default_drafter
 from tokenmap.decode.recall import RecallDrafter, new_index
 from tokenmap.decode.rules import greedy_decode
 from tokenmap.decode.special import SpecialTokens
@@ -146,14 +146,14 @@ def test_recalled_drafts_keep_greedy_output_and_save_passes(engine, base_model_d
         heard[name] = (enc, ref)
     assert len(index) >= 4
     for name, (enc, ref) in heard.items():
-        drafter = default_drafter(None, special, recall=index, audio=enc)
+        drafter = default_drafter(None, special, recall=index, heard=Heard(audio=enc))
         result = decode_window(engine, enc, prompt, special, drafter, **KW)
         assert result.tokens == ref.tokens
         assert result.score == pytest.approx(ref.score, abs=2e-4)
         assert result.stats.accepted >= len(ref.tokens) // 2
         assert result.stats.passes < len(ref.tokens) // 2
     enc = encode(engine, data_dir / "en-tt-weasels.flac")  # never recorded: recall stays out of the way
-    drafter = default_drafter(None, special, recall=index, audio=enc)
+    drafter = default_drafter(None, special, recall=index, heard=Heard(audio=enc))
     assert decode_window(engine, enc, prompt, special, drafter, **KW).tokens == \
         greedy_decode(engine, enc, prompt, special, **KW).tokens
 
@@ -196,7 +196,7 @@ def test_mel_recall_drafts_a_prompt_played_inside_a_call(engine, base_model_dir,
     assert len(segments(ref.tokens, special.timestamp_begin)) >= 2
     kept = {}
     for name, heard in (("encoder only", None), ("with mel", mel)):
-        drafter = default_drafter(None, special, recall=index, audio=enc, mel=heard)
+        drafter = default_drafter(None, special, recall=index, heard=Heard(audio=enc, mel=heard))
         result = decode_window(engine, enc, prompt, special, drafter, **KW)
         assert result.tokens == ref.tokens
         assert result.score == pytest.approx(ref.score, abs=2e-4)

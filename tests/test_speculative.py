@@ -15,7 +15,7 @@ from tokenmap.decode.control import AcceptanceController, ControlledDrafter
 from tokenmap.decode.drafters import FixedDrafter
 from tokenmap.decode.rules import greedy_decode
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.decode.speculative import decode_window
+from tokenmap.decode.speculative import Verification, decode_window
 
 pytestmark = pytest.mark.model
 
@@ -148,7 +148,7 @@ def test_recheck_and_controller_keep_the_output(engine, special, windows, refere
     ref = references[2]
     controller = AcceptanceController(DEFAULT)
     result = decode_window(engine, enc, prompt, special, ControlledDrafter(FixedDrafter(ref.tokens), controller),
-                           recheck_margin=5.0, **KW)
+                           Verification(recheck_margin=5.0), **KW)
     assert_same(result, ref)
     assert result.stats.rechecks > 0
 
@@ -334,10 +334,10 @@ def inventory_map(tmp_path_factory, base_model_dir):
 def test_suffix_map_drafts_keep_the_output(engine, special, windows, references, inventory_map, which, seconds):
     """The drafter that follows the model (structure drafts included: <|0.00|>, reopened segments,
     guessed closing timestamps, right or wrong) changes the passes, never the tokens, score or no_speech_prob."""
-    from tokenmap.decode.drafters import default_drafter
+    from tokenmap.decode.drafters import Heard, default_drafter
 
     enc, prompt = windows[which]
-    drafter = default_drafter(inventory_map, special, prompt_lookup=False, seconds=seconds)
+    drafter = default_drafter(inventory_map, special, prompt_lookup=False, heard=Heard(seconds=seconds))
     result = decode_window(engine, enc, prompt, special, drafter, **KW)
     assert_same(result, references[which])
     assert result.stats.accepted > 0 and result.stats.passes < len(references[which].tokens)

@@ -9,7 +9,7 @@ import pytest
 from tokenmap.decode.plain import PlainDecoder
 from tokenmap.encoders.base import StockEncoder
 from tokenmap.encoders.choice import choose
-from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker, stock_dir, stock_installed
+from tokenmap.runtime.stock_worker import StockWorker, StockWorkerError, stock_dir, stock_installed
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def broken_stock(tmp_path):
 
 
 def test_missing_stock_directory_is_one_clear_error(tmp_path):
-    with pytest.raises(StockEncoderError, match="make stock-encoder"):
+    with pytest.raises(StockWorkerError, match="make stock-encoder"):
         StockWorker("unused", directory=tmp_path / "nothing")
 
 
@@ -29,7 +29,7 @@ def test_ctranslate2_encodes_in_the_worker_where_it_is_installed(tmp_path, monke
     monkeypatch.setenv("TOKENMAP_STOCK_CT2", str(tmp_path / "nothing"))
     assert stock_dir() == tmp_path / "nothing" and not stock_installed()
     assert choose("ctranslate2", tmp_path, "int8", 2).engines() == {"fork"}
-    with pytest.raises(StockEncoderError, match="make stock-encoder"):
+    with pytest.raises(StockWorkerError, match="make stock-encoder"):
         choose("stock", tmp_path, "int8", 2)
     (tmp_path / "nothing" / "ctranslate2").mkdir(parents=True)
     (tmp_path / "nothing" / "ctranslate2" / "__init__.py").write_text("")
@@ -59,7 +59,7 @@ def test_waiting_for_a_dead_worker_leaves_the_fallback_to_the_first_encode(broke
 
 def test_a_dead_worker_without_fallback_raises(broken_stock):
     enc = StockEncoder("unused", directory=broken_stock)
-    with pytest.raises(StockEncoderError, match="exited"):
+    with pytest.raises(StockWorkerError, match="exited"):
         enc.encode(np.zeros((1, 80, 3000), np.float32))
     enc.close()
 
@@ -216,7 +216,7 @@ def test_a_refused_generate_falls_back_to_the_fork_for_that_call(caplog):
             self.failed, self.compute_type = None, "int8"
 
         def generate(self, *args, **kwargs):
-            raise StockEncoderError("ValueError: bad option")
+            raise StockWorkerError("ValueError: bad option")
 
         def close(self):
             pass

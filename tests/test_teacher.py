@@ -69,11 +69,10 @@ def test_teacher_build_teaches_the_thin_task_and_keeps_the_best_section(tmp_path
     from tokenmap.decode.follow import FollowDrafter
 
     files, teacher = _corpora(tmp_path)
-    opts = BuildOptions(jobs=1)
     bound = Budget(min_count=2, teacher=4)
-    build_balanced(files, tmp_path / "t.tmap", tokenizer=tok, model=str(MODEL), options=opts, generous=bound,
-                   teacher=[teacher])
-    build_balanced(files, tmp_path / "plain.tmap", tokenizer=tok, model=str(MODEL), options=opts, generous=bound)
+    opts = BuildOptions(jobs=1, generous=bound)
+    build_balanced(files, tmp_path / "t.tmap", tokenizer=tok, model=str(MODEL), options=opts, teacher=[teacher])
+    build_balanced(files, tmp_path / "plain.tmap", tokenizer=tok, model=str(MODEL), options=opts)
     best, thin = load_maps(tmp_path / "t.tmap", tok.fingerprint)
     bal = best.header["balance"]
     assert bal["best"] == "maint/en" and "greedy transcripts" in bal["divergence"]
@@ -163,8 +162,8 @@ def test_plain_map_learns_the_models_wording(tmp_path, tok):
     context = tok.encode(" Please enter your password")
     drafts = {}
     for name, taught in (("plain", ()), ("taught", (teacher,))):
-        build_map([corpus], tmp_path / f"{name}.tmap", tokenizer=tok, options=BuildOptions(jobs=1),
-                  teacher=taught, teacher_copies=2)
+        build_map([corpus], tmp_path / f"{name}.tmap", tokenizer=tok, options=BuildOptions(jobs=1, teacher_copies=2),
+                  teacher=taught)
         sm = load_maps(tmp_path / f"{name}.tmap")[0]
         drafts[name] = tok.decode(FollowDrafter(sm, timestamp_begin=None, eot=sm.bos).draft(context, 8)[:2])
     assert drafts["plain"] == " followed by" and drafts["taught"] == ", followed"

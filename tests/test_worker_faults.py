@@ -24,8 +24,8 @@ from tokenmap.encoders.base import StockEncoder
 from tokenmap.runtime.stock_worker import (
     DEFAULT_TIMEOUT,
     TIMEOUT_ENV,
-    StockEncoderError,
     StockWorker,
+    StockWorkerError,
     encoder_timeout,
     stock_dir,
     stock_installed,
@@ -176,7 +176,7 @@ def test_a_worker_that_dies_again_gives_up_with_one_line(stock, inputs, shm, mon
     assert sum("encoding with the fork from now on" in r.getMessage() for r in caplog.records) == 1
     plain = StockWorker(stock, "int8", threads=2)
     try:
-        with pytest.raises(StockEncoderError, match=r"^stock encoder worker \d+ exited \(killed by signal 9\)"):
+        with pytest.raises(StockWorkerError, match=r"^stock encoder worker \d+ exited \(killed by signal 9\)"):
             plain.encode(inputs[0])
     finally:
         plain.close()
@@ -237,7 +237,7 @@ def test_a_hung_worker_times_out(stock, inputs, expected, shm, caplog, with_fall
                 assert "did not answer within 2 s" in enc.worker.failed
                 assert sum("did not answer" in r.getMessage() for r in caplog.records) == 1
             else:
-                with pytest.raises(StockEncoderError, match=r"^stock encoder worker \d+ did not answer within 2 s "
+                with pytest.raises(StockWorkerError, match=r"^stock encoder worker \d+ did not answer within 2 s "
                                                             rf"\(killed it; {TIMEOUT_ENV} [^\n]*\)$"):
                     enc.encode(inputs[0])
         assert 2.0 <= time.monotonic() - start < 10

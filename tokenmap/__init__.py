@@ -7,8 +7,9 @@ The package is laid out by what each part does:
 * :mod:`tokenmap.encoders` is the encoder room, behind one door, :func:`tokenmap.encoders.open_encoder`;
 * :mod:`tokenmap.decode` is the decoder: Whisper's logit rules, the verify loop, the drafters and their
   control, plain decoding and the guard;
-* :mod:`tokenmap.assembly` builds a model from an encoder, a decoder and drafters (or none);
-  :mod:`tokenmap.windows` is where a window is encoded; :mod:`tokenmap.whisper` is the faster-whisper drop-in;
+* :mod:`tokenmap.assembly` composes a model from an encoder, a decoder and drafters (or none), as one
+  ``ModelOptions`` says; :mod:`tokenmap.windows` is where a window is encoded; :mod:`tokenmap.whisper` is the
+  faster-whisper drop-in, and :mod:`tokenmap.hooks` the steps of faster-whisper it replaces for its own calls;
 * :mod:`tokenmap.maps` is the token-map file format; :mod:`tokenmap.build` turns a corpus into a map, and
   :mod:`tokenmap.balance` builds a map set, one map per task;
 * :mod:`tokenmap.stream` is the live transcriber.

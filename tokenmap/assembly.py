@@ -1,4 +1,4 @@
-"""One assembly: the model faster-whisper decodes with, composed from its parts by :func:`assemble`.
+"""One assembly: the model faster-whisper decodes with, composed from its parts by :func:`compose_model`.
 
 A :class:`Model` is what faster-whisper calls ``self.model``:
 
@@ -9,12 +9,13 @@ A :class:`Model` is what faster-whisper calls ``self.model``:
   (stock CTranslate2 in its worker where installed);
 * drafters (:class:`~tokenmap.decode.drafting.Drafting`), or none where the installed CTranslate2 has no step API.
 
-Every ``generate`` goes through the guard (:mod:`tokenmap.decode.guarding`). Every caller builds its model here:
-:func:`assemble` around a loaded ``ctranslate2.models.Whisper``, or :func:`open_model`, which loads it.
+Every ``generate`` goes through the guard (:mod:`tokenmap.decode.guarding`). Every caller builds its model here,
+from one :class:`ModelOptions`: :func:`compose_model` around a loaded ``ctranslate2.models.Whisper``, or
+:func:`open_model`, which loads it.
 
 Example::
 
-    >>> model = open_model("base", "int8", threads=2, token_map="ivr.tmap")   # doctest: +SKIP
+    >>> model = open_model("base", ModelOptions(threads=2, token_map="ivr.tmap"))   # doctest: +SKIP
     >>> model.encoder_engine, model.decoder_compute_type                     # doctest: +SKIP
     ('stock', 'int8')
 """
@@ -22,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -32,7 +34,7 @@ from tokenmap.decode.cost import load_cost_model
 from tokenmap.decode.drafters import EchoDrafter, SessionCache
 from tokenmap.decode.drafting import Drafting
 from tokenmap.decode.guarding import Guard, guarded_generate
-from tokenmap.decode.loops import LoopOptions, StoppingDecoder
+from tokenmap.decode.loops import LoopOptions, StoppingDecoder, stopped_ratios
 from tokenmap.decode.plain import PlainDecoder
 from tokenmap.decode.recall import load_recall
 from tokenmap.decode.rules import supports_fast_path
@@ -49,30 +51,66 @@ from tokenmap.textok import TextTokenizer
 from tokenmap.windows import EncodedWindow, Session, WindowEncoder
 
 
+@dataclass(frozen=True)
+class ModelOptions:
+    """How a model is put together, passed whole from the CLI and ``tokenmap.WhisperModel`` to :func:`compose_model`.
+
+    * ``compute_type`` and ``threads`` (0: :func:`~tokenmap.runtime.engine.default_threads`, the thread count the
+      cost curve is calibrated for) load the model;
+    * ``token_map``: a path or :class:`tokenmap.maps.mapfile.TokenMap`, a list of them (one per task), or a map
+      set from ``tokenmap build --balance``; None drafts from prompt lookup and the session cache only;
+    * ``prompt_lookup``, ``session_cache``: the drafters after the map; ``recall``: a
+      :class:`tokenmap.maps.recallindex.RecallIndex` (or its path) of segments heard before;
+    * ``adaptive``: let the cost curve (``cost_model``, default this machine's calibration) and the running
+      acceptance decide how far to draft;
+    * ``exact``: an int8 ``compute_type`` decodes with a float32 copy, so the transcript equals plain greedy
+      decoding; ``decoder_compute_type``: ``"auto"`` (as ``exact`` says), ``"same"``, ``"float32"``, ``"int8"``;
+    * ``encoder``: one of :data:`tokenmap.encoders.ENCODERS` (:mod:`tokenmap.encoders.choice`);
+    * ``audio_context``: ``"full"`` (30 s windows, as faster-whisper), ``"auto"`` (a window's audio plus a
+      margin, guarded by :mod:`tokenmap.context`) or an :class:`tokenmap.context.AudioContext`;
+    * ``loop_stop``: stop decodes that start to repeat (:mod:`tokenmap.decode.loops`).
+    """
+
+    compute_type: str = "int8"
+    threads: int = 0
+    decoder_compute_type: str | None = "auto"
+    encoder: str = "auto"
+    exact: bool = False
+    token_map: object = None
+    recall: object = None
+    prompt_lookup: bool = True
+    session_cache: bool = True
+    adaptive: bool = True
+    cost_model: object = None
+    audio_context: object = "full"
+    loop_stop: bool = True
+
+
 class Model:
-    """An ``encoder``, a ``decoder`` with its ``plain`` decoder, and ``drafting`` (or None), composed.
+    """An ``encoder``, the ``plain`` decoder with its ``decoder``, and ``drafting`` (or None), composed.
 
     ``generate``, ``detect_language`` and ``align`` take an :class:`~tokenmap.windows.EncodedWindow` or a bare
     encoder output; anything else a ``ctranslate2.models.Whisper`` answers is the decoder's. ``guard`` judges
     every decoded window, ``recorder`` (a :class:`~tokenmap.maps.recallindex.RecallIndex`, or None) records it,
     and ``session`` counts the calls made outside a ``transcribe``."""
 
-    def __init__(self, encoder: Encoder, decoder, plain: PlainDecoder, drafting: Drafting | None, *,
-                 special: SpecialTokens, tokenizer, model_dir: Path, threads: int, decoder_compute_type: str):
+    def __init__(self, encoder: Encoder, plain: PlainDecoder, drafting: Drafting | None, *,
+                 special: SpecialTokens, tokenizer, model_dir: Path, options: ModelOptions,
+                 decoder_compute_type: str):
         self.encoder = encoder
         self.windows = WindowEncoder(encoder)
-        self.decoder = decoder
+        self.decoder = plain.decoder
         self.plain = plain
         self.drafting = drafting
         self.special = special
         self.tokenizer = tokenizer
         self.model_dir = model_dir
-        self.threads = threads
+        self.threads = options.threads
         self.decoder_compute_type = decoder_compute_type
         self.guard = Guard()
         self.recorder = None
         self.session = Session()
-        self.loop: LoopOptions | None = LoopOptions()  # stop decodes that start to repeat (decode.loops); None: off
+        self.loop = LoopOptions() if options.loop_stop else None  # stop decodes as they repeat (decode.loops)
 
     @property
     def encoder_engine(self) -> str:
@@ -117,8 +155,8 @@ class Model:
             return decode_window(self.decoder, output.view, prompt, self.special, EchoDrafter(expected),
                                  loop=self.loop, **kwargs).tokens
 
-        output, results = guarded_generate(decode, window, prompts, kwargs, stats, self.guard, self.special,
-                                           self.text, verify)
+        output, results = guarded_generate(decode, window, prompts, kwargs, stats, self, verify)
+        (window.session or self.session).ratios = stopped_ratios(results, self.text)  # tokenmap.hooks reads them
         if self.recorder is not None and len(prompts) == 1:
             self.recorder.add_window(_rows(output.view)[0], results[0].sequences_ids[0],
                                      self.special.timestamp_begin, mel=window.mel)
@@ -151,58 +189,51 @@ def _rows(output):
     return frames if frames.ndim == 3 else frames[None]
 
 
-def assemble(fork, model_dir: Path, compute_type: str, threads: int, *, decoder_compute_type: str | None = "auto",
-             encoder: str = "auto", exact: bool = False, token_map=None, recall=None, tokenizer=None,
-             without_fork: str = "raise", prompt_lookup: bool = True, session_cache: bool = True,
-             adaptive: bool = True, cost_model=None, **load_kwargs) -> Model:
-    """The :class:`Model` around ``fork``, the ``ctranslate2.models.Whisper`` loaded from ``model_dir`` at
-    ``compute_type`` with ``threads``. Without the fork's step API, ``without_fork`` says ``"raise"``
+def compose_model(fork, model_dir: Path, options: ModelOptions, tokenizer=None, without_fork: str = "raise",
+             **load_kwargs) -> Model:
+    """The :class:`Model` around ``fork``, the ``ctranslate2.models.Whisper`` loaded from ``model_dir`` as
+    ``options`` say (their ``threads`` resolved). Without the fork's step API, ``without_fork`` says ``"raise"``
     (:class:`~tokenmap.runtime.engine.EngineError`), ``"warn"`` (once) or ``"quiet"``, and ``fork`` alone encodes
-    and decodes. Else ``decoder_compute_type`` and ``exact`` choose the decoder's precision (a second copy,
-    loaded with ``load_kwargs``, where it differs), ``encoder`` the encoder, and the drafters draft from
-    ``token_map`` (:func:`load_token_maps`), ``recall``, prompt lookup and the session cache, ``adaptive`` on
-    ``cost_model`` (default: this machine's calibration)."""
+    and decodes. Else the decoder is a second copy, loaded with ``load_kwargs``, where its precision differs."""
     packing.loaded()  # the fork has read the packed-GEMM switch: children must not inherit it
     if without_fork == "raise":
         require_step_api()
     drafts = warn_drafting_off() if without_fork == "warn" else drafting_off_reason() is None
     warn_if_late()
-    model_dir = Path(model_dir)
+    model_dir, compute_type, threads = Path(model_dir), options.compute_type, options.threads
     tokenizer = tokenizer or Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     special = SpecialTokens.from_model_dir(str(model_dir))
-    parts = dict(special=special, tokenizer=tokenizer, model_dir=model_dir, threads=threads)
+    parts = dict(special=special, tokenizer=tokenizer, model_dir=model_dir, options=options)
     if not drafts:
-        return Model(CTranslate2Encoder(fork, compute_type), fork, PlainDecoder(fork), None,
+        return Model(CTranslate2Encoder(fork, compute_type), PlainDecoder(fork), None,
                      decoder_compute_type=compute_type, **parts)
-    decoder_type = precision.decoder_compute_type(compute_type, decoder_compute_type, exact)
+    decoder_type = precision.decoder_compute_type(compute_type, options.decoder_compute_type, options.exact)
     decoder = fork if decoder_type == compute_type else precision.load_decoder(str(model_dir), decoder_type,
                                                                                 cpu_threads=threads, **load_kwargs)
     on_cpu = getattr(fork, "device", "cpu") == "cpu"
     # the worker decodes the windows nobody drafts wherever it is installed, and encodes where it is chosen to
-    worker = StockWorker(model_dir, compute_type, threads) if on_cpu and encoder != "fork" and stock_installed() \
-        else None
-    model = Model(open_encoder(encoder, model_dir, compute_type, threads, fork, worker), decoder,
+    worker = StockWorker(model_dir, compute_type, threads) \
+        if on_cpu and options.encoder != "fork" and stock_installed() else None
+    model = Model(open_encoder(options.encoder, model_dir, compute_type, threads, fork, worker),
                   PlainDecoder(decoder, worker, decoder_type), None, decoder_compute_type=decoder_type, **parts)
-    model.drafting = Drafting(special, cost_model if cost_model is not None else model.cost, adaptive,
-                              token_map=load_token_maps(token_map, tokenizer),
-                              recall=load_recall(recall, tokenizer, model_dir),
-                              session_cache=SessionCache(timestamp_begin=special.timestamp_begin) if session_cache
-                              else None, prompt_lookup=prompt_lookup)
+    model.drafting = Drafting(special, options.cost_model if options.cost_model is not None else model.cost,
+                              options.adaptive, token_map=load_token_maps(options.token_map, tokenizer),
+                              recall=load_recall(options.recall, tokenizer, model_dir),
+                              session_cache=SessionCache(timestamp_begin=special.timestamp_begin)
+                              if options.session_cache else None, prompt_lookup=options.prompt_lookup)
     return model
 
 
-def open_model(model: str | os.PathLike = "base", compute_type: str = "int8", threads: int | None = None,
-               decoder_compute_type: str | None = "auto", encoder: str = "auto", **options) -> Model:
-    """:func:`assemble` around ``model`` (anything :func:`tokenmap.models.resolve_model` accepts), loaded on
-    the fork at ``compute_type`` with ``threads`` (default :func:`~tokenmap.runtime.engine.default_threads`);
-    ``options`` are :func:`assemble`'s."""
+def open_model(model: str | os.PathLike = "base", options: ModelOptions = ModelOptions(), **load_kwargs) -> Model:
+    """:func:`compose_model` around ``model`` (anything :func:`tokenmap.models.resolve_model` accepts), loaded on
+    the fork as ``options`` say (``threads`` 0: :func:`~tokenmap.runtime.engine.default_threads`)."""
     import ctranslate2  # the engine loads with the first model, not on ``import tokenmap``
 
     model_dir = resolve_model(model)
-    threads = threads or default_threads()
-    fork = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=compute_type, intra_threads=threads)
-    return assemble(fork, model_dir, compute_type, threads, decoder_compute_type=decoder_compute_type,
-                    encoder=encoder, **options)
+    options = replace(options, threads=options.threads or default_threads())
+    fork = ctranslate2.models.Whisper(str(model_dir), device="cpu", compute_type=options.compute_type,
+                                      intra_threads=options.threads)
+    return compose_model(fork, model_dir, options, **load_kwargs)
 
 
 def load_token_maps(token_map, hf_tokenizer):

@@ -27,6 +27,7 @@ import faster_whisper
 import numpy as np
 from faster_whisper.audio import pad_or_trim
 
+from tokenmap import hooks
 from tokenmap.audio import samples
 from tokenmap.features import WindowedExtractor
 from tokenmap.whisper import WhisperModel
@@ -111,7 +112,9 @@ class BatchedInferencePipeline(faster_whisper.BatchedInferencePipeline):
         capture = ChunkCapture(self.model.feature_extractor)
         pipeline.model = self.model.for_call(capture=capture)
         pipeline.model.feature_extractor = capture
-        return faster_whisper.BatchedInferencePipeline.transcribe(pipeline, audio, *args, **kwargs)
+        with hooks.within(pipeline.model.session):  # tokenmap's VAD and loop stop (tokenmap.hooks)
+            segments, info = faster_whisper.BatchedInferencePipeline.transcribe(pipeline, audio, *args, **kwargs)
+        return hooks.each_within(pipeline.model.session, segments), info
 
     transcribe.__doc__ = faster_whisper.BatchedInferencePipeline.transcribe.__doc__
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 
+from tokenmap.assembly import ModelOptions
 from tokenmap.audio import SAMPLE_RATE, audio_input, load_audio
 from tokenmap.batched import BatchedInferencePipeline
 from tokenmap.runtime import memory
@@ -50,16 +51,16 @@ class TranscribeOptions:
                     word_timestamps=self.word_timestamps, **self.decoding)
 
 
-def load_model(model: str = "base", compute_type: str = "int8", threads: int | None = None, token_map=None,
-               decoder_compute_type: str = "auto", encoder: str = "auto", recall=None, exact: bool = False,
-               audio_context: str = "full", loop_stop: bool = True):
-    """A :class:`tokenmap.WhisperModel` on the CPU, with or without a map (the arguments are its own;
-    ``model`` is anything :func:`tokenmap.models.resolve_model` accepts). Raises ``ModelError``."""
-    threads = threads or default_threads()
-    logger.info("loading %s (%s, %d threads)", model, compute_type, threads)
-    return WhisperModel(str(model), token_map=token_map, device="cpu", compute_type=compute_type,
-                        cpu_threads=threads, decoder_compute_type=decoder_compute_type, encoder=encoder,
-                        recall=recall, exact=exact, audio_context=audio_context, loop_stop=loop_stop)
+def load_model(model: str = "base", compute_type: str | None = None, threads: int | None = None,
+               options: ModelOptions = ModelOptions(), **fields):
+    """A :class:`tokenmap.WhisperModel` on the CPU as ``options`` say, with ``compute_type``, ``threads`` and any
+    other of their ``fields`` given here instead (``model``: anything :func:`tokenmap.models.resolve_model`
+    accepts). Raises ``ModelError``."""
+    options = replace(options, compute_type=compute_type or options.compute_type,
+                      threads=threads or options.threads or default_threads(), **fields)
+    logger.info("loading %s (%s, %d threads)", model, options.compute_type, options.threads)
+    return WhisperModel(str(model), device="cpu", compute_type=options.compute_type, cpu_threads=options.threads,
+                        options=options)
 
 
 #: files longer than this (seconds) give their freed decoding buffers back to the system

@@ -5,8 +5,7 @@ with the 64 samples before it, then runs the model 10,000 rows at a time. :class
 rows one batch of :data:`BATCH` at a time, with the same context, the recurrent state carried across batches
 and the same quirk (the last row's own last 64 samples are zero). A row's output does not depend on the
 batching (the example checks it), so the speech chunks are the same, and the model's working memory stays
-small too. :func:`install` puts it behind ``faster_whisper.vad.get_vad_model``, which
-``get_speech_timestamps`` asks for its model.
+small too. :mod:`tokenmap.hooks` puts it behind ``faster_whisper.vad.get_vad_model`` for tokenmap's calls.
 
 faster-whisper's ``collect_chunks`` grows the array of speech chunks chunk by chunk (a copy at every step)
 before ``transcribe`` copies it once more; :func:`collect_chunks` leaves that one copy.
@@ -14,20 +13,19 @@ before ``transcribe`` copies it once more; :func:`collect_chunks` leaves that on
 Example::
 
     >>> import numpy as np
-    >>> import faster_whisper.vad as fw_vad
+    >>> from tokenmap.hooks import STOCK, install
     >>> install()
     >>> audio = np.random.default_rng(0).normal(0, 0.05, 512 * 25_000).astype(np.float32)
-    >>> lean = fw_vad.get_vad_model()(audio.copy())
-    >>> whole = fw_vad.get_vad_model().model(audio.copy())
+    >>> lean = PiecewiseVad(STOCK["get_vad_model"]())(audio.copy())
+    >>> whole = STOCK["get_vad_model"]()(audio.copy())
     >>> lean.shape == whole.shape and bool(np.array_equal(lean, whole))
     True
 """
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
+from faster_whisper.vad import collect_chunks as stock_collect_chunks
 
 BATCH = 1_000  # rows a model call (faster-whisper: 10,000)
 
@@ -67,29 +65,9 @@ def collect_chunks(audio, chunks, sampling_rate: int = 16000, max_duration: floa
     >>> np.concatenate(pieces).tolist(), meta[0]["duration"] * 16000
     ([1.0, 2.0, 6.0, 7.0], 4.0)
     """
-    from faster_whisper.vad import collect_chunks as original
-
     if max_duration != float("inf") or not chunks:
-        return original(audio, chunks, sampling_rate, max_duration)
+        return stock_collect_chunks(audio, chunks, sampling_rate, max_duration)
     views = [audio[chunk["start"]: chunk["end"]] for chunk in chunks]
     total = sum(chunk["end"] - chunk["start"] for chunk in chunks)
     return views, [{"offset": 0.0, "duration": total / sampling_rate, "segments": list(chunks)}]
 
-
-def install() -> None:
-    """Put :class:`PiecewiseVad` behind ``faster_whisper.vad.get_vad_model`` and :func:`collect_chunks`
-    in ``faster_whisper.transcribe`` (once per process)."""
-    import faster_whisper.transcribe as fw_transcribe
-    import faster_whisper.vad as fw_vad
-
-    fw_transcribe.collect_chunks = collect_chunks
-    if getattr(fw_vad.get_vad_model, "tokenmap", False):
-        return
-    original = fw_vad.get_vad_model
-
-    @functools.lru_cache
-    def get_vad_model():
-        return PiecewiseVad(original())
-
-    get_vad_model.tokenmap = True
-    fw_vad.get_vad_model = get_vad_model

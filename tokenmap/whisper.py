@@ -7,12 +7,12 @@ audio, language detection) on parts tokenmap replaces:
   drafters that decode greedy ``generate`` calls speculatively (everything else goes to CTranslate2);
 * ``encode``, the window encoder (:mod:`tokenmap.windows`): the audio context, and the first window's encoder
   pass shared with language detection;
-* ``self.feature_extractor`` (:class:`tokenmap.features.WindowedExtractor`) and, process-wide, faster-whisper's
-  VAD (:func:`tokenmap.vad.install`).
+* ``self.feature_extractor`` (:class:`tokenmap.features.WindowedExtractor`) and, within its calls,
+  faster-whisper's VAD and compression ratio (:mod:`tokenmap.hooks`).
 
 Each ``transcribe`` call runs on a shallow copy of the model holding that call's :class:`tokenmap.windows.Session`,
-so concurrent calls share the parts and nothing else. Beam search has no single path to verify, so
-``transcribe()`` defaults to ``beam_size=1``.
+whose life is the call's, so concurrent calls share the parts and nothing else. Beam search has no single path
+to verify, so ``transcribe()`` defaults to ``beam_size=1``.
 
 Example::
 
@@ -29,16 +29,15 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-import threading
+from dataclasses import fields, replace
 
 import faster_whisper
+from faster_whisper.audio import pad_or_trim
 
-from tokenmap import vad
-from tokenmap.assembly import assemble
+from tokenmap import hooks
+from tokenmap.assembly import ModelOptions, compose_model
 from tokenmap.audio import samples
-from tokenmap.context import AudioContext, as_audio_context
-from tokenmap.decode import loops
-from tokenmap.decode.loops import LoopOptions
+from tokenmap.context import WINDOW_FRAMES, AudioContext, as_audio_context
 from tokenmap.decode.speculative import DecodeStats
 from tokenmap.features import WindowedExtractor
 from tokenmap.models import resolve_model
@@ -59,25 +58,17 @@ def transcribe_signature() -> inspect.Signature:
     return base.replace(parameters=params)
 
 
+#: the keywords of ``tokenmap.WhisperModel`` that are :class:`~tokenmap.assembly.ModelOptions`' fields
+OPTION_KEYWORDS = {f.name for f in fields(ModelOptions)} - {"compute_type", "threads"}
+
+
 class WhisperModel(faster_whisper.WhisperModel):
     """faster-whisper's ``WhisperModel`` with token-map speculative decoding.
 
-    Extra arguments:
-
-    * ``token_map``: a path or :class:`tokenmap.maps.mapfile.TokenMap`, a list of them (one per task), or a
-      map set from ``tokenmap build --balance``; None drafts from prompt lookup and the session cache only;
-    * ``prompt_lookup``, ``session_cache``: the drafters after the map; ``recall``: a
-      :class:`tokenmap.maps.recallindex.RecallIndex` (or its path) of segments heard before;
-    * ``adaptive``: let the cost curve (``cost_model``, default this machine's calibration) and the running
-      acceptance decide how far to draft;
-    * ``exact``: an int8 ``compute_type`` decodes with a float32 copy, so the transcript equals plain greedy
-      decoding; ``decoder_compute_type``: ``"auto"`` (as ``exact`` says), ``"same"``, ``"float32"``, ``"int8"``;
-    * ``encoder``: one of :data:`tokenmap.encoders.ENCODERS` (:mod:`tokenmap.encoders.choice`);
-    * ``audio_context``: ``"full"`` (30 s windows, as faster-whisper), ``"auto"`` (a window's audio plus a
-      margin, guarded by :mod:`tokenmap.context`) or an :class:`tokenmap.context.AudioContext`;
-      ``transcribe(audio_context=...)`` overrides it per call;
-    * ``malloc_policy``: apply :mod:`tokenmap.runtime.memory`'s policy to this process first;
-    * ``loop_stop``: stop decodes that start to repeat (:mod:`tokenmap.decode.loops`).
+    Extra arguments: ``malloc_policy`` applies :mod:`tokenmap.runtime.memory`'s policy to this process first;
+    ``options``, a :class:`tokenmap.assembly.ModelOptions` (``token_map``, the drafters, precision, encoder,
+    ``audio_context``, ``loop_stop``), whose fields may be given as keywords too (they override it).
+    ``transcribe(audio_context=...)`` overrides the audio context per call.
 
     All other arguments are faster-whisper's; ``cpu_threads=0`` becomes
     :func:`tokenmap.runtime.engine.default_threads`, the thread count the cost curve is calibrated for. Where the
@@ -85,31 +76,29 @@ class WhisperModel(faster_whisper.WhisperModel):
     faster-whisper (with one warning if a map or recall index asked for drafting).
     """
 
-    def __init__(self, model_size_or_path: str, token_map=None, prompt_lookup: bool = True,
-                 session_cache: bool = True, adaptive: bool = True, cost_model=None,
-                 decoder_compute_type: str = "auto", encoder: str = "auto", recall=None, exact: bool = False,
-                 audio_context="full", malloc_policy: bool = False, loop_stop: bool = True, **kwargs):
+    def __init__(self, model_size_or_path: str, token_map=None, *, options: ModelOptions | None = None,
+                 malloc_policy: bool = False, **kwargs):
         if malloc_policy:
             memory.install()
+        ours = {name: kwargs.pop(name) for name in OPTION_KEYWORDS & kwargs.keys()}
+        options = replace(options or ModelOptions(compute_type="default"), **ours,
+                          **({"token_map": token_map} if token_map is not None else {}))
         model_dir = resolve_model(model_size_or_path)
-        if not kwargs.get("cpu_threads"):  # one thread count for the engine and its calibrated cost curve
-            kwargs["cpu_threads"] = default_threads()
+        kwargs.setdefault("compute_type", options.compute_type)
+        # one thread count for the engine and its calibrated cost curve
+        kwargs["cpu_threads"] = kwargs.get("cpu_threads") or options.threads or default_threads()
+        options = replace(options, compute_type=kwargs["compute_type"], threads=kwargs["cpu_threads"])
         super().__init__(str(model_dir), **kwargs)
         self.feature_extractor = WindowedExtractor(self.feature_extractor)  # a long file's features, window by window
-        vad.install()  # Silero VAD over a long file without a copy of it
-        loops.install()  # faster-whisper sees a stopped loop's compression ratio as the loop's (decode.loops)
+        hooks.install()  # tokenmap's VAD and a stopped loop's compression ratio, within its own calls
         load = {k: kwargs[k] for k in ("device", "device_index", "num_workers") if k in kwargs}
-        asked = token_map is not None or recall is not None  # drafting asked for: say so when it is off
-        self.model = assemble(self.model, model_dir, kwargs.get("compute_type", "default"), kwargs["cpu_threads"],
-                              decoder_compute_type=decoder_compute_type, encoder=encoder, exact=exact,
-                              token_map=token_map, recall=recall, tokenizer=self.hf_tokenizer,
-                              without_fork="warn" if asked else "quiet", prompt_lookup=prompt_lookup,
-                              session_cache=session_cache, adaptive=adaptive, cost_model=cost_model, **load)
+        asked = options.token_map is not None or options.recall is not None  # drafting asked for: say if it is off
+        self.model = compose_model(self.model, model_dir, options, self.hf_tokenizer, "warn" if asked else "quiet",
+                                   **load)
         memory.release_free_memory()  # the weights' conversion buffers, kept by the malloc policy
-        self.model.loop = LoopOptions() if loop_stop else None  # stop decodes as they start to repeat
-        self.audio_context = as_audio_context(audio_context)
+        self.audio_context = as_audio_context(options.audio_context)
         self.session = Session(self.audio_context if self.drafting else AudioContext())
-        self._last: dict[int, Session] = {}  # per thread: the session of its last transcribe
+        self.last_session: Session | None = None  # the session of the last transcribe call started
 
     @property
     def drafting(self) -> bool:
@@ -154,7 +143,7 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     def encode(self, features):
         """faster-whisper's ``encode``, on this call's audio context: an :class:`tokenmap.windows.EncodedWindow`
-        (the window kept from language detection, when these are its features)."""
+        (the first window, when language detection encoded it)."""
         return self.model.windows.encode(features, self.session)
 
     def detect_language(self, audio=None, features=None, *args, **kwargs):
@@ -163,34 +152,32 @@ class WhisperModel(faster_whisper.WhisperModel):
             # the batched pipeline's chunks, joined as it joins them (it hands over placeholders)
             segments = kwargs.get("language_detection_segments", 1)
             return super().detect_language(None, session.capture.detection_features(segments), *args, **kwargs)
-        if audio is not None or features is None or not session.transcribing:
+        if audio is not None or features is None or not session.shares_first or args or \
+                kwargs.get("language_detection_segments", 1) != 1:
             return super().detect_language(audio, features, *args, **kwargs)
-        window = first_window(features)  # as the first window is transcribed: its encoder pass is kept
-        session.detecting = True
-        try:
-            result = super().detect_language(audio, window, *args, **kwargs)
-        finally:
-            session.detecting = False
-        if window is features or result[1] >= CONFIDENT:
-            return result
-        kept = session.kept  # a near-tie: faster-whisper's own window decides; the first window stays kept
-        result = super().detect_language(audio, features, *args, **kwargs)
-        session.kept = kept
+        window = first_window(features)  # the call's first window: encoded once, for detection and its decode
+        first = self.model.windows.encode(pad_or_trim(window[..., :WINDOW_FRAMES]), session)
+        probabilities = [(token[2:-2], p) for token, p in self.model.detect_language(first)[0]]  # as faster-whisper
+        result = (*probabilities[0], probabilities)
+        if window.shape[-1] != features.shape[-1] and result[1] < CONFIDENT:  # a near-tie: faster-whisper's own
+            result = super().detect_language(audio, features, *args, **kwargs)  # window decides
+        session.first = first
         return result
 
     detect_language.__signature__ = inspect.signature(faster_whisper.WhisperModel.detect_language)
     detect_language.__doc__ = faster_whisper.WhisperModel.detect_language.__doc__
 
-    def for_call(self, context: AudioContext | None = None, capture=None) -> "WhisperModel":
+    def for_call(self, context: AudioContext | None = None, capture=None, shares_first: bool = False):
         """This model for one ``transcribe`` call: a shallow copy (the same parts) with a fresh
-        :class:`~tokenmap.windows.Session` on ``context`` (default: the model's), which
-        :meth:`last_stats` reads from this thread; ``capture``: the batched pipeline's chunk capture."""
+        :class:`~tokenmap.windows.Session` on ``context`` (default: the model's), which :meth:`last_stats` reads
+        until the next call starts; ``capture``: the batched pipeline's chunk capture; ``shares_first``: the
+        call's first window is the one its language is detected on."""
         context = context or self.session.context
         if not self.drafting and context.mode != "full":
             logger.warning("audio_context=%r needs the engine fork's guard; encoding 30 s windows", context.mode)
             context = AudioContext()
         call = copy.copy(self)
-        call.session = self._last[threading.get_ident()] = Session(context, capture=capture, transcribing=True)
+        call.session = self.last_session = Session(context, capture=capture, shares_first=shares_first)
         return call
 
     def transcribe(self, audio, *args, audio_context=None, **kwargs):
@@ -200,10 +187,12 @@ class WhisperModel(faster_whisper.WhisperModel):
         bound = inspect.signature(super().transcribe).bind_partial(audio, *args, **kwargs)
         if "beam_size" not in bound.arguments:
             kwargs["beam_size"] = 1
-        call = self.for_call(None if audio_context is None else as_audio_context(audio_context))
+        call = self.for_call(None if audio_context is None else as_audio_context(audio_context),  # a first window
+                             shares_first=bound.arguments.get("clip_timestamps", "0") == "0")  # at the start
+
         # the features' BLAS product must leave no threads spinning; the language is detected on the
         # first window as it is transcribed, which the encoder then answers from what it kept
-        with blas_single_thread():
+        with blas_single_thread(), hooks.within(call.session):
             segments, info = faster_whisper.WhisperModel.transcribe(call, audio, *args, **kwargs)
         return call._segments(segments), info
 
@@ -212,18 +201,12 @@ class WhisperModel(faster_whisper.WhisperModel):
     def _segments(self, segments):
         """``segments`` as faster-whisper yields them, decoded with numpy's BLAS on one thread, each added to
         the session cache."""
-        segments = iter(segments)
-        while True:
-            with blas_single_thread():
-                segment = next(segments, None)
-            if segment is None:
-                return
+        for segment in hooks.each_within(self.session, segments, blas_single_thread):
             if self.session_cache is not None:
                 self.session_cache.add(segment.tokens)
             yield segment
 
     def last_stats(self) -> dict:
-        """Decoder statistics of this thread's last ``transcribe`` (as it has run so far; all zero when
-        drafting is off)."""
-        session = self._last.get(threading.get_ident())
-        return (session.stats if session is not None else DecodeStats()).as_dict()
+        """Decoder statistics of the last ``transcribe`` call started on this model (as it has run so far; all
+        zero when drafting is off)."""
+        return (self.last_session.stats if self.last_session is not None else DecodeStats()).as_dict()

@@ -8,10 +8,10 @@ What one ``transcribe`` call carries from window to window is its :class:`Sessio
 
 **The first window's reuse.** Without a ``language``, faster-whisper encodes the first 30 s to detect it,
 then the first window again to transcribe it: the same frames, except that the detection window of a file
-under 30 s holds one more (faster-whisper's padding). ``tokenmap.WhisperModel`` detects on
-:func:`first_window` while its session is ``detecting``, and the session keeps that window for the next
-encode of equal features. The dropped frame moves the language probabilities a little, so the first
-window's answer is taken only when its top language has at least :data:`CONFIDENT` probability.
+under 30 s holds one more (faster-whisper's padding). ``tokenmap.WhisperModel`` encodes :func:`first_window`
+to detect the language and leaves it as its session's ``first``, which the call's next encode, its first
+window's, takes. The dropped frame moves the language probabilities a little, so the first window's answer
+is taken only when its top language has at least :data:`CONFIDENT` probability.
 
 Example::
 
@@ -42,15 +42,17 @@ def first_window(features):
 @dataclass
 class Session:
     """What one ``transcribe`` call carries from window to window: its audio ``context``, ``stats``, the batched
-    pipeline's ``capture`` of speech chunks (or None), whether it is ``transcribing`` (the model's own session
-    is not) and ``detecting`` now, and the window it ``kept`` for the next encode: ``(features, window)``."""
+    pipeline's ``capture`` of speech chunks (or None), whether its first window is the one its language is
+    detected on (``shares_first``; the model's own session is no call's), that window once encoded (``first``,
+    for the call's next encode), and the projected compression ratios of its last ``generate``'s stopped
+    decodes, by text (``ratios``)."""
 
     context: AudioContext = field(default_factory=AudioContext)
     stats: DecodeStats = field(default_factory=DecodeStats)
     capture: object = None
-    transcribing: bool = False
-    detecting: bool = False
-    kept: tuple | None = None
+    shares_first: bool = False
+    first: object = None
+    ratios: dict = field(default_factory=dict)
 
 
 class EncodedWindow:
@@ -92,18 +94,13 @@ class WindowEncoder:
 
     def encode(self, features, session: Session, seconds: float | None = None) -> EncodedWindow:
         """The :class:`EncodedWindow` of ``features`` (``[n_mels, frames]`` or ``[batch, n_mels, frames]``) in
-        ``session``: on its audio context, or the window its language detection kept when they are equal.
-        ``seconds``: the audio it holds (default: up to its last non-zero frame)."""
-        array = np.asarray(features, dtype=np.float32)
-        if session.detecting:
-            window = self._encode(array, session, seconds)
-            session.kept = (np.array(array, copy=True), window)
-            return window
-        kept, session.kept = session.kept, None  # offered to the next encode only
-        if kept is not None and np.array_equal(array, kept[0]):
+        ``session``: on its audio context, or its ``first`` window, encoded to detect its language (module
+        docstring). ``seconds``: the audio it holds (default: up to its last non-zero frame)."""
+        first, session.first = session.first, None
+        if first is not None:
             self.shared += 1
-            return kept[1]
-        return self._encode(array, session, seconds)
+            return first
+        return self._encode(np.asarray(features, dtype=np.float32), session, seconds)
 
     def _encode(self, array: np.ndarray, session: Session, seconds: float | None) -> EncodedWindow:
         mel = array if array.ndim == 3 else array[None]

@@ -157,8 +157,9 @@ def ensure_map(corpora: Path, domain: str, lang: str, cache: Path, model: str, t
              **({"teacher": _stamp(teacher, model)} if teacher else {})}
     taught = [teacher] if teacher else []
     return _cached(cache / f"{name}{domain}-{lang}.tmap", stamp,
-                   lambda target: build_map(corpus, target, model=str(model), options=BuildOptions(jobs=1),
-                                            force=True, teacher=taught, teacher_copies=2))
+                   lambda target: build_map(corpus, target, model=str(model),
+                                            options=BuildOptions(jobs=1, teacher_copies=2), force=True,
+                                            teacher=taught))
 
 
 def ensure_learned_maps(utterances, corpora: Path, cache: Path, model: str, teacher: Path) -> dict:

@@ -22,9 +22,9 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tokenmap.assembly import open_model
+from tokenmap.assembly import ModelOptions, open_model
 from tokenmap.decode.control import AcceptanceController, ControllerSet
-from tokenmap.decode.drafters import FixedDrafter, default_drafter
+from tokenmap.decode.drafters import FixedDrafter, Heard, default_drafter
 from tokenmap.decode.rules import GREEDY_KW
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import DecodeStats, decode_window
@@ -105,8 +105,8 @@ def load_models(model_dir: Path, compute_type: str, threads: int, draft_dir: Pat
 
     # the main model decodes at its own precision; the encoder output is shared by every system
     engines = choose(encoder, model_dir, compute_type, threads).engines()
-    opened = open_model(model_dir, compute_type, threads, decoder_compute_type="same",
-                        encoder=encoder if engines == {"openvino"} else "fork")
+    opened = open_model(model_dir, ModelOptions(compute_type, threads, decoder_compute_type="same",
+                                                encoder=encoder if engines == {"openvino"} else "fork"))
     vocab = vocabulary(model_dir)
     eng = BenchModels(opened, opened.special, vocab, opened.cost, spec_tokens=spec_tokens)
     if draft_dir is not None:
@@ -141,8 +141,8 @@ def speculative(eng: BenchModels, enc, prompt, token_map, task: str = "", second
         if not controllers.use_speculation():
             result = eng.main.plain.generate(enc, [prompt], **GREEDY_KW)[0]
             return Output(list(result.sequences_ids[0]), DecodeStats(windows=1, plain_windows=1).as_dict())
-        drafter = default_drafter(token_map, eng.special, controllers=controllers, cost=eng.cost, seconds=seconds,
-                                  recall=recall, audio=enc, mel=mel)
+        drafter = default_drafter(token_map, eng.special, controllers=controllers, cost=eng.cost, recall=recall,
+                                  heard=Heard(seconds, enc, mel))
         own = [d for d in drafter.drafters if hasattr(d, "log")]  # drafters that set their own length
         for d in own:
             d.log = []

@@ -48,7 +48,6 @@ from tokenmap.build.builder import (
     split_utterances,
 )
 from tokenmap.build.corpus import CorpusStats, check_nonempty, read_corpus
-from tokenmap.decode.cost import CostModel
 from tokenmap.maps import mapfile
 from tokenmap.maps.schema import stream_markers
 
@@ -77,16 +76,19 @@ def check_teacher_tasks(corpus_tasks, teacher_tasks: Mapping[str, list]) -> None
 
 
 def build_balanced(corpus: Sequence, output, *, model: str = "base", tokenizer=None, options=None,
-                   cost: CostModel | None = None, force: bool = False, progress=None,
-                   generous: Budget = GENEROUS, protect: float = PROTECT, teacher: Sequence = ()) -> BuildResult:
+                   force: bool = False, progress=None, teacher: Sequence = ()) -> BuildResult:
     """Build the map set ``output`` (module docstring); arguments as :func:`tokenmap.build.builder.build_map`.
 
-    ``teacher``: files of the model's transcripts, on which ``D_T`` is then measured; ``generous``: the
-    worst task's budget; tasks with ``w_T <= protect`` keep the default one.  The header gets a
-    ``balance`` section with every task's ``D_T``, ``w_T`` and budget.
+    ``teacher``: files of the model's transcripts, on which ``D_T`` is then measured; ``options.generous``
+    (default :data:`GENEROUS`): the worst task's budget; tasks with ``w_T <= options.protect`` (default
+    :data:`PROTECT`) keep the default one.  The header gets a ``balance`` section with every task's ``D_T``,
+    ``w_T`` and budget.
     """
     started = time.perf_counter()
     options = options or BuildOptions()
+    cost = options.cost
+    generous = GENEROUS if options.generous is None else options.generous
+    protect = PROTECT if options.protect is None else options.protect
     output = Path(output)
     tokenizer, cost = resolve_inputs(output, force, model, tokenizer, cost, (*corpus, *teacher))
     vocab, stats = tokenizer.vocab_size, CorpusStats()

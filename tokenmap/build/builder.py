@@ -53,14 +53,21 @@ class BuildError(RuntimeError):
     """The build cannot proceed (one-line message)."""
 
 
+#: the :class:`BuildOptions` a map's header leaves out (how it was built, not what it holds)
+NOT_IN_HEADER = ("batch_size", "jobs", "teacher_copies", "cost", "generous", "protect")
+
+
 @dataclass(frozen=True)
 class BuildOptions:
-    """Parameters of a build (all but ``batch_size`` and ``jobs`` stored in the map's header).
+    """Parameters of a build (those of :data:`NOT_IN_HEADER` aside, stored in the map's header).
 
     ``style`` and ``add_raw``: the style bridge (step 1); ``text_column``: of .csv/.tsv inputs;
     ``batch_size`` texts per tokenizer call, ``jobs`` tokenizer processes; ``depth``: the longest
     token sequence the map keeps (context and continuation together); ``min_count``: the count a
-    context needs to be kept, 0 for the rule of the module docstring (step 3).
+    context needs to be kept, 0 for the rule of the module docstring (step 3). ``teacher_copies``: the
+    times the teacher's transcripts are counted; ``cost``: the verify-pass curve (default: the model's
+    calibrated one, else :data:`tokenmap.decode.cost.DEFAULT`); ``generous`` and ``protect``: a balanced
+    build's worst-task budget and protected share (None: :mod:`tokenmap.balance.budget`'s).
     """
 
     style: StyleOptions = StyleOptions()
@@ -70,6 +77,10 @@ class BuildOptions:
     jobs: int = 2
     depth: int = 24
     min_count: int = 0
+    teacher_copies: int = 1
+    cost: CostModel | None = None
+    generous: object = None
+    protect: float | None = None
 
     def __post_init__(self) -> None:
         if not 2 <= self.depth <= 255 or self.min_count < 0 or self.jobs < 1 or self.batch_size < 1:
@@ -200,9 +211,7 @@ def _created() -> str | None:
 def make_header(tokenizer, model: str, options: BuildOptions, stats: CorpusStats, cost: CostModel,
                 n_tokens: int) -> dict:
     """The JSON header of a map (everything but the array table and the trie's ``min_count``)."""
-    params = asdict(options)
-    params.pop("batch_size")
-    params.pop("jobs")
+    params = {k: v for k, v in asdict(replace(options, cost=None)).items() if k not in NOT_IN_HEADER}
     created = _created()
     bos, sep = schema.stream_markers(tokenizer.vocab_size)
     return {
@@ -290,23 +299,20 @@ def _read_stream(corpus: Sequence, tokenizer, options: BuildOptions, stats: Corp
 
 
 def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *, model: str = "base",
-              tokenizer=None, options: BuildOptions = BuildOptions(), cost: CostModel | None = None,
-              force: bool = False, progress: Progress | None = None, teacher: Sequence = (),
-              teacher_copies: int = 1) -> BuildResult:
+              tokenizer=None, options: BuildOptions = BuildOptions(), force: bool = False,
+              progress: Progress | None = None, teacher: Sequence = ()) -> BuildResult:
     """Build ``output`` from ``corpus`` files/dirs (see module docstring).
 
     ``teacher``: files of the model's own transcripts of other audio from the
     domain (``tokenmap transcribe`` output), read like a corpus but without
     the style bridge (they are in Whisper's style already) and counted
-    ``teacher_copies`` times: the map learns how the model writes what it hears.
-    ``tokenizer`` defaults to the model's (:class:`tokenmap.textok.TextTokenizer`);
-    ``cost`` defaults to the calibrated curve for the model, else
-    :data:`tokenmap.decode.cost.DEFAULT`.  Raises :class:`BuildError`,
+    ``options.teacher_copies`` times: the map learns how the model writes what it hears.
+    ``tokenizer`` defaults to the model's (:class:`tokenmap.textok.TextTokenizer`).  Raises :class:`BuildError`,
     :class:`tokenmap.build.corpus.CorpusError` or ``TokenizerError``.
     """
     t0 = time.perf_counter()
     output = Path(output)
-    tokenizer, cost = resolve_inputs(output, force, model, tokenizer, cost, [*corpus, *teacher])
+    tokenizer, cost = resolve_inputs(output, force, model, tokenizer, options.cost, [*corpus, *teacher])
     sep = schema.stream_markers(tokenizer.vocab_size)[1]
     stats, taught = CorpusStats(), CorpusStats()
     stream = _read_stream(corpus, tokenizer, options, stats, progress)
@@ -314,7 +320,7 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     corpus_tokens = len(stream) - 2 * stats.utterances
     if teacher:
         lines = _read_stream(teacher, tokenizer, replace(options, style=NO_BRIDGE, add_raw=False), taught, None)
-        stream = np.concatenate([stream, *[lines] * max(0, teacher_copies)])
+        stream = np.concatenate([stream, *[lines] * max(0, options.teacher_copies)])
     n_tokens = len(stream)
     if progress:
         progress("count", 0)
@@ -323,7 +329,7 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     header = make_header(tokenizer, model, options, stats, cost, corpus_tokens)
     header["min_count"] = min_count
     if teacher:
-        header["teacher"] = {"utterances": taught.utterances, "copies": teacher_copies,
+        header["teacher"] = {"utterances": taught.utterances, "copies": options.teacher_copies,
                              "sha256": dict(sorted(taught.files.items()))}
     sm = suffixmap.TokenMap(header, arrays)
     if progress:

@@ -13,7 +13,7 @@ import numpy as np
 from tokenmap.decode.cost import MAX_TOKENS, CostModel
 from tokenmap.decode.rules import RuleSet
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker, stock_installed
+from tokenmap.runtime.stock_worker import StockWorker, StockWorkerError, stock_installed
 
 log = logging.getLogger("tokenmap")
 
@@ -118,7 +118,7 @@ def time_plain_generate(model_dir: Path, compute_type: str, threads: int, probe:
             worker = StockWorker(model_dir, compute_type, threads)
             worker.wait_ready()
             generate = worker.generate
-        except (StockEncoderError, OSError) as exc:
+        except (StockWorkerError, OSError) as exc:
             log.warning("plain generate timed on the fork: the stock worker did not start (%s)", exc)
     encoded = np.asarray(probe.encoded) if worker is not None else probe.encoded
     options = dict(beam_size=1, suppress_blank=False, suppress_tokens=[-1, probe.eot])
@@ -132,7 +132,7 @@ def time_plain_generate(model_dir: Path, compute_type: str, threads: int, probe:
                 if rep:
                     times[n].append((time.perf_counter() - started) * 1000.0)
                 counts[n] = len(out[0].sequences_ids[0])
-    except (StockEncoderError, RuntimeError, ValueError) as exc:
+    except (StockWorkerError, RuntimeError, ValueError) as exc:
         log.warning("plain generate not timed: %s", exc)
         return 0.0, 0.0
     finally:

@@ -121,18 +121,20 @@ def words_of(text: str) -> list[str]:
     return [w.replace("'", "") for w in WORD.findall(text.lower())]
 
 
-def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history: Sequence[int], kwargs: dict,
-               text: Callable, eot: int, probe: CopyProbe = CopyProbe(), verify: Callable | None = None,
-               language: str | None = None):
+def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history: Sequence[int], kwargs: dict, model,
+               verify: Callable | None = None):
     """``None`` when the window's text, which the guard found copying ``history``, is said again in the audio;
     else the window decoded without the previous text.
 
     ``decode(output, prompts, kwargs)`` decodes (as the guard's); ``prompt`` is the window's prompt without
-    the previous text; ``results`` what the window decoded with it; ``text`` turns ids into text.
-    ``verify(output, prompt, kwargs, expected)``: the tokens of a greedy decode of ``prompt`` drafted from
-    ``expected``, or None where it cannot decode these ``kwargs``; its probe decides, ``decode`` decodes a copy.
-    ``language``: the window's, in which numbers are compared (:func:`spoken`).
+    the previous text; ``results`` what the window decoded with it; ``model`` gives ``text`` (ids -> text), the
+    ``special`` tokens (``eot``; ``language_of(prompt)``, in which numbers are compared: :func:`spoken`) and the
+    probe's options (``guard.probe``, a :class:`CopyProbe`). ``verify(output, prompt, kwargs, expected)``: the
+    tokens of a greedy decode of ``prompt`` drafted from ``expected``, or None where it cannot decode these
+    ``kwargs``; its probe decides, ``decode`` decodes a copy.
     """
+    text, eot, probe = model.text, model.special.eot, model.guard.probe
+    language = model.special.language_of(prompt)
     tokens = decoded_tokens(results[0])  # a stopped loop as decoded
     start = copy_start(tokens, history, probe.min_run)
     max_length = kwargs.get("max_length", 448)

@@ -291,18 +291,29 @@ def map_languages(token_map) -> frozenset[str] | None:
     return None if any(langs is None for langs in found) else frozenset().union(*found)
 
 
+@dataclass(frozen=True)
+class Heard:
+    """What a drafter may know of the window it drafts: ``seconds`` of audio, ``audio`` (its encoder output) and
+    ``mel`` (its features); None where unknown."""
+
+    seconds: float | None = None
+    audio: object = None
+    mel: object = None
+
+
 def default_drafter(token_map=None, special=None, prompt_lookup: bool = True,
-                    session_cache: SessionCache | None = None, controllers=None, cost=None,
-                    seconds: float | None = None, recall=None, audio=None, mel=None) -> ChainDrafter:
+                    session_cache: SessionCache | None = None, controllers=None, cost=None, recall=None,
+                    heard: Heard = Heard()) -> ChainDrafter:
     """The drafter tokenmap uses: audio recall, the token map, then prompt lookup, then the session cache.
 
     ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`); ``controllers``: the
     :class:`tokenmap.decode.control.ControllerSet` that keeps what every source learns across windows;
     ``cost``: the calibrated curve (default: the controllers'); ``recall``: a
-    :class:`tokenmap.maps.recallindex.RecallIndex`, used when ``audio`` (the window's encoder output) is
-    given too. See :func:`map_drafter` for the rest.
+    :class:`tokenmap.maps.recallindex.RecallIndex`, used when the window's encoder output is ``heard`` too.
+    See :func:`map_drafter` for the rest.
     """
     cost = cost or getattr(controllers, "cost", None)
+    seconds, audio, mel = heard.seconds, heard.audio, heard.mel
     timestamp_begin = special.timestamp_begin if special is not None else None
     drafters: list = []
 

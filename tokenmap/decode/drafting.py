@@ -4,8 +4,8 @@
 ``recall``, ``session_cache`` and ``prompt_lookup``, the ``cost`` curve and one
 :class:`~tokenmap.decode.control.ControllerSet` per active map. :meth:`Drafting.generate` decodes one
 ``generate`` call in the loop of :func:`tokenmap.decode.speculative.decode_window` where the call is greedy,
-drafts are worth trying and the window gate lets it through, else on the plain decoder
-(:class:`tokenmap.decode.plain.PlainDecoder`), whose tokens are then replayed into the gate.
+drafts are worth trying and the window gate lets it through, else on the plain decoder with the loop stop
+(:class:`tokenmap.decode.loops.StoppingDecoder`), whose tokens are then replayed into the gate.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ import threading
 import time
 
 from tokenmap.decode.control import ControllerSet
-from tokenmap.decode.drafters import SessionCache, default_drafter, map_languages
-from tokenmap.decode.loops import window_as_result
+from tokenmap.decode.drafters import Heard, SessionCache, default_drafter, map_languages
+from tokenmap.decode.loops import StoppingDecoder
 from tokenmap.decode.rules import supports_fast_path
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import DecodeStats, decode_window, replay_generated
-from tokenmap.runtime.engine import GenerationResult
 
 logger = logging.getLogger("tokenmap")
 
@@ -45,7 +44,7 @@ class Drafting:
     def make_drafter(self, controllers=None, seconds: float | None = None, audio=None, mel=None):
         """The drafter of one window: ``seconds`` of audio, ``audio`` its encoder output, ``mel`` its features."""
         return default_drafter(self.token_map, self.special, self.prompt_lookup, self.session_cache, controllers,
-                               seconds=seconds, recall=self.recall, audio=audio, mel=mel)
+                               recall=self.recall, heard=Heard(seconds, audio, mel))
 
     def drafts_worth_trying(self, prompt=()) -> bool:
         """Whether a window may be decoded speculatively at all: only with a recall index, or a map built
@@ -73,9 +72,11 @@ class Drafting:
             entry = self._per_map[id(active_map)] = (active_map, ControllerSet(self.cost))
         return entry[1]
 
-    def generate(self, decoder, plain, output, prompts, stats: DecodeStats, seconds=None, mel=None, **kwargs):
+    def generate(self, decoder, plain: StoppingDecoder, output, prompts, stats: DecodeStats, seconds=None, mel=None,
+                 **kwargs):
         """``generate`` of ``prompts`` on encoder ``output`` (``seconds`` of audio, ``mel`` its features):
-        drafted on ``decoder`` (the fork's step API) or plain on ``plain``; counted in ``stats``."""
+        drafted on ``decoder`` (the fork's step API), stopped by ``plain``'s loop rule and finished by it, or
+        decoded by ``plain``; counted in ``stats``."""
         if len(prompts) != 1 or not supports_fast_path(prompt=prompts[0], special=self.special, **kwargs):
             stats.fallbacks += 1
             self._log_bypass(*bypass_reason(len(prompts), prompts[0], self.special, kwargs))
@@ -97,16 +98,11 @@ class Drafting:
             stats.add(window)
             return result
         drafter = self.make_drafter(controllers, seconds, audio=output, mel=mel)
-        loop = getattr(plain, "loop", None)  # the loop stop's rule (a tokenmap.decode.loops.StoppingDecoder)
-        result = decode_window(decoder, output, prompt, self.special, drafter, history=history, loop=loop, **kwargs)
-        if loop is not None:
-            plain.note(prompt, result, kwargs.get("max_length", 448))
+        result = decode_window(decoder, output, prompt, self.special, drafter, loop=plain.loop, **kwargs)
         if controllers is not None:
             controllers.record_window(result.stats)
         stats.add(result.stats)
-        if result.loop is not None:
-            return [window_as_result(result)]
-        return [GenerationResult([result.tokens], [result.score], result.no_speech_prob or 0.0)]
+        return [plain.finish(prompt, result, kwargs.get("max_length", 448))]
 
     def _log_bypass(self, kind: str, message: str) -> None:
         """Log ``message`` the first time this model bypasses the map for reason ``kind``."""

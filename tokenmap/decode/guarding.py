@@ -34,7 +34,7 @@ import logging
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from tokenmap.decode.copies import probe_copy, words_of
+from tokenmap.decode.copies import CopyProbe, probe_copy, words_of
 from tokenmap.decode.loops import compression_ratio, decoded_tokens
 
 logger = logging.getLogger("tokenmap")
@@ -53,7 +53,8 @@ class Guard:
     waits for less); ``no_speech``: ``no_speech_prob`` above this with that low log-probability
     (faster-whisper would then drop the window as silence); ``tokens_per_s``: more text tokens a second
     of audio than this. The defaults, and :class:`tokenmap.context.AudioContext`'s, come from
-    ``research/short_context.py``. ``copies=False`` turns the copy guard off (:meth:`copied` finds none).
+    ``research/short_context.py``. ``copies=False`` turns the copy guard off (:meth:`copied` finds none);
+    ``probe``: how a copy is told from speech that repeats (:func:`tokenmap.decode.copies.probe_copy`).
     """
 
     past_audio_s: float = 1.0
@@ -68,6 +69,7 @@ class Guard:
     copy_share: float = 0.75
     copy_min_words: int = 8
     copies: bool = True
+    probe: CopyProbe = CopyProbe()
 
     def copied(self, tokens: Sequence[int], history: Sequence[int], text: str, history_text: str) -> str | None:
         """Why a window's text (``tokens``, ``text``) is a copy of its prompt's previous text (``history``,
@@ -169,16 +171,16 @@ def copied_share(words: Sequence[str], history: Sequence[str], n: int) -> float:
     return sum(covered) / len(words)
 
 
-def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, guard: Guard, special, text,
-                     verify: Callable | None = None):
-    """``(encoder output decoded on, results)`` of ``generate`` on ``window`` with both guards.
+def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, model, verify: Callable | None = None):
+    """``(encoder output decoded on, results)`` of ``generate`` on ``window`` with both guards of ``model``.
 
     ``decode(output, prompts, kwargs)`` decodes; ``window`` is a :class:`tokenmap.windows.EncodedWindow`
-    (its ``output``, ``seconds``, ``short``, and ``full()`` that encodes the 30 s window); ``text`` turns
-    token ids into text. One prompt's result is checked for a copy of its previous text, probed by ``verify``
-    where it decodes (:func:`tokenmap.decode.copies.probe_copy`)."""
+    (its ``output``, ``seconds``, ``short``, and ``full()`` that encodes the 30 s window); ``model`` judges: its
+    ``guard``, ``special`` tokens and ``text`` (token ids -> text). One prompt's result is checked for a copy of
+    its previous text, probed by ``verify`` where it decodes (:func:`tokenmap.decode.copies.probe_copy`)."""
+    guard, special, text = model.guard, model.special, model.text
     if window.short:
-        output, results = _short_context(decode, window, prompts, kwargs, stats, guard, special, text)
+        output, results = _short_context(decode, window, prompts, kwargs, stats, model)
     else:
         output, results = window.output, decode(window.output, prompts, kwargs)
     if len(prompts) != 1:
@@ -193,8 +195,7 @@ def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, gua
     why = guard.copied(tokens, history, written, text(history))
     if why is None:
         return output, results
-    again = probe_copy(decode, output, prompt[start:], results, history, kwargs, text, special.eot, verify=verify,
-                       language=special.language_of(prompt[start:]))
+    again = probe_copy(decode, output, prompt[start:], results, history, kwargs, model, verify=verify)
     if again is None:  # the audio says it again (tokenmap.decode.copies): speech that repeats, not a copy
         stats.copies_kept += 1
         logger.debug("a window repeats its previous text (%s) and the audio says it again: kept %r", why,
@@ -206,19 +207,27 @@ def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, gua
     return output, again
 
 
-def _short_context(decode, window, prompts, kwargs, stats, guard: Guard, special, text):
+def short_decode_rejected(model, tokens: Sequence[int], seconds: float, score: float, no_speech_prob: float,
+                          finished: bool = True) -> str | None:
+    """Why ``model``'s guard rejects ``tokens`` decoded on a short context of ``seconds`` of audio (None: kept),
+    for ``tokenmap.WhisperModel``, the batched pipeline and the stream alike (:meth:`Guard.reason`). ``model``
+    gives its ``guard``, ``special`` tokens and ``text``."""
+    return model.guard.reason(tokens, seconds=seconds, score=score, no_speech_prob=no_speech_prob, finished=finished,
+                              timestamp_begin=model.special.timestamp_begin, text=model.text(tokens))
+
+
+def _short_context(decode, window, prompts, kwargs, stats, model):
     """``(encoder output, results)`` of a window (or batch) encoded on a short context: the short decode
-    where the guard accepts it, else the full context's."""
+    where ``model``'s guard accepts it, else the full context's."""
     if window.sent_back:  # an earlier call on this window was sent back already
         return window.full(), decode(window.full(), prompts, kwargs)
     results = list(decode(window.output, prompts, kwargs))
     rejected = []
     for row, (result, prompt) in enumerate(zip(results, prompts)):
         tokens = decoded_tokens(result)  # a stopped loop as decoded
-        why = guard.reason(tokens, seconds=window.seconds or 30.0, score=result.scores[0] if result.scores else 0.0,
-                           no_speech_prob=getattr(result, "no_speech_prob", 0.0),
-                           finished=len(prompt) + len(tokens) < kwargs.get("max_length", 448) - 1,
-                           timestamp_begin=special.timestamp_begin, text=text(tokens))
+        why = short_decode_rejected(model, tokens, window.seconds or 30.0, result.scores[0] if result.scores else 0.0,
+                                    getattr(result, "no_speech_prob", 0.0),
+                                    len(prompt) + len(tokens) < kwargs.get("max_length", 448) - 1)
         if why is not None:
             logger.debug("short audio context rejected (%s): decoding the window with 30 s", why)
             rejected.append(row)

@@ -10,9 +10,9 @@ temperature fallback then decodes the window again, five sampled hypotheses a te
 
 **A stopped decode** returns its tokens before the repetition's second unit, without a dangling
 timestamp (:func:`cut_tokens`), scored by every token decoded. faster-whisper must still see the loop (so
-that its fallback runs as it did): the text is registered with the compression ratio the loop would have
-reached (:func:`projected_ratio`), which faster-whisper's ``get_compression_ratio`` answers once
-:func:`install` ran. Where nothing better is found, faster-whisper keeps the text before the repetition.
+that its fallback runs as it did): the result carries the compression ratio the loop would have reached
+(:func:`projected_ratio`, :attr:`Result.ratio`), which ``get_compression_ratio`` answers within a tokenmap call
+(:mod:`tokenmap.hooks`). Where nothing better is found, faster-whisper keeps the text before the repetition.
 
 **Where**: the drafting loop checks every token it decides (``decode_window(loop=)``); plain ``generate``
 has no per-token hook, so :func:`generate_stopping` gives it the steps legit speech of the window's
@@ -29,14 +29,14 @@ Example::
 
 from __future__ import annotations
 
-import threading
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
 
 from tokenmap.decode.rules import sample_decode
+from tokenmap.runtime.engine import GenerationResult
 
 
 @dataclass(frozen=True)
@@ -154,41 +154,6 @@ def looped(kept: Sequence[int], loop: Loop, length: int) -> list:
     return (list(kept) + (list(loop.unit) or [0]) * length)[: max(length, len(kept))]
 
 
-# faster-whisper's compression ratio, answered for stopped decodes ------------------------------------
-
-_stopped = threading.local()  # text -> projected ratio of the decodes this thread stopped last
-_installed: list = []
-
-
-def register_stopped(text: str, ratio: float) -> None:
-    """Remember that ``text`` is a stopped loop's, whose compression ratio faster-whisper must see as ``ratio``."""
-    _stopped.__dict__.setdefault("texts", {})[text.strip()] = ratio
-
-
-def clear_stopped() -> None:
-    """Forget this thread's stopped texts (a new ``generate`` call begins)."""
-    _stopped.texts = {}
-
-
-def install() -> None:
-    """Make faster-whisper's ``get_compression_ratio`` answer :func:`register_stopped`'s ratio for a stopped
-    decode's text (once per process; other texts get faster-whisper's own ratio)."""
-    if _installed:
-        return
-    import faster_whisper.transcribe as fw
-
-    original = fw.get_compression_ratio
-
-    def get_compression_ratio(text: str) -> float:
-        texts = getattr(_stopped, "texts", None)
-        ratio = texts.pop(text.strip(), None) if texts else None
-        return original(text) if ratio is None else max(ratio, original(text))
-
-    get_compression_ratio.__wrapped__ = original
-    fw.get_compression_ratio = get_compression_ratio
-    _installed.append(original)
-
-
 # plain generate, stopped by a short maximum length -------------------------------------------------
 
 
@@ -201,6 +166,12 @@ class Result:
     no_speech_prob: float = 0.0
     loop: Loop | None = None  # where the first hypothesis was stopped (None: it was not)
     decoded: list | None = None  # the first hypothesis as decoded up to the stop, the repetition included
+    ratio: float | None = None  # the compression ratio faster-whisper must see for the first hypothesis
+
+
+def stopped_ratios(results, text: Callable[[Sequence[int]], str]) -> dict:
+    """The projected ratios of ``results``' stopped first hypotheses, by their text (:mod:`tokenmap.hooks`)."""
+    return {text(r.sequences_ids[0]).strip(): r.ratio for r in results if getattr(r, "ratio", None) is not None}
 
 
 def decoded_tokens(result) -> list:
@@ -242,8 +213,8 @@ def length_for(steps: int, prompt_length: int, max_length: int) -> int:
     return min(max_length, max(2 * steps, prompt_length - 1 + steps))
 
 
-def generate_stopping(generate, features, prompts, options: LoopOptions, timestamp_begin: int,
-                      seconds: float | None = None, eot: int | None = None, resume=None, **kwargs):
+def generate_stopping(generate, features, prompts, options: LoopOptions, special, seconds: float | None = None,
+                      resume=None, **kwargs):
     """``generate(features, prompts, **kwargs)`` whose looping hypotheses are stopped and cut.
 
     The first call gets the steps ``options.cap_tokens + options.cap_rate * seconds`` (``seconds``: the
@@ -253,9 +224,10 @@ def generate_stopping(generate, features, prompts, options: LoopOptions, timesta
     distribution; its score then covers both calls). With ``resume(features, prompt, prefix, max_length,
     kwargs) -> (tokens, log-probability of the new ones, Loop or None)``, a sampled call's first cap is
     ``options.sampled_share`` of that and its hypotheses go on there, stopped at the token the rule fires on.
-    Hypotheses are then ordered by score, as CTranslate2 orders them. Returns ``(results, StoppedGeneration)``;
-    rows where nothing changed are CTranslate2's own.
+    Hypotheses are then ordered by score, as CTranslate2 orders them. ``special``: the model's ``timestamp_begin``
+    and ``eot``. Returns ``(results, StoppedGeneration)``; rows where nothing changed are CTranslate2's own.
     """
+    timestamp_begin, eot = special.timestamp_begin, special.eot
     max_length = kwargs.pop("max_length", 448)
     sampled, power = kwargs.get("sampling_topk", 1) != 1, kwargs.get("length_penalty", 1.0)
     steps = int(options.cap_tokens + options.cap_rate * (30.0 if seconds is None else seconds))
@@ -342,7 +314,8 @@ class StoppingDecoder:
     ``seconds``: the window's audio (None: 30 s or unknown); ``stats`` counts ``loops_stopped``. Greedy or
     sampled ``generate`` goes through :func:`generate_stopping` (see :func:`stoppable`), sampled hypotheses going
     on by :func:`~tokenmap.decode.rules.sample_decode` on ``stepper`` (the fork's model; None: by ``generate``);
-    :meth:`note` takes the drafting loop's result. A stopped window's text is registered (:func:`register_stopped`).
+    :meth:`finish` turns the drafting loop's result into a ``generate`` result. A stopped hypothesis's result
+    carries its projected compression ratio (:attr:`Result.ratio`).
     """
 
     def __init__(self, plain, options: LoopOptions | None, special, text, seconds: float | None = None, stats=None,
@@ -365,34 +338,27 @@ class StoppingDecoder:
         return result.tokens, result.score, rule.loop
 
     def generate(self, features, prompts, **kwargs):
-        clear_stopped()
         if self.loop is None or not stoppable(prompts, self.special, kwargs):
             return self.plain.generate(features, prompts, **kwargs)
-        results, report = generate_stopping(self.plain.generate, features, prompts, self.loop,
-                                            self.special.timestamp_begin, self.seconds if len(prompts) == 1 else None,
-                                            self.special.eot, self.resume if self.resumable(kwargs) else None,
-                                            **kwargs)
+        results, report = generate_stopping(self.plain.generate, features, prompts, self.loop, self.special,
+                                            self.seconds if len(prompts) == 1 else None,
+                                            self.resume if self.resumable(kwargs) else None, **kwargs)
         if self.stats is not None:
             self.stats.loops_stopped += report.loops
         max_length = kwargs.get("max_length", 448)
         for row, loop, _ in report.stopped_rows:
             kept = results[row].sequences_ids[0]
-            register_stopped(self.text(kept), projected_ratio(kept, loop, steps_of(max_length, len(prompts[row])),
-                                                              self.text))
+            results[row] = replace(results[row], ratio=projected_ratio(
+                kept, loop, steps_of(max_length, len(prompts[row])), self.text))
         return results
 
-    def note(self, prompt, result, max_length: int = 448) -> None:
-        """Register the drafting loop's ``result`` (a :class:`tokenmap.decode.speculative.WindowResult` decoded
-        with ``loop=self.loop``) when it was stopped (its ``stats`` count it already)."""
-        clear_stopped()
-        if result.loop is not None:
-            register_stopped(self.text(result.tokens),
-                             projected_ratio(result.tokens, result.loop, steps_of(max_length, len(prompt)), self.text))
-
-    def __getattr__(self, name):
-        if name == "plain":  # not set yet (a copy being made): never recurse
-            raise AttributeError(name)
-        return getattr(self.plain, name)
+    def finish(self, prompt, window, max_length: int = 448):
+        """The drafting loop's ``window`` (a :class:`tokenmap.decode.speculative.WindowResult` decoded with
+        ``loop=self.loop``; its ``stats`` count a stop already) as a ``generate`` result of ``prompt``."""
+        if window.loop is None:
+            return GenerationResult([window.tokens], [window.score], window.no_speech_prob or 0.0)
+        return replace(window_as_result(window), ratio=projected_ratio(
+            window.tokens, window.loop, steps_of(max_length, len(prompt)), self.text))
 
 
 def stoppable(prompts, special, kwargs) -> bool:

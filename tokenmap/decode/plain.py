@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 
-from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker, WorkerDied, WorkerHung
+from tokenmap.runtime.stock_worker import StockWorker, StockWorkerError, WorkerDied, WorkerHung
 
 logger = logging.getLogger("tokenmap")
 
@@ -55,7 +55,7 @@ class PlainDecoder:
             except (WorkerDied, WorkerHung) as exc:
                 self.worker.failed = self.worker.failed or str(exc)
                 logger.warning("the stock worker failed (%s); decoding with the fork from now on", exc)
-            except StockEncoderError as exc:  # the worker is fine; this call's options were refused there
+            except StockWorkerError as exc:  # the worker is fine; this call's options were refused there
                 logger.warning("stock CTranslate2 refused a %s call (%s); running it on the fork", method, exc)
         return getattr(self.decoder, method)(*args, **kwargs)
 
@@ -65,5 +65,5 @@ class PlainDecoder:
         if self.worker is not None and self.worker.failed is None:
             try:
                 self.worker.wait_ready()
-            except (StockEncoderError, OSError, WorkerDied, WorkerHung) as exc:
+            except (StockWorkerError, OSError, WorkerDied, WorkerHung) as exc:
                 logger.debug("stock worker not ready (%s); the first call decides", exc)

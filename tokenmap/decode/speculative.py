@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -94,27 +94,33 @@ def _rows(logits) -> np.ndarray:
     return array if array.ndim == 2 else array[0]
 
 
+@dataclass(frozen=True)
+class Verification:
+    """How :func:`decode_window` decides a drafted position. ``recheck_margin``: when the top-2 gap (in logits) of
+    a position verified in a batch is below it, that position is decided again from a single ``forward_step``
+    (int8 batched logits differ from step logits; 0 = never). ``accept(row, tokens, draft_token, chosen) -> bool``
+    (biased verification): at a drafted position where the greedy ``chosen`` differs, True keeps
+    ``draft_token`` instead; None keeps exact greedy decoding."""
+
+    recheck_margin: float = 0.0
+    accept: Callable | None = None
+
+
 def decode_window(model, encoder_output, prompt: Sequence[int], special: SpecialTokens, drafter,
-                  history: Sequence[int] = (),
-                  recheck_margin: float = 0.0, accept=None, loop: LoopOptions | None = None,
+                  verification: Verification = Verification(), loop: LoopOptions | None = None,
                   **generate_kwargs) -> WindowResult:
     """Greedy decoding of one window with drafts; same output as ``generate(beam_size=1)``.
 
-    ``prompt``: the window's prompt ids as faster-whisper builds it; ``history``: earlier text (the
-    previous-window prompt) for prompt-lookup drafters. ``recheck_margin``: when the top-2 gap (in logits)
-    of a position verified in a batch is below it, that position is decided again from a single
-    ``forward_step`` (int8 batched logits differ from step logits; 0 = never). ``accept(row, tokens,
-    draft_token, chosen) -> bool`` (biased verification): at a drafted position where the greedy
-    ``chosen`` differs, True keeps ``draft_token`` instead; None keeps exact greedy decoding. ``loop``:
-    stop the window once it clearly repeats (:class:`tokenmap.decode.loops.LoopRule`); its tokens are then
-    cut before the repetition (``result.loop`` says where).
+    ``prompt``: the window's prompt ids as faster-whisper builds it; its previous text (before SOT) is the
+    history of prompt-lookup drafters. ``verification``: how drafted positions are decided. ``loop``: stop
+    the window once it clearly repeats (:class:`tokenmap.decode.loops.LoopRule`); its tokens are then cut
+    before the repetition (``result.loop`` says where).
     """
     started = time.perf_counter()
-    win = _Window(model, RuleSet.from_generate_kwargs(special, prompt, **generate_kwargs), special,
-                  recheck_margin, accept)
+    win = _Window(model, RuleSet.from_generate_kwargs(special, prompt, **generate_kwargs), special, verification)
     win.watch = LoopRule(loop, special.timestamp_begin, special.eot) if loop is not None else None
-    drafter.reset(history)
     sot = win.rules.sot_index
+    drafter.reset(list(prompt[1: sot]))
     state, sot_logits = model.prefill(encoder_output, list(prompt[: sot + 1]))
     win.stats.passes += 1
     sot_row = _rows(sot_logits)[0]
@@ -157,9 +163,9 @@ def window_draft(drafter, tokens: Sequence[int], with_timestamps: bool, timestam
 class _Window:
     """Decisions of one window: tokens so far, summed logprob, end state."""
 
-    def __init__(self, model, rules: RuleSet, special: SpecialTokens, recheck_margin: float, accept=None):
-        self.model, self.rules, self.special, self.accept = model, rules, special, accept
-        self.recheck_margin = recheck_margin
+    def __init__(self, model, rules: RuleSet, special: SpecialTokens, verification: Verification):
+        self.model, self.rules, self.special, self.accept = model, rules, special, verification.accept
+        self.recheck_margin = verification.recheck_margin
         self.tokens: list[int] = []
         self.total = np.float32(0.0)
         self.finished = False
@@ -255,9 +261,12 @@ class ReplayStats(DecodeStats):
         return d
 
 
+#: the longest draft :func:`replay_window` asks for
+REPLAY_DRAFT = 64
+
+
 def replay_window(drafter, truth: Sequence[int], eot: int, with_timestamps: bool, timestamp_begin: int,
-                  cost: CostModel = DEFAULT, feed: int = 1, max_len: int = 64,
-                  history: Sequence[int] = ()) -> ReplayStats:
+                  cost: CostModel = DEFAULT, feed: int = 1, history: Sequence[int] = ()) -> ReplayStats:
     """Replay one window whose greedy output is ``truth`` (without EOT), without the model: greedy decoding
     is deterministic, so at every pass the agreeing prefix of the draft is kept plus the model's own next
     token, as :func:`decode_window` proceeds; the cost curve turns the passes into ms. ``feed``: tokens of
@@ -275,7 +284,7 @@ def replay_window(drafter, truth: Sequence[int], eot: int, with_timestamps: bool
     drafter.reset(history)
     first = True
     while len(tokens) < len(target):
-        draft = window_draft(drafter, tokens, with_timestamps, timestamp_begin, max_len)
+        draft = window_draft(drafter, tokens, with_timestamps, timestamp_begin, REPLAY_DRAFT)
         rest = target[len(tokens):]
         k = 0
         while k < len(draft) and k < len(rest) and draft[k] == rest[k]:

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tokenmap.runtime.stock_worker import StockEncoderError, StockWorker
+from tokenmap.runtime.stock_worker import StockWorker, StockWorkerError
 
 logger = logging.getLogger("tokenmap")
 
@@ -102,14 +102,14 @@ class StockEncoder(Encoder):
         if self.worker.failed is None:
             try:
                 return Output(*self.worker.encode_kept(features))
-            except (StockEncoderError, OSError, ValueError) as exc:
+            except (StockWorkerError, OSError, ValueError) as exc:
                 if self.fallback is None:
                     raise
                 self.worker.failed = str(exc)
                 logger.warning("the stock encoder worker failed (%s); encoding with the fork from now on", exc)
                 self.worker.close()
         if self.fallback is None:
-            raise StockEncoderError(f"the stock worker was given up: {self.worker.failed}")
+            raise StockWorkerError(f"the stock worker was given up: {self.worker.failed}")
         return Output(self.fallback.encode(features))
 
     def describe(self) -> str:

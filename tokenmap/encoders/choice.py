@@ -44,7 +44,7 @@ from tokenmap.encoders.openvino import (
 )
 from tokenmap.encoders.quantize import nncf_missing
 from tokenmap.runtime import memory
-from tokenmap.runtime.stock_worker import StockEncoderError, stock_dir, stock_installed
+from tokenmap.runtime.stock_worker import StockWorkerError, stock_dir, stock_installed
 
 logger = logging.getLogger("tokenmap")
 
@@ -281,7 +281,7 @@ def choose(requested: str, model_dir: Path, compute_type: str, threads: int) -> 
     ct2 = ctranslate2_engine()  # the CTranslate2 engine's name: stock or fork
     if engine in ("fork", "stock"):
         if engine == "stock" and ct2 != "stock":
-            raise StockEncoderError(f"no stock CTranslate2 in {stock_dir()}; run `make stock-encoder`")
+            raise StockWorkerError(f"no stock CTranslate2 in {stock_dir()}; run `make stock-encoder`")
         return EncoderPlan((Choice(engine, compute_type),), f"ctranslate2 {compute_type} ({engine}, asked for)")
     if engine == "ctranslate2":
         return EncoderPlan((Choice(ct2, compute_type),), f"ctranslate2 {compute_type} (asked for)")

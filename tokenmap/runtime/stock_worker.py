@@ -6,7 +6,7 @@ CTranslate2 (``make stock-encoder`` installs it into :func:`stock_dir`) first on
 ``encode`` serves :class:`tokenmap.encoders.base.StockEncoder`; its ``generate`` and ``detect_language``
 serve :class:`tokenmap.decode.plain.PlainDecoder`, on the output it keeps from its last encode
 (:meth:`StockWorker.encode_kept`). A worker that dies is replaced once in a call; one that does not answer
-within ``timeout`` (:func:`encoder_timeout`) is killed; giving up raises :class:`StockEncoderError`, and its
+within ``timeout`` (:func:`encoder_timeout`) is killed; giving up raises :class:`StockWorkerError`, and its
 users go on with the fork. A worker whose owner dies removes the shared-memory blocks and exits; after
 ``os.fork()`` the child starts its own. The blocks bypass ``multiprocessing``'s resource tracker (one killed
 with the worker would be restarted empty and print a traceback for every block removed later).
@@ -29,7 +29,7 @@ from tokenmap.runtime.memory import worker_environment
 from tokenmap.runtime.worker import (  # noqa: F401 (the worker's errors are this module's too)
     TIMEOUT_ENV,
     SharedBlock,
-    StockEncoderError,
+    StockWorkerError,
     Worker,
     WorkerDied,
     WorkerHung,
@@ -99,7 +99,7 @@ class StockWorker:
                  timeout: float | None = None):
         directory = Path(directory or stock_dir())
         if not stock_installed(directory):
-            raise StockEncoderError(f"no stock CTranslate2 in {directory}; run `make stock-encoder`")
+            raise StockWorkerError(f"no stock CTranslate2 in {directory}; run `make stock-encoder`")
         self.timeout = encoder_timeout(timeout)
         # the thread wait and heap policies (tokenmap.runtime.threads, memory), read at the worker's start
         self._env = dict(worker_environment(),
@@ -128,14 +128,14 @@ class StockWorker:
 
     def _ready(self) -> str:
         if self._closed:
-            raise StockEncoderError("the stock encoder is closed")
+            raise StockWorkerError("the stock encoder is closed")
         if self._worker is None:
             self._new_worker()
         worker = self._worker
         if worker.version is None:
             hello = worker.receive(self.timeout)
             if not hello.get("ready"):
-                raise StockEncoderError(f"stock encoder worker did not start: {hello.get('error', hello)}")
+                raise StockWorkerError(f"stock encoder worker did not start: {hello.get('error', hello)}")
             worker.version = self.version = str(hello["version"])
             logger.info("encoder: stock CTranslate2 %s in worker process %d", self.version, worker.pid)
         return worker.version
@@ -183,7 +183,7 @@ class StockWorker:
         shape = answer.get("shape")
         if not (isinstance(shape, list) and len(shape) == 3 and all(type(s) is int and s > 0 for s in shape)
                 and shape[0] == array.shape[0] and math.prod(shape) * 4 <= dst.size):
-            raise StockEncoderError(f"stock encoder worker answered a bad shape: {shape!r}")
+            raise StockWorkerError(f"stock encoder worker answered a bad shape: {shape!r}")
         return np.ndarray(tuple(shape), dtype=np.float32, buffer=dst.buf).copy()
 
     def _send_array(self, array: np.ndarray) -> dict:
@@ -207,13 +207,13 @@ class StockWorker:
                 self._new_worker()
                 self._ready()
         if "error" in answer:
-            raise StockEncoderError(f"stock CTranslate2 failed in its worker: {answer['error']}")
+            raise StockWorkerError(f"stock CTranslate2 failed in its worker: {answer['error']}")
         return answer
 
     def generate(self, features, prompts, kept: int | None = None, **options) -> list[GenerationResult]:
         """Stock CTranslate2's ``generate`` in the worker, on its own copy of the output whose handle is ``kept``
         (:meth:`encode_kept`) while it keeps it, else on ``features`` sent through shared memory. Raises
-        :class:`StockEncoderError` (one line) when the worker fails or has failed before."""
+        :class:`StockWorkerError` (one line) when the worker fails or has failed before."""
         request = {"op": "generate", "prompts": [[int(t) for t in p] for p in prompts], "options": options}
         results = self._on_worker(features, request, len(prompts), kept)
         return [GenerationResult(r["sequences_ids"], r.get("scores") or [], r.get("no_speech_prob") or 0.0)
@@ -228,7 +228,7 @@ class StockWorker:
     def _on_worker(self, features, request: dict, rows: int, kept: int | None) -> list:
         """The worker's ``results`` for ``request`` on ``features`` (or its copy of ``kept``)."""
         if self.failed is not None:
-            raise StockEncoderError(f"the stock worker was given up: {self.failed}")
+            raise StockWorkerError(f"the stock worker was given up: {self.failed}")
 
         def message():
             if kept is not None and kept == self._holds:
@@ -239,7 +239,7 @@ class StockWorker:
             answer = self._exchange(message, self.timeout)
         results = answer.get("results")
         if not isinstance(results, list) or len(results) != rows:
-            raise StockEncoderError(f"stock worker answered {len(results or [])} results for {rows} rows")
+            raise StockWorkerError(f"stock worker answered {len(results or [])} results for {rows} rows")
         return results
 
     def _forget_inherited(self) -> None:

@@ -24,15 +24,15 @@ import time
 TIMEOUT_ENV = "TOKENMAP_ENCODER_TIMEOUT"
 
 
-class StockEncoderError(RuntimeError):
-    """The stock-encoder worker is not installed, did not start, or failed."""
+class StockWorkerError(RuntimeError):
+    """The stock CTranslate2 worker (it encodes and decodes) is not installed, did not start, or failed."""
 
 
-class WorkerDied(StockEncoderError):
+class WorkerDied(StockWorkerError):
     """The worker exited or closed its pipe."""
 
 
-class WorkerHung(StockEncoderError):
+class WorkerHung(StockWorkerError):
     """The worker did not answer in time (it has been killed)."""
 
 
@@ -122,7 +122,7 @@ class Worker:
         except ValueError:
             answer = None
         if not isinstance(answer, dict):
-            raise StockEncoderError(f"stock encoder worker {self.pid} answered {line[:80]!r}, not a JSON object")
+            raise StockWorkerError(f"stock encoder worker {self.pid} answered {line[:80]!r}, not a JSON object")
         return answer
 
     def _death(self) -> str:

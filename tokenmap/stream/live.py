@@ -35,16 +35,16 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 from faster_whisper.feature_extractor import FeatureExtractor
 
-from tokenmap.assembly import open_model
+from tokenmap.assembly import ModelOptions, open_model
 from tokenmap.audio import SAMPLE_RATE
 from tokenmap.context import WINDOW_FRAMES, as_audio_context
 from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.drafters import default_drafter, lcp
-from tokenmap.decode.guarding import Guard
+from tokenmap.decode.guarding import Guard, short_decode_rejected
 from tokenmap.decode.rules import DISABLED, GREEDY_KW, greedy_decode
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.decode.speculative import decode_window
+from tokenmap.decode.speculative import Verification, decode_window
 from tokenmap.encoders import Output
 from tokenmap.stream.draft import PreviousHypothesisDrafter
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
@@ -158,10 +158,10 @@ class StreamModel:
     def load(cls, model: str = "base", compute_type: str = "int8", threads: int | None = None,
              token_map=None, decoder_compute_type: str = "auto", encoder: str = "auto",
              exact: bool = False, audio_context="auto") -> "StreamModel":
-        """Load ``model`` (the options as in :func:`tokenmap.assembly.assemble`); returns once the stock worker
+        """Load ``model`` (the options as in :func:`tokenmap.assembly.compose_model`); returns once the stock worker
         has loaded its model, so that the first update costs what the others do."""
-        opened = open_model(model, compute_type, threads, decoder_compute_type, encoder, token_map=token_map,
-                            exact=exact, device="cpu")
+        opened = open_model(model, ModelOptions(compute_type, threads or 0, decoder_compute_type, encoder,
+                                                exact=exact, token_map=token_map), device="cpu")
         opened.wait_ready()
         return cls(opened, opened.special, opened.tokenizer, opened.token_map, opened.cost, audio_context)
 
@@ -177,11 +177,6 @@ class StreamModel:
         feats = self.features(audio)[:, :WINDOW_FRAMES]
         feats = np.pad(feats, ((0, 0), (0, WINDOW_FRAMES - feats.shape[1])))
         return self.model.windows.encode(feats, Session(self.context), seconds=len(audio) / SAMPLE_RATE)
-
-    def rejected(self, tokens: Sequence[int], seconds: float, score: float, no_speech: float) -> str | None:
-        """Why the guard rejects ``tokens`` decoded on a short context (None: kept)."""
-        return self.guard.reason(tokens, seconds=seconds, score=score, no_speech_prob=no_speech, finished=True,
-                                 timestamp_begin=self.special.timestamp_begin, text=self.text(tokens))
 
     def text(self, tokens: Sequence[int]) -> str:
         return self.tokenizer.decode([t for t in tokens if t < self.special.eot])
@@ -283,7 +278,7 @@ class StreamTranscriber:
             prompt = self.prompt()
             dec = self.decode(window.output.view, prompt, draft)
             short = window.short
-            if short and self.engine.rejected(dec.tokens, buffer_seconds, dec.score, dec.no_speech):
+            if short and short_decode_rejected(self.engine, dec.tokens, buffer_seconds, dec.score, dec.no_speech):
                 guarded = True
                 full_s = _timed_full(window)
                 enc_s += full_s
@@ -331,10 +326,9 @@ class StreamTranscriber:
         t = time.perf_counter()
         fallback = default_drafter(e.token_map, e.special, controllers=self._controllers, cost=getattr(e, "cost", None))
         drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback)
-        history = prompt[1: e.special.sot_index(prompt)]
-        r = decode_window(e.model, enc, prompt, e.special, drafter, history=history,
-                          accept=biased_accept(self.options.beta, drafter),
-                          recheck_margin=self.options.recheck_margin, loop=getattr(e.model, "loop", None),
+        r = decode_window(e.model, enc, prompt, e.special, drafter,
+                          Verification(self.options.recheck_margin, biased_accept(self.options.beta, drafter)),
+                          loop=getattr(e.model, "loop", None),
                           **GREEDY_KW)  # loop: the loop stop's rule (tokenmap.decode.loops), None when off
         return Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
                         r.stats.drafted, r.stats.accepted)
