@@ -37,7 +37,7 @@ from pathlib import Path
 import tokenmap  # noqa: F401  (the runtime policies apply before CTranslate2 loads)
 
 # isort: split
-from wer_table import delta_ci, normalize, word_errors  # the script beside this one
+from wer_table import delta_ci, loops, word_errors  # the script beside this one
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -97,10 +97,6 @@ def load_audio(row: dict):
         resampler = av.AudioResampler(format="s16", layout="mono", rate=16000)
         chunks = [r.to_ndarray().reshape(-1) for frame in container.decode(audio=0) for r in resampler.resample(frame)]
     return np.concatenate(chunks).astype(np.float32) / 32768.0
-
-
-def loops(reference: str, hypothesis: str, lang: str) -> bool:
-    return len(normalize(hypothesis, lang).split()) > 2 * len(normalize(reference, lang).split()) + 5
 
 
 def decode(rows: list[dict], encoders, model: str) -> list[dict]:

@@ -19,10 +19,25 @@ tuxpaint-ro    ro    Tux Paint stamp descriptions spoken in Romanian (``*_desc_r
                      stamp's ``ro.utf8=`` line
 =============  ====  ==========================================================================
 
+Sets built only when ``--sets`` names them (``--sets all``: every set below and above):
+
+=============  ====  ==========================================================================
+asterisk-en    en    Asterisk core sounds, English (Allison), G.722 / ``core-sounds-en.txt.gz``;
+asterisk-es    es    Spanish (Allison, es_MX) and French (June, fr_CA) the same way. Their split is
+asterisk-fr    fr    ``corpora/telephony/<lang>/``'s: ``test.tsv`` prompts are ``test``, ``train.tsv``
+                     prompts (which ``research/short_context.py`` tuned the guard on) ``dev``
+librivox       en    pocketsphinx-testdata's five LibriVox clips (one passage) / its
+                     ``transcription``; all ``test``
+=============  ====  ==========================================================================
+
 Every candidate with audio, a reference and 0.5-28 s of audio is eligible; each set keeps the
 ``--per-set`` eligible utterances with the lowest SHA-256 of (seed, set, name); in that order every
 third utterance (the 1st, 4th, 7th, ...) is in the ``dev`` split, the others in ``test``. A larger
-``--per-set`` only adds utterances: every earlier one keeps its split.
+``--per-set`` only adds utterances: every earlier one keeps its split. Sets with a split of their own
+(``FIXED_SPLIT``) keep up to ``ceil(2 N / 3)`` test and ``N // 3`` dev utterances, each the lowest hashes
+of its split. Dev and test never share a recording: a dev utterance whose packaged file has the same
+bytes as a test utterance's (of any set) is dropped, and a name is one recording whatever its codec
+(only G.722 is read from the Asterisk packages).
 
 Needs (Debian bookworm; sox is already a ``make bench-data`` package)::
 
@@ -64,7 +79,8 @@ SR = 16000
 MIN_S, MAX_S = 0.5, 28.0       # one Whisper window each; shorter clips are clicks or single syllables
 G722_BYTES_PER_S = 8000        # G.722 at 64 kbit/s
 
-ASTERISK = {"it": "it_IT_m_Carlo", "ru": "ru_RU_f_IvrvoiceRU"}
+ASTERISK = {"it": "it_IT_m_Carlo", "ru": "ru_RU_f_IvrvoiceRU",
+            "en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
 ASTERISK_DOC = "/usr/share/doc/asterisk-core-sounds-{lang}/core-sounds-{lang}.txt.gz"
 ASTERISK_SOUNDS = "/usr/share/asterisk/sounds/{voice}"
 #: silence/N is silence ('(6 secondi di silenzio)'); letters/ are symbol and letter names, which Whisper
@@ -73,6 +89,11 @@ SKIP_ASTERISK = ("silence/", "letters/")
 FILLETS = "/usr/share/games/fillets-ng"
 TUXPAINT = "/usr/share/tuxpaint/stamps"
 SETS = ("asterisk-it", "asterisk-ru", "fillets-cs", "fillets-nl", "tuxpaint-ro")
+#: built when ``--sets`` names them (or ``--sets all``)
+EXTRA_SETS = ("asterisk-en", "asterisk-es", "asterisk-fr", "librivox")
+LIBRIVOX = "/usr/share/pocketsphinx/test/data/librivox"
+#: sets whose split is given, not drawn: name -> "dev" | "test" (names missing: not used)
+FIXED_SPLIT = {f"asterisk-{lang}": lang for lang in ("en", "es", "fr")}
 
 
 @dataclass(frozen=True)
@@ -188,7 +209,41 @@ def read_tuxpaint(lang: str) -> list[Candidate]:
     return out
 
 
+def read_librivox(lang: str = "en") -> list[Candidate]:
+    """pocketsphinx-testdata's LibriVox clips with their line of ``transcription`` (``text (name)``)."""
+    listing = Path(LIBRIVOX) / "transcription"
+    if not listing.is_file():
+        return []
+    out = []
+    for line in listing.read_text(encoding="utf-8").splitlines():
+        text, _, name = line.rpartition("(")
+        name, text = name.strip(" )"), clean(text.replace("<s>", "").replace("</s>", ""))
+        path = f"{LIBRIVOX}/{name}.wav"
+        if os.path.isfile(path) and has_words(text):
+            out.append(Candidate("librivox", name, lang, text, path, "pocketsphinx-testdata"))
+    return out
+
+
+def fixed_split(set_name: str) -> dict[str, str]:
+    """name -> split for the sets of ``FIXED_SPLIT`` (``corpora/telephony/<lang>/{train,test}.tsv``: train is
+    dev here), every name ``test`` for librivox, else empty (the split is drawn)."""
+    if set_name == "librivox":
+        return {c.name: "test" for c in read_librivox()}
+    lang = FIXED_SPLIT.get(set_name)
+    if lang is None:
+        return {}
+    out = {}
+    for split, file in (("dev", "train.tsv"), ("test", "test.tsv")):
+        for line in (ROOT / "corpora" / "telephony" / lang / file).read_text(encoding="utf-8").splitlines():
+            name = line.partition("\t")[0].strip()
+            if name:
+                out[name] = split
+    return out
+
+
 def candidates(set_name: str) -> list[Candidate]:
+    if set_name == "librivox":
+        return read_librivox()
     kind, lang = set_name.split("-", 1)
     return {"asterisk": read_asterisk, "fillets": read_fillets, "tuxpaint": read_tuxpaint}[kind](lang)
 
@@ -241,6 +296,26 @@ def select(cands: list[Candidate], seconds: list[float], n: int, seed: int) -> l
     return sorted(ok, key=lambda cs: stable_hash(seed, cs[0].set, cs[0].name))[:n]
 
 
+def select_fixed(cands: list[Candidate], seconds: list[float], n: int, seed: int,
+                 splits: dict[str, str]) -> list[tuple[Candidate, float, str]]:
+    """For a set with a given split: up to ``ceil(2 n / 3)`` test and ``n // 3`` dev candidates of
+    ``splits``, each the eligible ones with the lowest seeded hashes."""
+    ranked = select([c for c in cands if c.name in splits], [s for c, s in zip(cands, seconds) if c.name in splits],
+                    len(cands), seed)
+    room = {"test": n - n // 3, "dev": n // 3}
+    out = []
+    for c, s in ranked:
+        split = splits[c.name]
+        if room[split] > 0:
+            room[split] -= 1
+            out.append((c, s, split))
+    return out
+
+
+def file_digest(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def split_of(rank: int) -> str:
     """The split of the set's ``rank``-th utterance in selection order: every third one (0, 3, 6, ...) is
     ``dev``, so a set of n holds ceil(n / 3) dev utterances, and a larger ``--per-set`` keeps every earlier
@@ -253,44 +328,60 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n\n".join(__doc__.split("\n\n")[1:]))
     ap.add_argument("--out", type=Path, default=ROOT / "bench-data" / "wer", help="output folder (%(default)s)")
-    ap.add_argument("--sets", default=",".join(SETS), help="comma-separated sets (default: all)")
+    ap.add_argument("--sets", default=",".join(SETS),
+                    help=f"comma-separated sets, or 'all' (default: {','.join(SETS)}; also: {','.join(EXTRA_SETS)})")
     ap.add_argument("--per-set", type=int, default=54, help="utterances kept per set (default %(default)s)")
     ap.add_argument("--seed", type=int, default=0, help="selection and split seed (default %(default)s)")
     ap.add_argument("--force", action="store_true", help="rewrite FLACs that exist")
     ap.add_argument("--list", action="store_true", help="print the counts only, write nothing")
     args = ap.parse_args(argv)
 
-    sets = [s.strip() for s in args.sets.split(",") if s.strip()]
-    unknown = [s for s in sets if s not in SETS]
+    sets = list(SETS + EXTRA_SETS) if args.sets == "all" else [s.strip() for s in args.sets.split(",") if s.strip()]
+    unknown = [s for s in sets if s not in SETS + EXTRA_SETS]
     if unknown:
-        ap.error(f"unknown set(s) {', '.join(unknown)}; known: {', '.join(SETS)}")
-    rows, missing = [], []
+        ap.error(f"unknown set(s) {', '.join(unknown)}; known: {', '.join(SETS + EXTRA_SETS)}")
+    plans, missing = [], []
     for set_name in sets:
         cands = candidates(set_name)
         if not cands:
             missing.append(set_name)
             continue
         seconds = source_seconds([c.origin for c in cands])
-        kept = select(cands, seconds, args.per_set, args.seed)
-        total = sum(s for _, s in kept)
+        splits = fixed_split(set_name)
+        if splits:
+            kept = select_fixed(cands, seconds, args.per_set, args.seed, splits)
+        else:
+            kept = [(c, s, split_of(rank)) for rank, (c, s) in enumerate(select(cands, seconds, args.per_set,
+                                                                                  args.seed))]
+        total = sum(s for _, s, _ in kept)
         print(f"{set_name}: {len(cands)} with audio and text, {sum(MIN_S <= s <= MAX_S for s in seconds)} "
               f"eligible, {len(kept)} kept, {total / 60:.1f} min", file=sys.stderr)
-        if args.list:
-            continue
-        version = package_version(kept[0][0].package) if kept else "?"
-        for rank, (c, _) in enumerate(kept):
-            audio = Path(c.set) / (c.name + ".flac")
-            path = args.out / audio
-            if args.force or not path.exists():
-                convert(c.origin, path)
-            rows.append({"id": c.id, "audio": str(audio), "text": c.text, "lang": c.lang, "set": c.set,
-                         "split": split_of(rank), "duration": flac_seconds(path), "package": c.package,
-                         "version": version, "origin": c.origin})
+        plans.extend(kept)
+    # dev and test never share a recording: the same packaged bytes under another name leave dev
+    test_digests = {file_digest(c.origin) for c, _, split in plans if split == "test"}
+    dropped = [c.id for c, _, split in plans if split == "dev" and file_digest(c.origin) in test_digests]
+    if dropped:
+        print(f"{len(dropped)} dev utterances dropped, the same recording as a test one: {', '.join(dropped)}",
+              file=sys.stderr)
     if missing:
         print(f"no audio or text for {', '.join(missing)}: install the packages in this script's header",
               file=sys.stderr)
     if args.list:
         return 1 if missing else 0
+    rows = []
+    versions: dict[str, str] = {}
+    for c, _, split in plans:
+        if c.id in dropped:
+            continue
+        if c.package not in versions:
+            versions[c.package] = package_version(c.package)
+        audio = Path(c.set) / (c.name + ".flac")
+        path = args.out / audio
+        if args.force or not path.exists():
+            convert(c.origin, path)
+        rows.append({"id": c.id, "audio": str(audio), "text": c.text, "lang": c.lang, "set": c.set,
+                     "split": split, "duration": flac_seconds(path), "package": c.package,
+                     "version": versions[c.package], "origin": c.origin})
     rows.sort(key=lambda r: r["id"])
     keys = ("id", "audio", "text", "lang", "set", "split", "duration", "package", "version", "origin")
     manifest = args.out / "manifest.jsonl"
