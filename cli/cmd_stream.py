@@ -76,8 +76,8 @@ def summary_line(s: dict, interrupted: bool, language: str | None = None) -> str
               help="Token map: drafts beyond the previous hypothesis.")
 @click.option("--language", "-l", default=None,
               help="Spoken language code (en, es, fr…); detected when omitted (or 'auto'): on the growing buffer at "
-                   "each update until two updates in a row agree on a likely language; nothing is committed "
-                   "before.")
+                   "each update until two updates in a row name the same language with probability 0.8 or more "
+                   "(or the buffer fills); nothing is committed before.")
 @click.option("--update", "update", type=click.FloatRange(0.2, 10.0), default=1.0, show_default=True,
               help="Seconds of audio between updates.")
 @click.option("--realtime", is_flag=True, help="Play the file at wall-clock speed (default: as fast as possible).")

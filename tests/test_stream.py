@@ -376,11 +376,11 @@ def test_without_a_language_each_update_detects_until_two_agree_and_nothing_comm
     from tokenmap.stream.live import StreamModel
 
     audio = load_audio(data_dir / "en-basic-pbx-ivr-main.flac")[: 16_000 * 5]
-    script = [("nl", 0.3), ("en", 0.8), ("it", 0.9), ("en", 0.6), ("en", 0.95), ("de", 0.99)]
+    script = [("nl", 0.3), ("en", 0.6), ("en", 0.7), ("en", 0.85), ("en", 0.95), ("de", 0.99)]
     scripted = _ScriptedDetection(engine32.model, script)
     engine = StreamModel(scripted, engine32.special, engine32.tokenizer, cost=engine32.cost, context="auto")
     st, updates = _run(engine, audio, language=None)
-    assert scripted.calls == 5  # settled by the 5th update: en twice in a row, both times at least 0.5
+    assert scripted.calls == 5  # settled by the 5th update: en twice in a row at 0.8 or more (0.6, 0.7 do not count)
     assert st.language == "en" and not st.detecting
     assert all(not u.new_committed_text for u in updates[:4])
     assert "thank you for calling" in st.committed_text.lower()

@@ -12,7 +12,8 @@ timestamp (``<|t0|> text <|t1|>``; a trailing ``<|t0|> text`` is open) whose tex
 default) puts committed text into the prompt. A buffer that would exceed 30 s commits every closed segment (or the
 whole hypothesis); silence (high no-speech probability, low log-probability) cuts it to its last second. Without a
 ``language``, every update detects it and nothing commits until two in a row agree with at least
-:data:`DETECTION_THRESHOLD` probability.
+:data:`tokenmap.windows.CONFIDENT` probability (a few seconds of speech can sound like a neighbouring language
+at 0.5), or until the buffer fills.
 
 Biased verification (paper eq. 5): where the previous hypothesis drafts ``d`` and greedy chooses ``c``, ``d`` is kept
 when ``(1-beta) P(d) + beta >= (1-beta) P(c)``; beta = 0 (default) is exact greedy decoding.
@@ -48,12 +49,9 @@ from tokenmap.decode.speculative import Verification, decode_window
 from tokenmap.encoders import Output
 from tokenmap.stream.draft import PreviousHypothesisDrafter
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
-from tokenmap.windows import EncodedWindow, Session
+from tokenmap.windows import CONFIDENT, EncodedWindow, Session
 
 logger = logging.getLogger("tokenmap")
-
-#: the probability at which a detected language counts (faster-whisper's ``language_detection_threshold``)
-DETECTION_THRESHOLD = 0.5
 
 TS_SECONDS = 0.02  # one Whisper timestamp step
 
@@ -315,7 +313,7 @@ class StreamTranscriber:
         result = self.engine.model.detect_language(window)[0]
         language, probability = result[0][0].strip("<|>"), result[0][1]
         self.language = language
-        likely = probability >= DETECTION_THRESHOLD
+        likely = probability >= CONFIDENT
         self.detecting = not (likely and language == self._detected)
         self._detected = language if likely else None
         logger.info("detected language %s (p=%.2f)%s", language, probability, "" if self.detecting else ", settled")
