@@ -82,7 +82,7 @@ tools:
 	@command -v sox >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq sox libsox-fmt-base; }
 
 # The suite, then every test marked `model` again as on each lower CPU kind this CPU can stand in for
-# (tests/capped_isa.py: oneDNN and CTranslate2 capped to AVX2, or to AVX-512 BF16 below AMX).
+# (tests/capped_isa.py: oneDNN and CTranslate2 capped to AVX2, or to AVX-512 BF16 below AMX; process-mechanics files left out).
 test: setup tools lint
 	$(PY) -m pytest
 	$(PY) tests/capped_isa.py

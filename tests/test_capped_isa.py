@@ -1,6 +1,8 @@
 """The capped run (tests/capped_isa.py): which lower CPU kinds each CPU stands in for, and with what caps."""
 
-from capped_isa import caps
+from pathlib import Path
+
+from capped_isa import MECHANICS, caps
 
 
 def test_each_cpu_stands_in_for_the_kinds_below_it():
@@ -14,3 +16,8 @@ def test_each_cpu_stands_in_for_the_kinds_below_it():
 
 def test_on_intel_ctranslate2_leaves_mkl_which_the_onednn_cap_does_not_reach():
     assert all(env["CT2_USE_MKL"] == "0" for env in caps({"avx2", "avx512f", "amx_int8"}, "GenuineIntel"))
+
+
+def test_what_the_capped_runs_leave_out_exists():
+    root = Path(__file__).resolve().parent.parent
+    assert all((root / path).is_file() for path in MECHANICS)
