@@ -31,20 +31,18 @@ MECHANICS = ("tests/test_worker_faults.py", "tests/test_memory.py", "tests/test_
              "tests/test_bench_stock.py", "tests/test_model_projection.py")
 
 
-def cpu_flags() -> set[str]:
+def cpu_fields() -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo (``flags``, ``vendor_id``, ...); none where it is missing."""
+    fields: dict[str, str] = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
-            return set(next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), []))
+            for line in info:
+                key, sep, value = line.partition(":")
+                if sep:
+                    fields.setdefault(key.strip(), value.strip())
     except OSError:
-        return set()
-
-
-def cpu_vendor() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            return next((line.split(":", 1)[1].strip() for line in info if line.startswith("vendor_id")), "")
-    except OSError:
-        return ""
+        pass
+    return fields
 
 
 def caps(flags: set[str], vendor: str = "") -> list[dict[str, str]]:
@@ -61,7 +59,8 @@ def caps(flags: set[str], vendor: str = "") -> list[dict[str, str]]:
 
 def main() -> int:
     root = Path(__file__).resolve().parent.parent
-    found = caps(cpu_flags(), cpu_vendor())
+    fields = cpu_fields()
+    found = caps(set(fields.get("flags", "").split()), fields.get("vendor_id", ""))
     if not found:
         print("capped model tests: this CPU has no kind below it to stand in for (AVX2 or less)")
         return 0
