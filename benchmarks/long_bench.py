@@ -4,6 +4,7 @@ and batched (``BatchedInferencePipeline``), on the same minutes of real speech.
     python benchmarks/long_bench.py --minutes 20 --reps 2
     python benchmarks/long_bench.py --minutes 5 --systems stock-seq,tokenmap-seq --reps 1
     python benchmarks/long_bench.py --minutes 60 --order 2 --systems tokenmap-seq,tokenmap-seq-noguard --reps 1 --probes
+    python benchmarks/long_bench.py --minutes 3 --systems tokenmap-batch8,tokenmap-batch8-map --map MAP --reps 3
 
 The audio is ``benchmarks/hour_bench.py``'s: the English Asterisk prompts and the five LibriVox
 clips of pocketsphinx-testdata in a seeded order with pauses (``--order``), cut at ``--minutes`` (real
@@ -16,7 +17,8 @@ in ``.venv-stock`` (``make bench-stock``). Reported: the best wall time of the r
 against stock batched at 8 and stock sequential, WER against the reference, peak RSS of the process
 (its workers not counted), and tokenmap's windows that the prompt-copy guard decoded again or kept after
 a probe, and its decodes stopped as loops (the first repetition's; ``--probes`` prints each such window's
-text, to be read against the reference; a ``-noguard`` system runs with the guard off).
+text, to be read against the reference; a ``-noguard`` system runs with the guard off; a ``-map`` system
+drafts from ``--map``, and is also compared with the same system without it).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ if system.startswith("tokenmap"):
     import tokenmap
     from tokenmap import BatchedInferencePipeline  # what `tokenmap transcribe --batch-size` runs
     from tokenmap.decode.guarding import Guard
-    model = tokenmap.WhisperModel("base", compute_type="int8", cpu_threads=2, session_cache=False,
+    token_map = next((f[4:] for f in sys.argv[4:] if f.startswith("map=")), None) if "-map" in system else None
+    model = tokenmap.WhisperModel("base", token_map, compute_type="int8", cpu_threads=2, session_cache=False,
                                   **({"encoder": encoder} if encoder else {}))
     if system.endswith("-noguard"):  # the prompt-copy guard off
         model.model.guard = Guard(copies=False)
@@ -93,8 +96,12 @@ def main():
                         help="print each window the prompt-copy guard decoded again or kept (the first repetition's)")
     parser.add_argument("--fallback", action="store_true",
                         help="faster-whisper's default temperatures (the fallback) instead of temperature 0")
+    parser.add_argument("--map", default=None, help="the token map of the -map systems (e.g. the English prompt "
+                        "inventory's: tokenmap build corpora/telephony/en/train.txt corpora/telephony/en/test.txt)")
     parser.add_argument("--json", default=None, help="write every run here")
     args = parser.parse_args()
+    if any("-map" in s for s in args.systems.split(",")) and not args.map:
+        parser.error("a -map system needs --map")
     from hour_bench import build_audio
 
     from tokenmap.models import resolve_model
@@ -108,7 +115,8 @@ def main():
     for rep in range(args.reps):
         for system in systems:
             t = time.perf_counter()
-            flags = ["probes"] * (args.probes and rep == 0) + ["fallback"] * args.fallback
+            flags = ["probes"] * (args.probes and rep == 0) + ["fallback"] * args.fallback + [f"map={args.map}"] * bool(
+                args.map)
             runs[system].append(run(system, wav, model_dir, flags))
             print(f"rep {rep + 1} {system}: {runs[system][-1]['wall']:.1f} s ({time.perf_counter() - t:.0f} s)",
                   file=sys.stderr)
@@ -120,14 +128,16 @@ def main():
         print(f"reference: {ref}\n")
     temperatures = "default temperatures" if args.fallback else "temperature 0"
     print(f"{args.minutes:g} min of audio (order {args.order}, {temperatures}), best of {args.reps}\n")
-    print("| system | wall (s) | vs stock batched 8 | vs stock sequential | WER | peak RSS (MB) "
+    print("| system | wall (s) | vs stock batched 8 | vs stock sequential | vs without the map | WER | peak RSS (MB) "
           "| prompt copies decoded again / kept after a probe | loops stopped |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for s in systems:
-        vs = [f"{best[a] / best[s]:.2f}x" if a in best else "–" for a in ("stock-batch8", "stock-seq")]
+        vs = [f"{best[a] / best[s]:.2f}x" if a in best else "–"
+              for a in ("stock-batch8", "stock-seq", s.replace("-map", "") if "-map" in s else None)]
         stats = runs[s][0]["stats"]
         copies = f"{stats['prompt_copies']} / {stats['copies_kept']}" if "prompt_copies" in stats else "–"
-        print(f"| {s} | {best[s]:.1f} | {vs[0]} | {vs[1]} | {100 * wer([(reference, runs[s][0]['text'])]):.2f} % "
+        error = 100 * wer([(reference, runs[s][0]['text'])])
+        print(f"| {s} | {best[s]:.1f} | {vs[0]} | {vs[1]} | {vs[2]} | {error:.2f} % "
               f"| {max(r['peak_mb'] for r in runs[s]):.0f} | {copies} | {stats.get('loops_stopped', '–')} |")
     if args.json:
         Path(args.json).write_text(json.dumps({"minutes": args.minutes, "runs": runs}, indent=1), encoding="utf-8")

@@ -48,15 +48,21 @@ ROOT = Path(__file__).resolve().parent.parent
 SR = 16000
 SETS = ("synthetic", "telephony", "opendomain", "dictation", "calls")
 FIELDS = ("id", "audio", "text", "domain", "lang", "voice", "source", "set", "duration")
-ASTERISK = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June"}
+ASTERISK = {"en": "en_US_f_Allison", "es": "es_MX_f_Allison", "fr": "fr_CA_f_June", "it": "it_IT_m_Carlo",
+            "ru": "ru_RU_f_IvrvoiceRU"}
 ASTERISK_DIR = Path("/usr/share/asterisk/sounds")
 LIBRIVOX_DIR = Path("/usr/share/pocketsphinx/test/data/librivox")
 NOISE_SHARE = 0.2                      # share of synthetic utterances with white noise
 SNR_DB = (8.0, 20.0)                   # noise level range
 G722_BYTES_PER_S = 8000                # G.722 at 64 kbit/s: a prompt's length from its file size
-QUICK_QUOTA = {"synthetic": 1, "telephony": 6, "opendomain": 5, "dictation": 1, "calls": 0}
-#: the full run's subset (full.jsonl, under an hour on 2 cores): per (set, domain, lang, voice) group
-FULL_QUOTA = {"synthetic": 3, "telephony": 40, "opendomain": 5, "dictation": 4, "calls": 2}
+#: the quick run's subset (quick.jsonl): real speech only, 30 short prompts and 30 dense windows of
+#: each language, and the 5 LibriVox clips (all there are)
+QUICK_QUOTA = {"synthetic": 0, "telephony": 30, "opendomain": 5, "dictation": 0, "calls": 30}
+#: the full run's subset (full.jsonl): every real recording, and TTS voices (counted only where the
+#: model hears them: tokenmap_bench.aggregate.VOICE_BOUND_WER); per (set, domain, lang, voice) group
+FULL_QUOTA = {"synthetic": 3, "telephony": 1000, "opendomain": 5, "dictation": 4, "calls": 1000}
+#: each language's test prompts are played back to back in this many seeded orders (calls windows)
+CALLS_ORDERS = 3
 
 # name -> (engine, engine voice, lang); espeak "+f3" etc. are its voice variants
 VOICES = {f"flite-{v}": ("flite", v, "en") for v in ("kal16", "awb", "rms", "slt")}
@@ -250,9 +256,9 @@ def plan_real(corpora: Path) -> list[Job]:
     return jobs
 
 
-def plan_calls(corpora: Path, seed) -> list[Job]:
-    """calls jobs: each language's telephony test prompts that have audio, in a seeded order,
-    grouped by :func:`calls_windows` (lengths from the G.722 file sizes)."""
+def plan_calls(corpora: Path, seed, orders: int = CALLS_ORDERS) -> list[Job]:
+    """calls jobs: each language's telephony test prompts that have audio, in ``orders`` seeded
+    orders, each grouped by :func:`calls_windows` (lengths from the G.722 file sizes)."""
     jobs = []
     for lang, vdir in ASTERISK.items():
         folder, prompts = ASTERISK_DIR / vdir, []
@@ -260,13 +266,15 @@ def plan_calls(corpora: Path, seed) -> list[Job]:
             src = folder / f"{name}.g722"
             if src.exists():
                 prompts.append((str(src), text, src.stat().st_size / G722_BYTES_PER_S))
-        prompts.sort(key=lambda p: stable_hash(seed, "calls", p[0]))
         voice = "asterisk-" + vdir.rsplit("_", 1)[-1].lower()
-        for i, window in enumerate(calls_windows(prompts)):
-            text = " ".join(t for _, t, _ in window)
-            jobs.append(Job(make_id("calls", "telephony", lang, voice, i, text), text, "calls", "telephony", lang,
-                            voice, f"asterisk-core-sounds-{lang}-g722", "g722-calls",
-                            "|".join(p for p, _, _ in window)))
+        for order in range(orders):
+            salt = ("calls",) if order == 0 else ("calls", order)
+            prompts.sort(key=lambda p: stable_hash(seed, *salt, p[0]))
+            for i, window in enumerate(calls_windows(prompts)):
+                text = " ".join(t for _, t, _ in window)
+                jobs.append(Job(make_id("calls", "telephony", lang, voice, 1000 * order + i, text), text, "calls",
+                                "telephony", lang, voice, f"asterisk-core-sounds-{lang}-g722", "g722-calls",
+                                "|".join(p for p, _, _ in window)))
     return jobs
 
 

@@ -184,6 +184,18 @@ def _loops(summary: dict) -> str:
     return f"{summary.get('loops', 0)} ({summary.get('loops_stopped', 0)})"
 
 
+def _fci(x, interval, digits=2):
+    """:func:`_f` of ``x`` followed by its interval (:func:`_ci`); None without ``x``."""
+    return None if _f(x, digits) is None else _f(x, digits) + _ci(interval, digits)
+
+
+def _ci(interval, digits=2) -> str:
+    """`` [low, high]`` of a bootstrap interval, or nothing without one."""
+    if not interval or any(x is None or x != x for x in interval):
+        return ""
+    return f" [{_f(interval[0], digits)}, {_f(interval[1], digits)}]"
+
+
 def _wer_loops(summary: dict | None):
     if not summary:
         return None
@@ -244,31 +256,38 @@ def keep_run(result: dict, section: str, order: int, prefix: str, encoder_auto: 
                               text="WER (%) of each system's transcripts per set; in brackets the transcripts that "
                                    "loop.", columns=["system"] + [name for name, _ in groups], rows=wer, notes=[])
     dec = [s for s in DECODER_LABELS if s in systems]
-    rows = [[DECODER_LABELS[s], systems[s]["n"], _f(systems[s].get("S")), _f(systems[s].get("S_vs_stock")),
+    ci = (agg.get("intervals") or {}).get("all", {})
+    rows = [[DECODER_LABELS[s], systems[s]["n"], _fci(systems[s].get("S"), ci.get(s)),
+             _f(systems[s].get("S_vs_stock")),
              _p(systems[s].get("A_r")), _f(systems[s].get("A_l")), _p(systems[s].get("identity")),
              _p(systems[s].get("wer")), _loops(systems[s])] for s in dec]
     out["decoder"] = dict(base, order=order + 2, title="The decoder: map, plain greedy, distil-spec, the oracle",
                           text="Decoder time on the first 30 s window (encoder excluded), S = plain greedy's time "
-                               "over the system's; distil-spec against greedy without timestamps (its own mode).",
+                               "over the system's, in brackets its 95 % paired bootstrap interval over utterances; "
+                               "distil-spec against greedy without timestamps (its own mode).",
                           columns=["system", "utts", "S", "S vs tuned stock", "A_r %", "A_l", "identical %",
                                    "WER %", "loops (stopped)"], rows=rows, notes=[run_note] + notes)
     tasks = agg["groups"]["task"]
-    rows = [[t, (g.get("greedy") or {}).get("n"), _f((g.get("tokenmap") or {}).get("S")),
+    task_ci = (agg.get("intervals") or {}).get("task", {})
+    rows = [[t, (g.get("greedy") or {}).get("n"),
+             _fci((g.get("tokenmap") or {}).get("S"), task_ci.get("tokenmap", {}).get(t)),
              _p((g.get("tokenmap") or {}).get("A_r")), _f((g.get("tokenmap") or {}).get("A_l")),
-             _f((g.get("oracle") or {}).get("S")), _f((g.get("distil-spec") or {}).get("S")),
+             _f((g.get("oracle") or {}).get("S")),
+             _fci((g.get("distil-spec") or {}).get("S"), task_ci.get("distil-spec", {}).get(t)),
              _p((g.get("greedy") or {}).get("wer")), _p((g.get("tokenmap") or {}).get("wer"))]
             for t, g in tasks.items()]
     out["tasks"] = dict(base, order=order + 3, title="The paper's metrics per task (domain × language)",
-                        columns=["task", "utts", "S map", "A_r %", "A_l", "S oracle", "S distil-spec",
-                                 "WER greedy %", "WER map %"], rows=rows,
+                        columns=["task", "utts", "S map [95 % CI]", "A_r %", "A_l", "S oracle",
+                                 "S distil-spec [95 % CI]", "WER greedy %", "WER map %"], rows=rows,
                         notes=["The token-map paper's Table I for comparison (large-v3 on GPU): token map S 1.27 "
                                "/ 1.37, A_r 38.6 / 85.6 %, A_l 3.42 / 3.92 (CI-AVSR / internal data); "
                                "distil-spec S 1.02 / 1.27."])
     modes = agg.get("map_modes") or {"tokenmap": agg["fairness"]}
     names = list(modes)
-    rows = [[t] + [_f((g.get(n) or {}).get("S")) for n in names] + [_p((g.get(n) or {}).get("A_r")) for n in names]
-            for t, g in tasks.items()]
-    rows.append(["**U** (D_T = 1 − A_r)"] + [f"**{_f(modes[n]['U'], 4)}**" for n in names] + [None] * len(names))
+    rows = [[t] + [_fci((g.get(n) or {}).get("S"), task_ci.get(n, {}).get(t)) for n in names]
+            + [_p((g.get(n) or {}).get("A_r")) for n in names] for t, g in tasks.items()]
+    rows.append(["**U** (D_T = 1 − A_r) [95 % CI]"] + [f"**{_fci(modes[n]['U'], modes[n].get('U_ci'), 4)}**"
+                                                     for n in names] + [None] * len(names))
     for label, key in (("mean S (std)", "mean"), ("min S", "min"), ("max S", "max")):
         rows.append([label] + [f"{_f(modes[n]['S_spread'][key])}" + (f" ({_f(modes[n]['S_spread']['std'], 3)})"
                                                                       if key == "mean" else "")

@@ -157,10 +157,10 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
     model.token_map = token_map
     sm.drafting._per_map = {} if controllers is None else controllers
     clock = Clock()
-    decoder, plain, encode = sm.decoder, sm.plain.generate, model.encode
+    decoder, plain, encode = sm.decoder, sm.plain.generate, sm.windows.encode
     sm.decoder = TimedDecoder(decoder, clock)
     sm.plain.generate = clock.wrap("generate", plain)
-    model.encode = clock.wrap("encode", encode)
+    sm.windows.encode = clock.wrap("encode", encode)  # each call's session passes through
     restore = None if replay else without_replay()
     unnative = None if native else without_native()
     special = sm.drafting.special
@@ -175,7 +175,7 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
         clock.t["total"] = time.perf_counter() - started
     finally:
         sm.decoder, sm.drafting.special = decoder, special
-        del sm.plain.generate, model.encode  # the instance attributes; the methods show through again
+        del sm.plain.generate, sm.windows.encode  # the instance attributes; the methods show through again
         untime()
         if restore:
             restore()

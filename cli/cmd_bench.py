@@ -2,7 +2,7 @@
 
 Examples::
 
-    tokenmap bench --quick                                   # bench-data/quick.jsonl, < 10 min on 2 cores
+    tokenmap bench --quick                                   # bench-data/quick.jsonl, about 15 min on 2 cores
     tokenmap bench --systems greedy,tokenmap,oracle --reps 5 --limit 50
     tokenmap bench --map-mode per-task,multi,balanced   # the full run (bench-data/full.jsonl, < 1 h)
     tokenmap bench --manifest bench-data/manifest.jsonl      # every utterance (about 3 h)
@@ -64,10 +64,12 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
 @click.option("--manifest", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="JSON-lines manifest  [default: bench-data/full.jsonl (the full run), quick.jsonl with --quick; "
                    "manifest.jsonl holds every utterance]")
-@click.option("--quick", is_flag=True, help="The quick set (bench-data/quick.jsonl), end-to-end timed once.")
+@click.option("--quick", is_flag=True, help="The quick set (bench-data/quick.jsonl: 30 real prompts and 30 dense "
+              "call windows a language, the LibriVox clips), every system timed once.")
 @click.option("--systems", default=SYSTEMS, show_default=True,
               help="Comma-separated systems (greedy is always run: it is the baseline).")
-@click.option("--reps", default=3, show_default=True, type=click.IntRange(1, 100), help="Timed repetitions.")
+@click.option("--reps", default=None, type=click.IntRange(1, 100),
+              help="Timed repetitions  [default: 3, 1 with --quick]")
 @click.option("--reps-open", type=click.IntRange(1, 100), default=None,
               help="Timed repetitions of the open regime's clips  [default: --reps]. They are few and short "
                    "(about 1.3 s of decoder time for the 5 LibriVox clips), so 3 repetitions leave their S to "
@@ -126,6 +128,7 @@ def bench(manifest, quick, systems, reps, reps_open, e2e_reps, heavy_per_group, 
     from tokenmap_bench import update_docs as write_docs
 
     manifest = manifest or Path("bench-data") / ("quick.jsonl" if quick else "full.jsonl")
+    reps = reps or (1 if quick else 3)
     if not manifest.is_file():
         _fail(f"{manifest}: no benchmark data; run `make bench-data` first")
     chosen = tuple(s.strip() for s in systems.split(",") if s.strip())

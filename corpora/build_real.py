@@ -55,9 +55,11 @@ def _h(s: str) -> int:
 def read_asterisk(lang: str) -> list[tuple[str, str]]:
     """(name, text) for every spoken prompt. Whole-bracket entries ('[beep]') are not speech and are
     dropped; inline brackets are dropped when they hold no letters ('at [@]' -> 'at') and unwrapped
-    otherwise ('Sus saludos [temporales] estan' -> 'Sus saludos temporales estan')."""
+    otherwise ('Sus saludos [temporales] estan' -> 'Sus saludos temporales estan'). Italian lines whose
+    accented letters the list lost to '?' ('La conferenza ? piena.') are dropped; the Russian list
+    repeats a few names inside the text ('conf-adminmenu: conf-adminmenu: ...')."""
     out = []
-    with gzip.open(ASTERISK_DOC.format(lang=lang), "rt", encoding="utf-8") as f:
+    with gzip.open(ASTERISK_DOC.format(lang=lang), "rt", encoding="utf-8-sig") as f:
         for raw in f:
             line = raw.rstrip("\n")
             if not line.strip() or line.lstrip().startswith(";"):
@@ -66,9 +68,13 @@ def read_asterisk(lang: str) -> list[tuple[str, str]]:
                 continue
             name, text = line.split(":", 1)
             name, text = name.strip(), text.strip()
+            if text.startswith(name + ":"):
+                text = text[len(name) + 1:].strip()
             if not name or not text:
                 continue
             if re.fullmatch(r"\[[^\]]*\]", text):
+                continue
+            if lang == "it" and re.search(r"\?(?!\W*$)", text):
                 continue
             text = re.sub(r"\[([^\]]*)\]", lambda m: m.group(1) if re.search(r"[^\W\d_]", m.group(1)) else "", text)
             text = re.sub(r"\s+", " ", text).strip()
@@ -98,7 +104,7 @@ def split_telephony(prompts: list[tuple[str, str]]):
 
 def build_telephony(check: bool) -> bool:
     ok = True
-    for lang in ("en", "es", "fr"):
+    for lang in ("en", "es", "fr", "it", "ru"):
         if not os.path.exists(ASTERISK_DOC.format(lang=lang)):
             print(f"skip telephony/{lang}: asterisk-core-sounds-{lang} not installed", file=sys.stderr)
             continue

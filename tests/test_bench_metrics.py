@@ -288,3 +288,45 @@ def test_the_open_regime_can_have_its_own_repetitions():
     assert "3 repetitions (open regime 15; end-to-end 3)" in header_text(result)
     result["options"] = BenchOptions(reps=3).__dict__
     assert "3 repetitions (end-to-end 3)" in header_text(result)
+
+
+def test_speedup_interval_covers_the_pooled_speedup_and_narrows_with_agreement():
+    steady = [(2.0, 1.0)] * 20
+    assert M.speedup_interval(steady) == (2.0, 2.0)
+    mixed = [(2.0, 1.0)] * 10 + [(1.0, 1.0)] * 10
+    low, high = M.speedup_interval(mixed)
+    assert low < M.speedup(30.0, 20.0) < high
+    assert 1.0 < low and high < 2.0
+    assert all(math.isnan(x) for x in M.speedup_interval([]))
+
+
+def test_unfairness_interval_redraws_utterances_within_each_task():
+    even = {"a": [(10, 5)] * 8, "b": [(10, 5)] * 8}
+    assert M.unfairness_interval(even) == (0.0, 0.0)
+    uneven = {"a": [(10, 9), (10, 1)] * 8, "b": [(10, 5)] * 16}
+    low, high = M.unfairness_interval(uneven)
+    assert low == 0.0 < high
+
+
+def test_tts_voices_the_model_does_not_hear_leave_the_headline_and_fairness():
+    def row(uid, system, voice, text, tts, drafted=4, accepted=2):
+        return dict(id=uid, system=system, decoder_s=1.0, audio_s=2.0, domain="d", lang="en", task="d/en",
+                    voice=voice, set="s", ref="one two three", text=text, tts=tts, identical=True,
+                    drafted=drafted, accepted=accepted)
+
+    rows = []
+    for i in range(3):
+        rows += [row(f"r{i}", "greedy", "real", "one two three", False),
+                 row(f"r{i}", "tokenmap", "real", "one two three", False),
+                 row(f"m{i}", "greedy", "mumbled", "four", True),
+                 row(f"m{i}", "tokenmap", "mumbled", "four", True, accepted=0),
+                 row(f"c{i}", "greedy", "clear", "one two three", True),
+                 row(f"c{i}", "tokenmap", "clear", "one two three", True)]
+    agg = A.aggregate(rows)
+    assert agg["voice_bound"] == {"mumbled": 1.0}
+    assert agg["systems"]["greedy"]["n"] == 6          # the real and the clear voice's utterances
+    assert agg["systems"]["tokenmap"]["A_r"] == 0.5
+    assert agg["groups"]["voice"]["mumbled"]["greedy"]["n"] == 3   # still shown per group
+    assert agg["intervals"]["task"]["tokenmap"]["d/en"] == (1.0, 1.0)
+    lossy = [dict(r, text="four") if r["voice"] == "real" else r for r in rows]
+    assert "real" not in A.aggregate(lossy)["voice_bound"]     # real speech always counts

@@ -331,7 +331,7 @@ def _row(utt, name, times, out: sysm.Output, audio_s, encode_s, state: RunState,
     stats = out.stats
     row = {"id": utt.id, "system": name, "kind": "e2e" if e2e else "decoder", "domain": utt.domain,
            "lang": utt.lang, "voice": utt.voice, "set": utt.set, "task": utt.task, "regime": utt.regime,
-           "audio_s": audio_s, "bucket": duration_bucket(utt.duration or audio_s),
+           "tts": not utt.recordings, "audio_s": audio_s, "bucket": duration_bucket(utt.duration or audio_s),
            "decoder_s": statistics.median(times), "times": [round(t, 6) for t in times],
            "encode_s": encode_s, "ref": utt.text}
     if e2e:

@@ -30,6 +30,7 @@ Example::
 from __future__ import annotations
 
 import math
+import random
 import re
 import statistics
 import unicodedata
@@ -183,6 +184,57 @@ def spread(values: Mapping[str, float]) -> dict:
     return {"n": len(vals), "min": min(vals), "max": max(vals), "mean": statistics.fmean(vals),
             "std": statistics.pstdev(vals), "argmin": min(items, key=items.get),
             "argmax": max(items, key=items.get)}
+
+
+# -- intervals --------------------------------------------------------------
+#: bootstrap resamples and the interval's coverage
+BOOTSTRAP_REPS = 2000
+LEVEL = 0.95
+
+
+def bootstrap_interval(statistic: Callable[[list], float], units: Sequence, reps: int = BOOTSTRAP_REPS,
+                       seed: int = 0) -> tuple[float, float]:
+    """The percentile interval (:data:`LEVEL`) of ``statistic`` over ``reps`` resamples of ``units``
+    with replacement (a fixed seed, so a report is reproducible); (nan, nan) without units.
+
+    >>> bootstrap_interval(lambda xs: sum(xs) / len(xs), [1.0, 1.0, 1.0])
+    (1.0, 1.0)
+    """
+    if not units:
+        return (math.nan, math.nan)
+    rng = random.Random(seed)
+    n = len(units)
+    values = sorted(statistic([units[rng.randrange(n)] for _ in range(n)]) for _ in range(reps))
+    tail = (1.0 - LEVEL) / 2
+    return (values[int(tail * (reps - 1))], values[int(round((1 - tail) * (reps - 1)))])
+
+
+def speedup_interval(pairs: Sequence[tuple[float, float]], seed: int = 0) -> tuple[float, float]:
+    """Paired bootstrap interval of ``S`` over utterances: ``pairs`` of (baseline time, system time)."""
+    return bootstrap_interval(lambda xs: speedup(sum(b for b, _ in xs), sum(t for _, t in xs)), list(pairs),
+                              seed=seed)
+
+
+def unfairness_interval(counts: Mapping[str, Sequence[tuple[int, int]]], seed: int = 0) -> tuple[float, float]:
+    """Bootstrap interval of ``U`` (:func:`unfairness` of ``D_T = 1 - A_r(T)``): ``counts`` maps each task
+    to its utterances' (drafted, accepted); every resample draws each task's utterances anew."""
+    tasks = {t: list(c) for t, c in counts.items() if c}
+    if not tasks:
+        return (math.nan, math.nan)
+    rng = random.Random(seed)
+    values = []
+    for _ in range(BOOTSTRAP_REPS):
+        d = {}
+        for t, c in tasks.items():
+            draw = [c[rng.randrange(len(c))] for _ in c]
+            drafted = sum(x for x, _ in draw)
+            d[t] = misfit(sum(a for _, a in draw) / drafted) if drafted else math.nan
+        values.append(unfairness(d))
+    values = sorted(v for v in values if not math.isnan(v))
+    if not values:
+        return (math.nan, math.nan)
+    tail = (1.0 - LEVEL) / 2
+    return (values[int(tail * (len(values) - 1))], values[int(round((1 - tail) * (len(values) - 1)))])
 
 
 # -- grouping ---------------------------------------------------------------

@@ -13,7 +13,7 @@ import logging
 import math
 from pathlib import Path
 
-from tokenmap_bench.aggregate import oracle_fractions
+from tokenmap_bench.aggregate import VOICE_BOUND_WER, oracle_fractions
 from tokenmap_bench.plots import write_plots
 
 log = logging.getLogger("tokenmap")
@@ -196,8 +196,9 @@ def regime_text(agg: dict) -> str:
     bound = ", ".join(f"{t} ({pct(w)} %)" for t, w in sorted(reg["voice_bound"].items())) or "none"
     return (table(["regime", "system", "utts", "S", "A_r %", "A_l", "tokens/pass", "oracle share %",
                    "identical %", "greedy WER %"], rows)
-            + f"\n\nLeft out above (greedy WER above 50 %: they measure the TTS voice, not drafting): {bound}. "
-            "Their rows are in the per-task table below.")
+            + f"\n\nTTS voices left out here, from the headline and from fairness (greedy WER above "
+            f"{pct(VOICE_BOUND_WER)} %: they measure the voice, not drafting): {bound}. "
+            "Their utterances are in the per-task table below.")
 
 
 def regime_e2e_text(agg: dict) -> str:
