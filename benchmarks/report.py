@@ -358,7 +358,8 @@ def main(argv=None) -> int:
         ap.add_argument("--prefix", required=True, help="file name prefix in results/kept/")
         ap.add_argument("--encoder-auto", required=True, help="the encoder `--encoder auto` chose (tokenmap doctor)")
         ap.add_argument("--note", action="append", default=[])
-        ap.add_argument("--readme", default="", help="keep this text with the end-to-end table (README: results/kept/readme.md)")
+        ap.add_argument("--readme", default="",
+                        help="keep this text with the end-to-end table (README: results/kept/readme.md)")
         ap.add_argument("--tables", default=",".join(TABLES),
                         help=f"which tables to keep  [default: {','.join(TABLES)}]")
         ap.add_argument("--kept", type=Path, default=KEPT)
