@@ -144,7 +144,7 @@ $(STOCK)/.installed:
 	$(STOCK)/bin/pip install -q --disable-pip-version-check faster-whisper==1.2.1 ctranslate2==4.8.5
 	touch $@
 
-# The mission's comparisons (map, plain greedy, distil-spec, oracle, fairness before and after --balance,
+# The quick benchmark's comparisons (map, plain greedy, distil-spec, oracle, fairness before and after --balance,
 # end to end against tuned stock), kept for docs/BENCHMARKS.md under the CPU kind KIND names.
 KIND ?= $(shell $(PY) benchmarks/report.py kind)
 KIND_SLUG ?= $(shell $(PY) benchmarks/report.py kind --slug)

@@ -4,10 +4,12 @@
 The file is generated, never edited by hand: each table is one JSON file of results/kept/ (the schema is
 in results/kept/README.md), grouped into one section per CPU kind (``sections.json`` names the kinds, the
 machine of each and the command that fills a kind nothing was measured on), then Method (``method.md``)
-and Tried and dropped (``tried.json``, one line an idea with its commit). The output depends on the kept
+and Tried and dropped (``tried.json``, one line an idea with its commit). README's how-fast block is the
+template ``readme.md`` and ``tokenmap/runtime/expected.json`` the ``doctor`` template of each CPU kind, with
+every ``{{FILE#ROW#COLUMN}}`` looked up in the kept tables (:func:`fill`). The output depends on the kept
 files only (sorted, no clock, no machine), so a clean checkout regenerates it byte for byte::
 
-    .venv/bin/python benchmarks/report.py                 # results/kept/ -> docs/BENCHMARKS.md
+    .venv/bin/python benchmarks/report.py                 # results/kept/ -> docs/BENCHMARKS.md, README, doctor
     .venv/bin/python benchmarks/report.py --check         # exit 1 if docs/BENCHMARKS.md is stale
     .venv/bin/python benchmarks/report.py kind            # this machine's CPU kind, as sections.json names it
 
@@ -28,7 +30,10 @@ import re
 import sys
 from pathlib import Path
 
+from tokenmap.runtime.cpukind import cpu_kind  # one definition for the report and `tokenmap doctor`
+
 ROOT = Path(__file__).resolve().parents[1]
+
 KEPT = ROOT / "results" / "kept"
 OUT = ROOT / "docs" / "BENCHMARKS.md"
 MAX_LINES = 500
@@ -128,45 +133,92 @@ def render(kept: Path = KEPT) -> str:
     return text
 
 
-def cpu_kind(cpuinfo: str | None = None) -> str:
-    """This machine's CPU kind as sections.json names kinds, from /proc/cpuinfo (or ``cpuinfo``)."""
-    if cpuinfo is None:
-        cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    info = {}
-    for line in cpuinfo.splitlines():
-        key, _, value = line.partition(":")
-        info.setdefault(key.strip(), value.strip())
-    flags = set(info.get("flags", "").split())
-    if "amx_tile" in flags:
-        return "Intel Xeon with AMX"
-    if info.get("vendor_id") == "AuthenticAMD":
-        family, model = int(info.get("cpu family", 0)), int(info.get("model", 0))
-        zen = {23: "Zen 2", 26: "Zen 5"}.get(family) or ("Zen 3" if family == 25 and (model < 16 or 32 <= model < 96)
-                                                        else "Zen 4" if family == 25 else f"family {family}")
-        isa = "AVX-512 BF16/VNNI" if "avx512_bf16" in flags else "AVX-512" if "avx512f" in flags else "AVX2"
-        return f"AMD EPYC {zen} ({isa})"
-    return "Intel Xeon or Core without AMX (AVX2 or AVX-512)"
-
-
 README = ROOT / "README.md"
 README_BEGIN, README_END = "<!-- how-fast -->", "<!-- /how-fast -->"
+EXPECTED = ROOT / "tokenmap" / "runtime" / "expected.json"
+#: a figure in a template or a doc: ``{{FILE#ROW#COLUMN}}`` or arithmetic on such references and numbers
+#: (``{{A / B:.1f}}``); FILE is a kept table file without ``.json``, ROW and COLUMN the start of a row's first
+#: cell and of a column's header, ``#notes`` the table's notes (``check_figure`` only)
+PLACEHOLDER = re.compile(r"\{\{(.+?)\}\}")
+NUMBER = re.compile(r"[+−-]?\d[\d,]*(?:\.\d+)?")
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"[*`]", "", str(text)).strip()
+
+
+def _number(text: str) -> float:
+    found = NUMBER.search(_plain(text))
+    if not found:
+        raise ValueError(f"no number in {text!r}")
+    return float(found.group().replace(",", "").replace("−", "-"))
+
+
+def lookup(tables: dict, ref: str) -> str:
+    """The cell ``FILE#ROW#COLUMN`` names (``tables``: file name without .json -> table), as the report
+    prints it; a ROW or COLUMN that matches no row or column, or more than one, is an error."""
+    parts = [_plain(p) for p in ref.split("#")]
+    if len(parts) != 3 or parts[0] not in tables:
+        raise ValueError(f"{ref!r}: not FILE#ROW#COLUMN of a kept table")
+    t = tables[parts[0]]
+    rows = [r for r in t["rows"] if _plain(r[0]).startswith(parts[1])]
+    exact = [r for r in rows if _plain(r[0]) == parts[1]]
+    cols = [i for i, c in enumerate(t["columns"]) if _plain(c).startswith(parts[2])]
+    exact_cols = [i for i in cols if _plain(t["columns"][i]) == parts[2]]
+    rows, cols = exact or rows, exact_cols or cols
+    if len(rows) != 1 or len(cols) != 1:
+        raise ValueError(f"{ref!r}: {len(rows)} rows and {len(cols)} columns match in {parts[0]}.json")
+    return cell(rows[0][cols[0]])
+
+
+def evaluate(tables: dict, expr: str) -> str:
+    """A placeholder's text: one reference as its cell's number, or references and numbers joined by
+    ``/`` and ``*`` (left to right), formatted by a trailing ``:FORMAT`` (default ``.2f``)."""
+    expr, _, fmt = expr.partition(":") if re.search(r":[.\d]*[fd%]$", expr) else (expr, "", "")
+    tokens = re.split(r"\s+([/*])\s+", expr.strip())
+    if len(tokens) == 1:
+        value = lookup(tables, tokens[0])
+        return format(_number(value), fmt) if fmt else NUMBER.search(_plain(value)).group()
+    def operand(tok):
+        return float(tok) if re.fullmatch(r"\d+(?:\.\d+)?", tok) else _number(lookup(tables, tok))
+    value = operand(tokens[0])
+    for op, tok in zip(tokens[1::2], tokens[2::2]):
+        value = value / operand(tok) if op == "/" else value * operand(tok)
+    return format(value, fmt or ".2f")
+
+
+def by_file(kept: Path = KEPT) -> dict:
+    return {t["_file"][:-5]: t for t in load_tables(kept)}
+
+
+def fill(template: str, tables: dict) -> str:
+    """``template`` with every ``{{...}}`` replaced: ``{{table:FILE}}`` by the table itself, the rest by
+    :func:`evaluate`."""
+    def one(m):
+        body = m.group(1).strip()
+        if body.startswith("table:"):
+            t = tables[body[6:].strip()]
+            return "\n".join(render_table(dict(t, notes=[], text=""))[4:]).rstrip("\n")
+        return evaluate(tables, body)
+    return PLACEHOLDER.sub(one, template)
 
 
 def render_readme(readme: str, kept: Path = KEPT) -> str:
-    """``readme`` with its how-fast block (between the markers) rewritten from the one kept table whose
-    ``readme`` field holds the block's opening paragraph: README's speed table is BENCHMARKS' own."""
-    chosen = [t for t in load_tables(kept) if t.get("readme")]
-    if len(chosen) != 1:
-        raise ValueError(f"{len(chosen)} kept tables have a readme field; one must")
-    t = chosen[0]
-    rows = [t["readme"]["text"].strip() + f" {t['section']}: {commands(t['command'])} ({t['date']}, git "
-            f"{t['commit']}; {t['model']}, {t['compute_type']}, {t['threads']} threads; the encoder `auto` chose: "
-            f"{t['encoder_auto']}).", ""]
-    rows += render_table(dict(t, notes=[], text=""))[4:]
-    rows += [t["readme"].get("after", "").strip()]
-    block = "\n".join(rows).strip("\n")
+    """``readme`` with its how-fast block (between the markers) rewritten from the template
+    ``readme.md`` of ``kept``, every figure in it looked up in the kept tables: README's figures are
+    BENCHMARKS' own."""
+    block = fill((kept / "readme.md").read_text(encoding="utf-8"), by_file(kept)).strip("\n")
     head, rest = readme.split(README_BEGIN, 1)
     return f"{head}{README_BEGIN}\n{block}\n{README_END}{rest.split(README_END, 1)[1]}"
+
+
+def render_expected(kept: Path = KEPT) -> str:
+    """``tokenmap/runtime/expected.json``: per CPU kind of sections.json with a ``doctor`` template, the
+    line ``tokenmap doctor`` ends with there, its figures looked up in the kept tables."""
+    sections = json.loads((kept / "sections.json").read_text(encoding="utf-8"))["sections"]
+    tables = by_file(kept)
+    lines = {s["section"]: fill(s["doctor"], tables) for s in sections if s.get("doctor")}
+    return json.dumps(lines, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
 
 
 # -- the adapter: a `tokenmap bench` run -> kept table files -------------------------------------------------
@@ -325,7 +377,8 @@ def main(argv=None) -> int:
         ap.add_argument("--prefix", required=True, help="file name prefix in results/kept/")
         ap.add_argument("--encoder-auto", required=True, help="the encoder `--encoder auto` chose (tokenmap doctor)")
         ap.add_argument("--note", action="append", default=[])
-        ap.add_argument("--readme", default="", help="make the end-to-end table README's, with this opening")
+        ap.add_argument("--readme", default="",
+                        help="keep this text with the end-to-end table (README: results/kept/readme.md)")
         ap.add_argument("--tables", default=",".join(TABLES),
                         help=f"which tables to keep  [default: {','.join(TABLES)}]")
         ap.add_argument("--kept", type=Path, default=KEPT)
@@ -340,11 +393,15 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--out", type=Path, default=OUT)
     ap.add_argument("--readme", type=Path, default=README,
                     help="also rewrite this README's how-fast block from the kept table marked readme")
+    ap.add_argument("--expected", type=Path, default=EXPECTED,
+                    help="also write what `tokenmap doctor` expects per CPU kind into this file")
     ap.add_argument("--check", action="store_true", help="compare with --out (and --readme) instead of writing")
     a = ap.parse_args(argv)
     outputs = {a.out: render(a.kept)}
     if a.readme:
         outputs[a.readme] = render_readme(a.readme.read_text(encoding="utf-8"), a.kept)
+    if a.expected:
+        outputs[a.expected] = render_expected(a.kept)
     if a.check:
         stale = [p for p, text in outputs.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
         print(f"stale: {', '.join(map(str, stale))}; run make bench-report" if stale else "up to date")
