@@ -166,12 +166,11 @@ def test_select_quick_deterministic_and_stable_when_records_added():
     assert md.select_quick(recs, {"synthetic": 2, "telephony": 4}, seed=1) != quick
 
 
-def test_default_quick_quota_is_small():
-    # one per synthetic/dictation group, a few real prompts: about 60 for the real plan
-    groups = 2 * 7 + 2 * 4 + 2 * 4
-    total = groups * md.QUICK_QUOTA["synthetic"] + 3 * md.QUICK_QUOTA["telephony"] \
-        + md.QUICK_QUOTA["opendomain"] + 2 * len(md.DICTATION_VOICES) * md.QUICK_QUOTA["dictation"]
-    assert 40 <= total <= 80
+def test_quick_quota_is_real_speech_with_30_utterances_a_task():
+    assert md.QUICK_QUOTA["synthetic"] == md.QUICK_QUOTA["dictation"] == 0
+    assert md.QUICK_QUOTA["telephony"] >= 30 and md.QUICK_QUOTA["calls"] >= 30
+    assert set(md.ASTERISK) == {"en", "es", "fr", "it", "ru"}
+    assert md.FULL_QUOTA["telephony"] >= 100 and md.FULL_QUOTA["calls"] >= 100
 
 
 def test_flac_duration_reads_streaminfo(tmp_path):
