@@ -192,6 +192,8 @@ bench: bench-data bench-stock bench-learn
 # Map against no map, file by file, on every set and at both audio contexts (docs/BENCHMARKS.md, "Map
 # against no map, file by file"): the right domain's map, then a wrong one; each file's rows in results/map/.
 PROFILE := $(PY) benchmarks/window_profile.py --contexts full,auto --reps 1
+#: the English prompt inventory's map (the 3 min file plays its prompts, recordings it never saw)
+MAP_EN := results/e2e/maps/telephony-en.tmap
 bench-map: bench-data
 	$(BIN)/tokenmap calibrate --reps 15
 	@mkdir -p results/map
@@ -201,6 +203,8 @@ bench-map: bench-data
 	$(PROFILE) --set opendomain --json results/map/librivox.json
 	$(PROFILE) --set telephony --stride 3 --map-of maintenance-en --json results/map/prompts-wrong-map.json
 	$(PROFILE) --set dictation --map-of telephony-en --contexts full --json results/map/dictation-wrong-map.json
+	$(PY) benchmarks/long_bench.py --minutes 3 --reps 3 --map $(MAP_EN) \
+		--systems tokenmap-seq,tokenmap-seq-map,tokenmap-batch8,tokenmap-batch8-map --json results/map/long.json
 
 # An hour of Asterisk prompts and LibriVox clips (built into the user's cache, never committed), transcribed
 # as `tokenmap transcribe --map` does, with resident memory sampled while it runs (benchmarks/hour_bench.py).

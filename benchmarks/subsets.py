@@ -8,7 +8,9 @@
   LibriVox clips, the 16 dictation windows and the first 12 English in-car commands under 5 s (TTS);
   of ``manifest.jsonl``, the first 5 call windows per language (prompts back to back, real speech).
 
-Lines keep their manifest's order and text, so the subsets are the same on every build.
+Lines keep their manifest's order and text, so the subsets are the same on every build. Both are of
+English, Spanish and French, and take ``full.jsonl`` as it was drawn before it held every real recording
+(:data:`SUBSET_QUOTA`), so they stay the files their published figures were measured on.
 
     .venv/bin/python benchmarks/subsets.py            # both, into bench-data/
 """
@@ -18,9 +20,12 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from make_data import select_quick  # noqa: E402  (benchmarks/ is not a package)
 
 
 def first(lines, limits: dict, where=lambda row: True):
@@ -34,6 +39,24 @@ def first(lines, limits: dict, where=lambda row: True):
             yield line
 
 
+#: the per-group quota the subsets draw from the manifest (make_data.select_quick), and their languages
+SUBSET_QUOTA = {"synthetic": 3, "telephony": 40, "opendomain": 5, "dictation": 4, "calls": 2}
+LANGS = ("en", "es", "fr")
+
+
+def _order(uid: str) -> int:
+    """Which of make_data's seeded orders a call window is of (its index's thousands)."""
+    return int(uid.rsplit("/", 1)[1].split("-")[0]) // 1000
+
+
+def drawn(manifest: list[str]) -> list[str]:
+    """The lines of :data:`LANGS` that ``select_quick`` draws with :data:`SUBSET_QUOTA`, in manifest order."""
+    rows = [json.loads(line) for line in manifest]
+    first_order = [r for r in rows if r["lang"] in LANGS and not (r["set"] == "calls" and _order(r["id"]))]
+    chosen = {r["id"] for r in select_quick(first_order, SUBSET_QUOTA)}
+    return [line for line, r in zip(manifest, rows) if r["id"] in chosen]
+
+
 def intel_small(full: list[str]) -> list[str]:
     return list(first(full, {"telephony": 8, "calls": 2, "opendomain": 5, "dictation": 2}))
 
@@ -41,7 +64,7 @@ def intel_small(full: list[str]) -> list[str]:
 def e2e_all(full: list[str], manifest: list[str]) -> list[str]:
     short_commands = list(first(full, {"synthetic": 12}, lambda r: r["lang"] == "en" and r["domain"] == "incar"
                                 and r["duration"] < 5.0))
-    calls = list(first(manifest, {"calls": 5}))
+    calls = list(first(manifest, {"calls": 5}, lambda r: r["lang"] in LANGS))
     rest = list(first(full, {"telephony": 40, "opendomain": 5, "dictation": 16}))
     return rest + calls + short_commands
 
@@ -50,8 +73,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, default=ROOT / "bench-data")
     args = p.parse_args()
-    full = (args.data / "full.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     manifest = (args.data / "manifest.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    full = drawn(manifest)
     for name, lines in (("intel-small", intel_small(full)), ("e2e-all", e2e_all(full, manifest))):
         (args.data / f"{name}.jsonl").write_text("".join(lines), encoding="utf-8")
         print(f"{name}.jsonl: {len(lines)} files")

@@ -348,6 +348,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--manifest", default=str(ROOT / "bench-data/e2e-all.jsonl"))
     ap.add_argument("--set", default="synthetic", help="the manifest's set field (all: every line)")
+    ap.add_argument("--langs", default=None, help="comma-separated languages to keep (default: all)")
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--stride", type=int, default=1, help="every N-th file of the set")
     ap.add_argument("--reps", type=int, default=2, help="timed repetitions per file and system (after a warm-up)")
@@ -382,7 +383,8 @@ def main(argv=None) -> None:
         memory.install()  # as the tokenmap command does, before any model loads (TOKENMAP_MALLOC=default: off)
 
     utts = [json.loads(line) for line in open(args.manifest)]
-    utts = [u for u in utts if args.set in ("all", u["set"])][:: args.stride][: args.limit]
+    utts = [u for u in utts if args.set in ("all", u["set"]) and (not args.langs or u["lang"] in args.langs.split(","))]
+    utts = utts[:: args.stride][: args.limit]
     base = Path(args.manifest).parent
     model = tokenmap.WhisperModel(str(resolve_model("base", download=False)), compute_type="int8", cpu_threads=2,
                                   encoder=args.encoder,
