@@ -27,7 +27,7 @@ help:
 	@echo "make bench-quick the quick benchmark (about 10 minutes on 2 cores)"
 	@echo "make bench       the full benchmark: its tables into results/kept/, then docs/BENCHMARKS.md"
 	@echo "make bench-report  write docs/BENCHMARKS.md from the kept results (results/kept/)"
-	@echo "make bench-map   map against no map file by file, every set, both audio contexts (~40 min on 2 cores)"
+	@echo "make bench-map   map against no map file by file, every set, both audio contexts, and a 3 min file (~40 min)"
 	@echo "make bench-hour  an hour of real speech through transcribe: memory over time, RTF (3-9 minutes on 2 cores)"
 	@echo "make shapes      random-weight models of the shapes of small, medium, large-v3, turbo (~/.cache/tokenmap/shapes)"
 	@echo "make bench-sizes calibrate the shapes, time their encoders on each engine, project S and end to end per size (~40 min)"
@@ -205,6 +205,9 @@ bench-map: bench-data
 	$(PROFILE) --set dictation --map-of telephony-en --contexts full --json results/map/dictation-wrong-map.json
 	$(PY) benchmarks/long_bench.py --minutes 3 --reps 3 --map $(MAP_EN) \
 		--systems tokenmap-seq,tokenmap-seq-map,tokenmap-batch8,tokenmap-batch8-map --json results/map/long.json
+	$(PY) benchmarks/map_keep.py --section "$(KIND)" --encoder-auto "$(ENCODER_AUTO)" \
+		--out results/kept/$(KIND_SLUG)-45-map.json
+	$(MAKE) --no-print-directory bench-report
 
 # An hour of Asterisk prompts and LibriVox clips (built into the user's cache, never committed), transcribed
 # as `tokenmap transcribe --map` does, with resident memory sampled while it runs (benchmarks/hour_bench.py).
