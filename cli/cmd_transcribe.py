@@ -21,23 +21,6 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _engine(encoder) -> str:
-    return f"ctranslate2 {encoder.engine}" if encoder.engine in ("fork", "stock") else encoder.engine
-
-
-def encoder_name(whisper, compute_type: str) -> str:
-    """The engine and precision that encode, as `tokenmap doctor` names them (``openvino bf16``,
-    ``ctranslate2 stock int8``; per audio length when two engines share the work)."""
-    encoder = getattr(getattr(whisper, "model", None), "encoder", None)
-    routes = getattr(encoder, "routes", None)
-    if routes:
-        parts = [f"{_engine(e)} {e.precision} up to {limit // 100} s" for limit, e in routes[:-1]]
-        return ", ".join(parts) + f" and {_engine(routes[-1][1])} {routes[-1][1].precision} beyond"
-    if getattr(encoder, "engine", None) and getattr(encoder, "precision", None):
-        return f"{_engine(encoder)} {encoder.precision}"
-    return f"ctranslate2 {compute_type}"  # stock CTranslate2 alone: faster-whisper's own model
-
-
 def drafting_note(stats: dict, mapped: bool, fork: bool) -> str:
     """Whether drafting ran on a file: on how many of its windows, or why not at all."""
     if not mapped:
@@ -249,6 +232,7 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
     """
     from tokenmap.assembly import ModelOptions
     from tokenmap.audio import AudioError
+    from tokenmap.encoders import summary as encoder_summary
     from tokenmap.transcriber import TranscribeOptions, load_model, transcribe_file
 
     if fmt == "all" and output_dir is None:
@@ -266,7 +250,7 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
         output_dir.mkdir(parents=True, exist_ok=True)
     options = TranscribeOptions(language=language, task=task, beam_size=beam_size, vad=vad,
                                 word_timestamps=word_timestamps, batch_size=batch_size, decoding=fw_kwargs)
-    engine = encoder_name(whisper, compute_type)
+    engine = encoder_summary(getattr(whisper, "model", None), compute_type)
     mapped, fork = bool(map_path) or recall_path is not None, getattr(whisper, "drafting", False)
     formats = FORMATS if fmt == "all" else (fmt,)
     failed = 0

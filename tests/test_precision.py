@@ -195,5 +195,5 @@ def test_doctor_shows_the_encoder_and_decoder_choice_and_why(monkeypatch, tmp_pa
     monkeypatch.setattr(report, "openvino_kernels", lambda *args: {"FullyConnected": "gemm_mlas_f32"})
     line = report.encoder_line(tmp_path, "int8", 2, {"Selected ISA": "AVX2", "GEMM_S8 backend": "DNNL"})
     assert line == (f"ctranslate2 stock int8 (ISA AVX2; GEMM DNNL) | openvino {openvino.__version__.split('-')[0]} "
-                    "f32 (FullyConnected: gemm_mlas_f32) -- stock int8 up to 20 s, openvino f32 up to 30 s: "
-                    "measured on this CPU (..)")
+                    "f32 (FullyConnected: gemm_mlas_f32) -- ctranslate2 stock int8 up to 20 s, openvino f32 up to "
+                    "30 s: measured on this CPU (..)")

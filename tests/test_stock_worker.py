@@ -47,7 +47,7 @@ def test_a_dead_worker_falls_back_to_the_fork_once(broken_stock, caplog, fork_st
         assert enc.encode(features) == ("fork", (1, 80, 3000))
         assert enc.encode(features) == ("fork", (1, 80, 3000))
     assert fork.calls == 2 and enc.worker.failed
-    assert sum("stock encoder worker failed" in r.getMessage() for r in caplog.records) == 1
+    assert sum("the fork encodes and decodes from now on" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_waiting_for_a_dead_worker_leaves_the_fallback_to_the_first_encode(broken_stock, fork_stand_in):

@@ -40,12 +40,11 @@ from tokenmap.decode.recall import load_recall
 from tokenmap.decode.rules import supports_fast_path
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
-from tokenmap.encoders import CTranslate2Encoder, Encoder, Output, open_encoder
+from tokenmap.encoders import CTranslate2Encoder, Encoder, Output, open_encoder, open_worker
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap.runtime import packing, precision
 from tokenmap.runtime.engine import default_threads, drafting_off_reason, require_step_api, warn_drafting_off
-from tokenmap.runtime.stock_worker import StockWorker, stock_installed
 from tokenmap.runtime.threads import warn_if_late
 from tokenmap.textok import TextTokenizer
 from tokenmap.windows import EncodedWindow, Session, WindowEncoder
@@ -210,10 +209,7 @@ def compose_model(fork, model_dir: Path, options: ModelOptions, tokenizer=None, 
     decoder_type = precision.decoder_compute_type(compute_type, options.decoder_compute_type, options.exact)
     decoder = fork if decoder_type == compute_type else precision.load_decoder(str(model_dir), decoder_type,
                                                                                 cpu_threads=threads, **load_kwargs)
-    on_cpu = getattr(fork, "device", "cpu") == "cpu"
-    # the worker decodes the windows nobody drafts wherever it is installed, and encodes where it is chosen to
-    worker = StockWorker(model_dir, compute_type, threads) \
-        if on_cpu and options.encoder != "fork" and stock_installed() else None
+    worker = open_worker(options.encoder, model_dir, compute_type, threads, fork)
     model = Model(open_encoder(options.encoder, model_dir, compute_type, threads, fork, worker),
                   PlainDecoder(decoder, worker, decoder_type), None, decoder_compute_type=decoder_type, **parts)
     model.drafting = Drafting(special, options.cost_model if options.cost_model is not None else model.cost,

@@ -35,7 +35,7 @@ class PlainDecoder:
     @property
     def engine(self) -> str:
         """Where plain ``generate`` runs: ``"stock"`` (the worker, while it works) or ``"fork"``."""
-        stock = self.worker is not None and self.worker.failed is None
+        stock = self.worker is not None and self.worker.healthy
         return "stock" if stock and self.worker.compute_type == self.compute_type else "fork"
 
     def generate(self, features, prompts, **kwargs):
@@ -53,8 +53,7 @@ class PlainDecoder:
             try:
                 return getattr(self.worker, method)(*args, kept=self.kept, **kwargs)
             except (WorkerDied, WorkerHung) as exc:
-                self.worker.failed = self.worker.failed or str(exc)
-                logger.warning("the stock worker failed (%s); decoding with the fork from now on", exc)
+                self.worker.give_up(str(exc))
             except StockWorkerError as exc:  # the worker is fine; this call's options were refused there
                 logger.warning("stock CTranslate2 refused a %s call (%s); running it on the fork", method, exc)
         return getattr(self.decoder, method)(*args, **kwargs)
@@ -62,7 +61,7 @@ class PlainDecoder:
     def wait_ready(self) -> None:
         """Block until the worker has loaded its model (it loads while the caller goes on). A failed start is
         left to the first call, which then runs on the fork."""
-        if self.worker is not None and self.worker.failed is None:
+        if self.worker is not None and self.worker.healthy:
             try:
                 self.worker.wait_ready()
             except (StockWorkerError, OSError, WorkerDied, WorkerHung) as exc:

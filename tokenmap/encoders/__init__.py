@@ -1,23 +1,45 @@
-"""The encoder room: every engine that encodes Whisper's windows, and the one door to it, :func:`open_encoder`.
+"""The encoder room: every engine that encodes Whisper's windows, and its doors: :func:`open_worker` decides
+whether stock CTranslate2's worker runs, :func:`open_encoder` builds the encoder, :func:`summary` names it.
 
-Its engines answer one interface (:class:`~tokenmap.encoders.base.Encoder`): OpenVINO
-(:mod:`~tokenmap.encoders.openvino`), the fork in process (:class:`~tokenmap.encoders.base.CTranslate2Encoder`)
-and stock CTranslate2 in its worker (:class:`~tokenmap.encoders.base.StockEncoder`).
-:mod:`~tokenmap.encoders.choice` decides which of them encodes each window length on this CPU and
-names the engines (:data:`ENCODERS`); :mod:`~tokenmap.encoders.report` is ``tokenmap doctor``'s line.
+* :mod:`~tokenmap.encoders.base`: the one interface (:class:`~tokenmap.encoders.base.Encoder`), the fork in
+  process (:class:`~tokenmap.encoders.base.CTranslate2Encoder`), stock CTranslate2 in its worker
+  (:class:`~tokenmap.encoders.base.StockEncoder`), several by window length
+  (:class:`~tokenmap.encoders.base.RoutedEncoder`) and the one text that names them;
+* :mod:`~tokenmap.encoders.openvino` (with :mod:`~tokenmap.encoders.openvino_graph`,
+  :mod:`~tokenmap.encoders.modelbin` and :mod:`~tokenmap.encoders.quantize`): OpenVINO;
+* :mod:`~tokenmap.encoders.choice`: which engine encodes each window length on this CPU, and the engines'
+  names (:data:`ENCODERS`), timed in a child by :mod:`~tokenmap.encoders.timing`;
+* :mod:`~tokenmap.encoders.report`: ``tokenmap doctor``'s line.
 """
 
 from __future__ import annotations
 
 import logging
 
+from tokenmap.encoders import base
 from tokenmap.encoders.base import CTranslate2Encoder, Encoder, Output, RoutedEncoder, StockEncoder
 from tokenmap.encoders.choice import ENCODERS, choose, plan_summary
 from tokenmap.encoders.openvino import OpenVINOEncoder
+from tokenmap.runtime.stock_worker import StockWorker, stock_installed
 
-__all__ = ["ENCODERS", "Encoder", "Output", "open_encoder"]
+__all__ = ["ENCODERS", "Encoder", "Output", "open_encoder", "open_worker", "summary"]
 
 logger = logging.getLogger("tokenmap")
+
+
+def open_worker(requested: str, model_dir, compute_type: str, threads: int, fork) -> StockWorker | None:
+    """Stock CTranslate2's worker, started, wherever it is installed and ``fork`` runs on the CPU, unless
+    ``requested`` is ``"fork"``: it decodes the windows nobody drafts, and encodes where it is chosen to."""
+    if getattr(fork, "device", "cpu") != "cpu" or requested == "fork" or not stock_installed():
+        return None
+    return StockWorker(model_dir, compute_type, threads)
+
+
+def summary(model, compute_type: str) -> str:
+    """What encodes for ``model`` (a :class:`tokenmap.assembly.Model`, or faster-whisper's own, which encodes
+    with CTranslate2 at ``compute_type``), named as ``tokenmap doctor`` and the log name it."""
+    encoder = getattr(model, "encoder", None)
+    return base.summary(encoder.choices()) if isinstance(encoder, Encoder) else f"ctranslate2 {compute_type}"
 
 
 def open_encoder(requested: str, model_dir, compute_type: str, threads: int, fork, worker=None) -> Encoder:

@@ -22,14 +22,11 @@ Example::
 from __future__ import annotations
 
 import abc
-import logging
 from typing import NamedTuple
 
 import numpy as np
 
 from tokenmap.runtime.stock_worker import StockWorker, StockWorkerError
-
-logger = logging.getLogger("tokenmap")
 
 
 class Output(NamedTuple):
@@ -41,11 +38,35 @@ class Output(NamedTuple):
     kept: int | None = None
 
 
+class Choice(NamedTuple):
+    """Engine (``"openvino"``, ``"stock"`` or ``"fork"``) and precision for windows up to ``max_frames``."""
+
+    engine: str
+    precision: str
+    max_frames: int = 3000
+
+
+def summary(choices) -> str:
+    """The one name of what encodes (``tokenmap doctor``, the CLI's summary, the log): each :class:`Choice`'s
+    engine and precision, with its length limit where several share the work.
+
+    >>> summary([Choice("stock", "int8", 2000), Choice("openvino", "f32")])
+    'ctranslate2 stock int8 up to 20 s, openvino f32 up to 30 s'
+    """
+    several = len(choices) > 1
+    return ", ".join(("ctranslate2 " if c.engine in ("fork", "stock") else "") + f"{c.engine} {c.precision}"
+                     + (f" up to {c.max_frames // 100} s" if several else "") for c in choices)
+
+
 class Encoder(abc.ABC):
     """An encoder engine: ``engine`` names the runtime, ``precision`` the arithmetic it encodes in."""
 
     engine: str
     precision: str
+
+    def choices(self) -> tuple[Choice, ...]:
+        """What encodes which window lengths: this engine all of them (:func:`summary` names them)."""
+        return (Choice(self.engine, self.precision),)
 
     @abc.abstractmethod
     def encode(self, features, to_cpu: bool = False):
@@ -57,7 +78,7 @@ class Encoder(abc.ABC):
 
     @abc.abstractmethod
     def describe(self) -> str:
-        """One line for ``tokenmap doctor``: the runtime, its version and precision."""
+        """The runtime's version and precision (what a benchmark records)."""
 
     def close(self) -> None:
         """Free what the engine holds outside this process (nothing, unless it says otherwise)."""
@@ -84,7 +105,8 @@ class CTranslate2Encoder(Encoder):
 class StockEncoder(Encoder):
     """``encode`` by stock CTranslate2 in ``worker`` (default: a worker started here from ``model_dir``,
     ``compute_type``, ``threads`` and ``options``). ``fallback`` (optional, e.g. the fork's model): if the
-    worker fails, one warning is logged and every later ``encode`` runs on it."""
+    worker fails, it is given up (:meth:`~tokenmap.runtime.stock_worker.StockWorker.give_up`) and every later
+    ``encode`` runs on the fallback."""
 
     engine = "stock"
 
@@ -99,17 +121,13 @@ class StockEncoder(Encoder):
 
     def encode_kept(self, features) -> Output:
         """The worker's output and its handle on the copy it keeps; the fallback's (no handle) once it failed."""
-        if self.worker.failed is None:
+        if self.worker.healthy or self.fallback is None:
             try:
                 return Output(*self.worker.encode_kept(features))
             except (StockWorkerError, OSError, ValueError) as exc:
                 if self.fallback is None:
                     raise
-                self.worker.failed = str(exc)
-                logger.warning("the stock encoder worker failed (%s); encoding with the fork from now on", exc)
-                self.worker.close()
-        if self.fallback is None:
-            raise StockWorkerError(f"the stock worker was given up: {self.worker.failed}")
+                self.worker.give_up(str(exc))
         return Output(self.fallback.encode(features))
 
     def describe(self) -> str:
@@ -136,6 +154,9 @@ class RoutedEncoder(Encoder):
         self.routes = list(routes)
         self.engine = "+".join(dict.fromkeys(e.engine for _, e in self.routes))
         self.precision = "+".join(dict.fromkeys(e.precision for _, e in self.routes))
+
+    def choices(self) -> tuple[Choice, ...]:
+        return tuple(Choice(enc.engine, enc.precision, limit) for limit, enc in self.routes)
 
     def _route(self, features) -> Encoder:
         frames = np.shape(features)[-1]

@@ -93,7 +93,8 @@ if hasattr(os, "register_at_fork"):
 
 class StockWorker:
     """Stock CTranslate2 in a worker process (one request at a time; thread-safe), which loads its model while
-    the caller goes on. ``timeout``: :func:`encoder_timeout`; ``failed``: why a user gave the worker up."""
+    the caller goes on. ``timeout``: :func:`encoder_timeout`; ``failed``: why it was given up (:meth:`give_up`),
+    once it was."""
 
     def __init__(self, model_dir, compute_type: str = "int8", threads: int = 2, directory: Path | None = None,
                  timeout: float | None = None):
@@ -115,6 +116,23 @@ class StockWorker:
         self._encodes = 0  # encodes so far: each one's number is its handle (encode_kept)
         self._holds: int | None = None  # the handle of the output the current worker keeps
         _LIVE.add(self)
+
+    @property
+    def healthy(self) -> bool:
+        """True until the worker is given up."""
+        return self.failed is None
+
+    def give_up(self, reason: str) -> None:
+        """Stop the worker for good because of ``reason`` (the first one is kept, and logged once): every later
+        call raises :class:`StockWorkerError`, and its users run the fork instead."""
+        if self.failed is None:
+            self.failed = reason
+            logger.warning("the stock worker failed (%s); the fork encodes and decodes from now on", reason)
+        self.close()
+
+    def _check(self) -> None:
+        if self.failed is not None:
+            raise StockWorkerError(f"the stock worker was given up: {self.failed}")
 
     @property
     def _proc(self):
@@ -161,6 +179,7 @@ class StockWorker:
         which :meth:`generate` and :meth:`detect_language` given that handle decode from."""
         import ctranslate2  # the fork, in this process; loaded when a window is first encoded
 
+        self._check()
         array = np.ascontiguousarray(np.asarray(features), dtype=np.float32)
         if array.ndim == 2:
             array = array[None]
@@ -227,8 +246,7 @@ class StockWorker:
 
     def _on_worker(self, features, request: dict, rows: int, kept: int | None) -> list:
         """The worker's ``results`` for ``request`` on ``features`` (or its copy of ``kept``)."""
-        if self.failed is not None:
-            raise StockWorkerError(f"the stock worker was given up: {self.failed}")
+        self._check()
 
         def message():
             if kept is not None and kept == self._holds:
