@@ -89,7 +89,8 @@ class Model:
     """An ``encoder``, the ``plain`` decoder with its ``decoder``, and ``drafting`` (or None), composed.
 
     ``generate``, ``detect_language`` and ``align`` take an :class:`~tokenmap.windows.EncodedWindow` or a bare
-    encoder output; anything else a ``ctranslate2.models.Whisper`` answers is the decoder's. ``guard`` judges
+    encoder output; the model's settings faster-whisper reads (``is_multilingual``, ``n_mels``, ``device``, ...)
+    are the decoder's. ``guard`` judges
     every decoded window, ``recorder`` (a :class:`~tokenmap.maps.recallindex.RecallIndex`, or None) records it,
     and ``session`` counts the calls made outside a ``transcribe``."""
 
@@ -172,10 +173,12 @@ class Model:
         """Block until the stock worker, where it runs, has loaded its model (the first call waits otherwise)."""
         self.plain.wait_ready()
 
-    def __getattr__(self, name):
-        if name in ("decoder", "__setstate__"):  # not set yet (a copy being made): never recurse
-            raise AttributeError(name)
-        return getattr(self.decoder, name)
+    # what faster-whisper, the stream and the bench read of a ``ctranslate2.models.Whisper``: the decoder's
+    is_multilingual = property(lambda self: self.decoder.is_multilingual)
+    num_languages = property(lambda self: self.decoder.num_languages)
+    n_mels = property(lambda self: self.decoder.n_mels)
+    device = property(lambda self: self.decoder.device)
+    device_index = property(lambda self: self.decoder.device_index)
 
 
 def _window(features, session: Session) -> EncodedWindow:
