@@ -208,14 +208,14 @@ def time_parts(clock: Clock):
 def without_replay():
     """Turn off the replay of plain windows into the window gate; returns what turns it on again."""
     from tokenmap.decode import drafting
-    from tokenmap.decode.control import ControllerSet
+    from tokenmap.decode.gate import WindowGate
 
-    replay, record = drafting.replay_generated, ControllerSet.record_replay
+    replay, record = drafting.replay_generated, WindowGate.record_replay
     drafting.replay_generated = lambda *args, **kwargs: None
-    ControllerSet.record_replay = lambda self, stats: None
+    WindowGate.record_replay = lambda self, stats: None
 
     def restore():
-        drafting.replay_generated, ControllerSet.record_replay = replay, record
+        drafting.replay_generated, WindowGate.record_replay = replay, record
     return restore
 
 

@@ -87,13 +87,14 @@ def test_previous_hypothesis_drafter_realigns_after_edits():
 
 
 def test_fallback_learns_under_its_own_controls():
-    from tokenmap.decode.control import ControlledDrafter, ControllerSet
+    from tokenmap.decode.control import ControlledDrafter
     from tokenmap.decode.cost import DEFAULT
+    from tokenmap.decode.gate import WindowGate
 
     seen = []
     stub = type("F", (), {"reset": lambda s, h=(): None, "draft": lambda s, t, n: [99] * n,
                           "update": lambda s, d, a: seen.append((d, a))})()
-    controls = ControllerSet(DEFAULT)
+    controls = WindowGate(DEFAULT)
     d = PreviousHypothesisDrafter([ts(0), 1, 2], TS, ControlledDrafter(stub, controls.member(0)))
     assert d.draft([ts(0)], 100) == [1, 2]  # the previous hypothesis: not the fallback's
     d.update(2, 2)

@@ -142,7 +142,7 @@ class Model:
         stats = (window.session or self.session).stats
 
         def decode(output: Output, prompts, kwargs):
-            plain = StoppingDecoder(self.plain.on(output.kept), self.loop, self.special, self.text, window.seconds,
+            plain = StoppingDecoder(self.plain.on(output.held), self.loop, self.special, self.text, window.seconds,
                                     stats, self.decoder if self.drafting is not None else None)
             if self.drafting is None:
                 return plain.generate(output.view, prompts, **kwargs)
@@ -164,7 +164,7 @@ class Model:
 
     def detect_language(self, features):
         output = _window(features, self.session).output
-        return self.plain.on(output.kept).detect_language(output.view)
+        return self.plain.on(output.held).detect_language(output.view)
 
     def align(self, features, *args, **kwargs):
         return self.decoder.align(_window(features, self.session).output.view, *args, **kwargs)

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokenmap.assembly import ModelOptions, open_model
-from tokenmap.decode.control import AcceptanceController, ControllerSet
+from tokenmap.decode.control import AcceptanceController
 from tokenmap.decode.drafters import FixedDrafter, Heard, default_drafter
+from tokenmap.decode.gate import WindowGate
 from tokenmap.decode.rules import GREEDY_KW
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import DecodeStats, decode_window
@@ -46,7 +47,7 @@ class RecordingController(AcceptanceController):
         super().update(drafted, accepted)
 
 
-class RecordingControllerSet(ControllerSet):
+class RecordingWindowGate(WindowGate):
     """Per-source controllers that record their drafts (:class:`RecordingController`)."""
 
     controller = RecordingController
@@ -84,7 +85,7 @@ class BenchModels:
     d2m: list = field(default_factory=list)
     m2d: list = field(default_factory=list)
     spec_tokens: int = 4
-    controllers: dict = field(default_factory=dict)  # task -> its ControllerSet
+    controllers: dict = field(default_factory=dict)  # task -> its WindowGate
 
     def prompt(self, lang: str, timestamps: bool) -> list[int]:
         ids = {t: i for i, t in enumerate(self.vocab[self.special.eot:], self.special.eot)}
@@ -134,7 +135,7 @@ def speculative(eng: BenchModels, enc, prompt, token_map, task: str = "", second
     ``seconds``: the audio in the window (what ``tokenmap.WhisperModel`` reads off its features);
     ``recall``: a :class:`tokenmap.maps.recallindex.RecallIndex` drafting segments heard before (``mel``: the
     window's features, by which it finds them inside the window too)."""
-    controllers = eng.controllers.setdefault(task, RecordingControllerSet(eng.cost))
+    controllers = eng.controllers.setdefault(task, RecordingWindowGate(eng.cost))
 
     def run() -> Output:
         start = [len(m.log) for m in controllers.members]

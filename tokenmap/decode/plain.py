@@ -16,20 +16,20 @@ logger = logging.getLogger("tokenmap")
 
 
 class PlainDecoder:
-    """``generate`` and ``detect_language`` on :attr:`engine` (module docstring); ``kept``: the worker's handle
-    on the encoder output it keeps, when that is the output decoded (:meth:`on`)."""
+    """``generate`` and ``detect_language`` on :attr:`engine` (module docstring); ``held``: the worker's handle
+    on the encoder output it holds, when that is the output decoded (:meth:`on`)."""
 
-    kept: int | None = None
+    held: int | None = None
 
     def __init__(self, decoder, worker: StockWorker | None = None, compute_type: str | None = None):
         self.decoder = decoder
         self.worker = worker
         self.compute_type = compute_type
 
-    def on(self, kept: int | None) -> "PlainDecoder":
-        """This decoder for encoder output whose copy the worker keeps as ``kept`` (None: none)."""
+    def on(self, held: int | None) -> "PlainDecoder":
+        """This decoder for encoder output whose copy the worker holds as ``held`` (None: none)."""
         bound = copy.copy(self)
-        bound.kept = kept
+        bound.held = held
         return bound
 
     @property
@@ -51,7 +51,7 @@ class PlainDecoder:
         worker, goes to the fork: the call, or every call from then on)."""
         if self.engine == "stock":
             try:
-                return getattr(self.worker, method)(*args, kept=self.kept, **kwargs)
+                return getattr(self.worker, method)(*args, held=self.held, **kwargs)
             except (WorkerDied, WorkerHung) as exc:
                 self.worker.give_up(str(exc))
             except StockWorkerError as exc:  # the worker is fine; this call's options were refused there

@@ -31,11 +31,11 @@ from tokenmap.runtime.stock_worker import StockWorker, StockWorkerError
 
 class Output(NamedTuple):
     """Encoder output: ``view``, ``[batch, frames / 2, d_model]`` as a float32 ``ctranslate2.StorageView``, and
-    ``kept``, the engine's handle on a copy of it that the engine keeps (stock CTranslate2's worker decodes
-    from that copy: :meth:`tokenmap.runtime.stock_worker.StockWorker.encode_kept`), or None."""
+    ``held``, the engine's handle on a copy of it that the engine holds (stock CTranslate2's worker decodes
+    from that copy: :meth:`tokenmap.runtime.stock_worker.StockWorker.encode_held`), or None."""
 
     view: object
-    kept: int | None = None
+    held: int | None = None
 
 
 class Choice(NamedTuple):
@@ -72,8 +72,8 @@ class Encoder(abc.ABC):
     def encode(self, features, to_cpu: bool = False):
         """Encoder output of ``features`` (``[batch, n_mels, frames]``) as a ``ctranslate2.StorageView``."""
 
-    def encode_kept(self, features) -> Output:
-        """:meth:`encode`'s output with the engine's handle on the copy it keeps (none here)."""
+    def encode_held(self, features) -> Output:
+        """:meth:`encode`'s output with the engine's handle on the copy it holds (none here)."""
         return Output(self.encode(features))
 
     @abc.abstractmethod
@@ -117,13 +117,13 @@ class StockEncoder(Encoder):
         self.fallback = fallback
 
     def encode(self, features, to_cpu: bool = False):
-        return self.encode_kept(features).view
+        return self.encode_held(features).view
 
-    def encode_kept(self, features) -> Output:
-        """The worker's output and its handle on the copy it keeps; the fallback's (no handle) once it failed."""
+    def encode_held(self, features) -> Output:
+        """The worker's output and its handle on the copy it holds; the fallback's (no handle) once it failed."""
         if self.worker.healthy or self.fallback is None:
             try:
-                return Output(*self.worker.encode_kept(features))
+                return Output(*self.worker.encode_held(features))
             except (StockWorkerError, OSError, ValueError) as exc:
                 if self.fallback is None:
                     raise
@@ -165,8 +165,8 @@ class RoutedEncoder(Encoder):
     def encode(self, features, to_cpu: bool = False):
         return self._route(features).encode(features, to_cpu=to_cpu)
 
-    def encode_kept(self, features) -> Output:
-        return self._route(features).encode_kept(features)
+    def encode_held(self, features) -> Output:
+        return self._route(features).encode_held(features)
 
     def describe(self) -> str:
         return "; ".join(f"up to {limit // 100} s: {enc.describe()}" for limit, enc in self.routes)

@@ -4,7 +4,7 @@ Every update re-decodes the whole buffer (at most 30 s) on its audio plus a marg
 on :meth:`tokenmap.windows.EncodedWindow.full` when the :class:`tokenmap.decode.guarding.Guard` rejects that decode.
 The previous update's hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding paper), realigned
 after each mismatch (:mod:`tokenmap.stream.draft`); beyond it the token map (or prompt lookup) drafts, under a
-:class:`tokenmap.decode.control.ControllerSet` kept across updates.
+:class:`tokenmap.decode.gate.WindowGate` kept across updates.
 
 Commit policy (LocalAgreement-2 over whole segments, :func:`agreed_segments`): a leading segment closed by a
 timestamp (``<|t0|> text <|t1|>``; a trailing ``<|t0|> text`` is open) whose text is identical in the last
@@ -39,9 +39,9 @@ from faster_whisper.feature_extractor import FeatureExtractor
 from tokenmap.assembly import ModelOptions, open_model
 from tokenmap.audio import SAMPLE_RATE
 from tokenmap.context import WINDOW_FRAMES, as_audio_context
-from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.drafters import default_drafter, lcp
+from tokenmap.decode.gate import WindowGate
 from tokenmap.decode.guarding import Guard, short_decode_rejected
 from tokenmap.decode.rules import DISABLED, GREEDY_KW, greedy_decode
 from tokenmap.decode.special import SpecialTokens
@@ -232,7 +232,7 @@ class StreamTranscriber:
         self.metrics = StreamMetrics()
         self.finished = False
         cost = getattr(engine, "cost", None)
-        self._controllers = ControllerSet(cost) if cost is not None else None  # the fallback's, across updates
+        self._controllers = WindowGate(cost) if cost is not None else None  # the fallback's, across updates
 
     @property
     def audio_end(self) -> float:
@@ -337,7 +337,7 @@ class StreamTranscriber:
         if self.options.scratch == "reference":
             out = greedy_decode(self.engine.model, output.view, prompt, self.engine.special, **GREEDY_KW).tokens
         else:
-            plain = self.engine.model.plain.on(output.kept)
+            plain = self.engine.model.plain.on(output.held)
             out = plain.generate(output.view, [prompt], **GREEDY_KW)[0].sequences_ids[0]
         return time.perf_counter() - t, list(out) == list(tokens)
 
