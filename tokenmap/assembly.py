@@ -7,7 +7,7 @@ A :class:`Model` is what faster-whisper calls ``self.model``:
 * a decoder: the fork's ``ctranslate2.models.Whisper`` at the precision :mod:`tokenmap.runtime.precision` chooses,
   and a :class:`~tokenmap.decode.plain.PlainDecoder` for ``generate`` and ``detect_language`` without drafts
   (stock CTranslate2 in its worker where installed);
-* drafters (:class:`~tokenmap.decode.drafting.Drafting`), or none where the installed CTranslate2 has no step API.
+* drafters (:class:`~tokenmap.decode.model_drafting.Drafting`), or none where the installed CTranslate2 has no step API.
 
 Every ``generate`` goes through the guard (:mod:`tokenmap.decode.guarding`). Every caller builds its model here,
 from one :class:`ModelOptions`: :func:`compose_model` around a loaded ``ctranslate2.models.Whisper``, or
@@ -32,9 +32,9 @@ from tokenizers import Tokenizer
 
 from tokenmap.decode.cost import load_cost_model
 from tokenmap.decode.drafters import EchoDrafter, SessionCache
-from tokenmap.decode.drafting import Drafting
 from tokenmap.decode.guarding import Guard, guarded_generate
 from tokenmap.decode.loops import LoopOptions, StoppingDecoder, stopped_ratios
+from tokenmap.decode.model_drafting import Drafting
 from tokenmap.decode.plain import PlainDecoder
 from tokenmap.decode.recall import load_recall
 from tokenmap.decode.rules import supports_fast_path

@@ -3,8 +3,8 @@
 Every update re-decodes the whole buffer (at most 30 s) on its audio plus a margin (``auto`` by default), and again
 on :meth:`tokenmap.windows.EncodedWindow.full` when the :class:`tokenmap.decode.guarding.Guard` rejects that decode.
 The previous update's hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding paper), realigned
-after each mismatch (:mod:`tokenmap.stream.draft`); beyond it the token map (or prompt lookup) drafts, under a
-:class:`tokenmap.decode.gate.WindowGate` kept across updates.
+after each mismatch (:mod:`tokenmap.stream.previous_hypothesis`); beyond it the token map (or prompt lookup)
+drafts, under a :class:`tokenmap.decode.gate.WindowGate` kept across updates.
 
 Commit policy (LocalAgreement-2 over whole segments, :func:`agreed_segments`): a leading segment closed by a
 timestamp (``<|t0|> text <|t1|>``; a trailing ``<|t0|> text`` is open) whose text is identical in the last
@@ -47,8 +47,8 @@ from tokenmap.decode.rules import DISABLED, GREEDY_KW, greedy_decode
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import Verification, decode_window
 from tokenmap.encoders import Output
-from tokenmap.stream.draft import PreviousHypothesisDrafter
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
+from tokenmap.stream.previous_hypothesis import PreviousHypothesisDrafter
 from tokenmap.windows import CONFIDENT, EncodedWindow, Session
 
 logger = logging.getLogger("tokenmap")
