@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tokenmap.decode.drafters import lcp
+from tokenmap.decode.guarding import Guard
 from tokenmap.stream.audio import FileSource
 from tokenmap.stream.live import (
     Decoded,
@@ -153,6 +154,7 @@ class FakeEngine:
         self.special = SpecialTokens(sot=50258, eot=50257, no_timestamps=50363, no_speech=50362,
                                      vocab_size=51865)
         self.token_map = None
+        self.guard = Guard()
 
     def encode(self, audio):
         from tokenmap.encoders import Output
@@ -172,7 +174,7 @@ class Scripted(StreamTranscriber):
         super().__init__(FakeEngine(), StreamOptions(**options))
         self.script = list(script)
 
-    def decode(self, enc, prompt, draft):
+    def decode(self, enc, prompt, draft, **kwargs):
         tokens = self.script.pop(0) if self.script else []
         silent = not tokens
         return Decoded(list(tokens), 0.01, 0.9 if silent else 0.0, -2.0 if silent else -0.1)
@@ -247,10 +249,10 @@ def engine32(base_model_dir):
 class Stepwise(StreamTranscriber):
     """Decodes every update step by step with plain greedy decoding, no draft (the non-streaming check)."""
 
-    def decode(self, enc, prompt, draft):
-        from tokenmap.decode.rules import GREEDY_KW, greedy_decode
+    def decode(self, enc, prompt, draft, **kwargs):
+        from tokenmap.decode.rules import greedy_decode
 
-        r = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **GREEDY_KW)
+        r = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **kwargs)
         return Decoded(list(r.tokens), 0.0, r.no_speech_prob or 0.0, r.score)
 
 

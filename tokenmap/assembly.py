@@ -149,18 +149,20 @@ class Model:
             return self.drafting.generate(self.decoder, plain, output.view, prompts, stats, window.seconds,
                                           window.mel, **kwargs)
 
-        def verify(output: Output, prompt, kwargs, expected):  # the copy guard's probe, drafted from ``expected``
-            if self.drafting is None or not supports_fast_path(prompt=prompt, special=self.special, **kwargs):
-                return None
-            return decode_window(self.decoder, output.view, prompt, self.special, EchoDrafter(expected),
-                                 loop=self.loop, **kwargs).tokens
-
-        output, results = guarded_generate(decode, window, prompts, kwargs, stats, self, verify)
+        output, results = guarded_generate(decode, window, prompts, kwargs, stats, self, self.verify_copy)
         (window.session or self.session).ratios = stopped_ratios(results, self.text)  # tokenmap.hooks reads them
         if self.recorder is not None and len(prompts) == 1:
             self.recorder.add_window(_rows(output.view)[0], results[0].sequences_ids[0],
                                      self.special.timestamp_begin, mel=window.mel)
         return results
+
+    def verify_copy(self, output: Output, prompt, kwargs, expected):
+        """The copy guard's probe (:func:`tokenmap.decode.copies.probe_copy`): the tokens of a greedy decode of
+        ``prompt``, drafted from ``expected``; None where the drafting loop cannot decode these ``kwargs``."""
+        if self.drafting is None or not supports_fast_path(prompt=prompt, special=self.special, **kwargs):
+            return None
+        return decode_window(self.decoder, output.view, prompt, self.special, EchoDrafter(expected),
+                             loop=self.loop, **kwargs).tokens
 
     def detect_language(self, features):
         output = _window(features, self.session).output
