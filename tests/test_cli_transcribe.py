@@ -460,9 +460,6 @@ def test_summary_names_the_encoder_and_whether_drafting_ran():
         def encode(self, features, to_cpu=False):
             return None
 
-        def describe(self):
-            return self.engine
-
     openvino, stock = Named("openvino", "bf16"), Named("stock", "int8")
     assert summary(NS(encoder=openvino), "int8") == "openvino bf16"
     assert summary(NS(encoder=stock), "int8") == "ctranslate2 stock int8"

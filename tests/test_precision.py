@@ -102,7 +102,7 @@ def test_drafts_keep_the_split_configurations_greedy_output(split, base_model_di
     assert len(tokens) >= 5
     wrong = tokens[:2] + [t + 1 for t in tokens[2:]]
     for draft in (tokens + [special.eot], wrong, []):
-        got = decode_window(split, enc, prompt, special, FixedDrafter(draft), **KW)
+        got = decode_window(split.decoder, enc, prompt, special, FixedDrafter(draft), **KW)
         assert got.tokens == tokens
         assert got.score == pytest.approx(ref.scores[0], abs=2e-3)
         assert got.no_speech_prob == pytest.approx(ref.no_speech_prob, abs=1e-4)

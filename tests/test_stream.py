@@ -252,7 +252,7 @@ class Stepwise(StreamTranscriber):
     def decode(self, enc, prompt, draft, **kwargs):
         from tokenmap.decode.rules import greedy_decode
 
-        r = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **kwargs)
+        r = greedy_decode(self.engine.model.decoder, enc, prompt, self.engine.special, **kwargs)
         return Decoded(list(r.tokens), 0.0, r.no_speech_prob or 0.0, r.score)
 
 

@@ -147,7 +147,7 @@ def speculative(eng: BenchModels, enc, prompt, token_map, task: str = "", second
         own = [d for d in drafter.drafters if hasattr(d, "log")]  # drafters that set their own length
         for d in own:
             d.log = []
-        result = decode_window(eng.main, enc, prompt, eng.special, drafter, **GREEDY_KW)
+        result = decode_window(eng.main.decoder, enc, prompt, eng.special, drafter, **GREEDY_KW)
         controllers.record_window(result.stats)
         log = [entry for m, n in zip(controllers.members, start + [0] * len(controllers.members))
                for entry in m.log[n:]] + [entry for d in own for entry in d.log]
@@ -160,7 +160,7 @@ def oracle(eng: BenchModels, enc, prompt, greedy_tokens):
     sequence = list(greedy_tokens) + [eng.special.eot]
 
     def run() -> Output:
-        result = decode_window(eng.main, enc, prompt, eng.special, FixedDrafter(sequence), **GREEDY_KW)
+        result = decode_window(eng.main.decoder, enc, prompt, eng.special, FixedDrafter(sequence), **GREEDY_KW)
         return Output(result.tokens, result.stats.as_dict())
     return run
 
@@ -177,7 +177,7 @@ def distil_spec(eng: BenchModels, features, enc, prompt):
 
     def run() -> Output:
         draft_enc = eng.draft.encode(features)
-        tokens = eng.main.generate_speculative(
+        tokens = eng.main.decoder.generate_speculative(
             eng.draft, enc, draft_enc, prompt=list(prompt), num_speculative_tokens=eng.spec_tokens,
             max_length=max_length, eot_id=eng.special.eot, suppress_tokens=suppress,
             d2m=eng.d2m, m2d=eng.m2d)

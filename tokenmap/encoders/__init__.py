@@ -1,15 +1,8 @@
-"""The encoder room: every engine that encodes Whisper's windows, and its doors: :func:`open_worker` decides
-whether stock CTranslate2's worker runs, :func:`open_encoder` builds the encoder, :func:`summary` names it.
-
-* :mod:`~tokenmap.encoders.base`: the one interface (:class:`~tokenmap.encoders.base.Encoder`), the fork in
-  process (:class:`~tokenmap.encoders.base.CTranslate2Encoder`), stock CTranslate2 in its worker
-  (:class:`~tokenmap.encoders.base.StockEncoder`), several by window length
-  (:class:`~tokenmap.encoders.base.RoutedEncoder`) and the one text that names them;
-* :mod:`~tokenmap.encoders.openvino` (with :mod:`~tokenmap.encoders.openvino_graph`,
-  :mod:`~tokenmap.encoders.modelbin` and :mod:`~tokenmap.encoders.quantize`): OpenVINO;
-* :mod:`~tokenmap.encoders.choice`: which engine encodes each window length on this CPU, and the engines'
-  names (:data:`ENCODERS`), timed in a child by :mod:`~tokenmap.encoders.timing`;
-* :mod:`~tokenmap.encoders.report`: ``tokenmap doctor``'s line.
+"""The encoder room: :func:`open_worker` decides whether stock CTranslate2's worker runs, :func:`open_encoder`
+builds the encoder, :func:`summary` names it. :mod:`.base`: the interface, the fork's and stock CTranslate2's
+encoders, several by window length, and the one text that names them; :mod:`.openvino` (with
+:mod:`.openvino_graph`, :mod:`.modelbin`, :mod:`.quantize`): OpenVINO; :mod:`.choice`: which engine encodes each
+window length on this CPU (timed in a child by :mod:`.timing`); :mod:`.report`: ``tokenmap doctor``'s line.
 """
 
 from __future__ import annotations
@@ -39,7 +32,7 @@ def summary(model, compute_type: str) -> str:
     """What encodes for ``model`` (a :class:`tokenmap.assembly.Model`, or faster-whisper's own, which encodes
     with CTranslate2 at ``compute_type``), named as ``tokenmap doctor`` and the log name it."""
     encoder = getattr(model, "encoder", None)
-    return base.summary(encoder.choices()) if isinstance(encoder, Encoder) else f"ctranslate2 {compute_type}"
+    return base.describe(encoder.choices()) if isinstance(encoder, Encoder) else f"ctranslate2 {compute_type}"
 
 
 def open_encoder(requested: str, model_dir, compute_type: str, threads: int, fork, worker=None) -> Encoder:

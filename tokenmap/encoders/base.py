@@ -12,8 +12,6 @@ Example::
     ...     engine, precision = "zeros", "f32"
     ...     def encode(self, features, to_cpu=False):
     ...         return features.shape
-    ...     def describe(self):
-    ...         return "zeros"
     >>> import numpy as np
     >>> Zeros().encode(np.zeros((1, 80, 3000)))
     (1, 80, 3000)
@@ -46,11 +44,11 @@ class Choice(NamedTuple):
     max_frames: int = 3000
 
 
-def summary(choices) -> str:
+def describe(choices) -> str:
     """The one name of what encodes (``tokenmap doctor``, the CLI's summary, the log): each :class:`Choice`'s
     engine and precision, with its length limit where several share the work.
 
-    >>> summary([Choice("stock", "int8", 2000), Choice("openvino", "f32")])
+    >>> describe([Choice("stock", "int8", 2000), Choice("openvino", "f32")])
     'ctranslate2 stock int8 up to 20 s, openvino f32 up to 30 s'
     """
     several = len(choices) > 1
@@ -65,7 +63,7 @@ class Encoder(abc.ABC):
     precision: str
 
     def choices(self) -> tuple[Choice, ...]:
-        """What encodes which window lengths: this engine all of them (:func:`summary` names them)."""
+        """What encodes which window lengths: this engine all of them (:func:`describe` names them)."""
         return (Choice(self.engine, self.precision),)
 
     @abc.abstractmethod
@@ -75,10 +73,6 @@ class Encoder(abc.ABC):
     def encode_held(self, features) -> Output:
         """:meth:`encode`'s output with the engine's handle on the copy it holds (none here)."""
         return Output(self.encode(features))
-
-    @abc.abstractmethod
-    def describe(self) -> str:
-        """The runtime's version and precision (what a benchmark records)."""
 
     def close(self) -> None:
         """Free what the engine holds outside this process (nothing, unless it says otherwise)."""
@@ -95,11 +89,6 @@ class CTranslate2Encoder(Encoder):
 
     def encode(self, features, to_cpu: bool = False):
         return self.model.encode(features, to_cpu=to_cpu)
-
-    def describe(self) -> str:
-        import ctranslate2
-
-        return f"ctranslate2 {ctranslate2.__version__} (the fork, in process), {self.precision}"
 
 
 class StockEncoder(Encoder):
@@ -130,10 +119,6 @@ class StockEncoder(Encoder):
                 self.worker.give_up(str(exc))
         return Output(self.fallback.encode(features))
 
-    def describe(self) -> str:
-        version = self.worker.version or "(not started yet)"
-        return f"ctranslate2 {version} (stock, worker process), {self.precision}"
-
     def close(self) -> None:
         self.worker.close()
 
@@ -144,7 +129,6 @@ class RoutedEncoder(Encoder):
     >>> class Named(Encoder):
     ...     def __init__(self, name): self.engine, self.precision = name, "f32"
     ...     def encode(self, features, to_cpu=False): return self.engine
-    ...     def describe(self): return self.engine
     >>> routed = RoutedEncoder([(2000, Named("short")), (3000, Named("long"))])
     >>> routed.encode(np.zeros((1, 80, 800))), routed.encode(np.zeros((1, 80, 3000)))
     ('short', 'long')
@@ -167,9 +151,6 @@ class RoutedEncoder(Encoder):
 
     def encode_held(self, features) -> Output:
         return self._route(features).encode_held(features)
-
-    def describe(self) -> str:
-        return "; ".join(f"up to {limit // 100} s: {enc.describe()}" for limit, enc in self.routes)
 
     def close(self) -> None:
         for _, enc in self.routes:

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenmap.decode.cost import calibration_path
-from tokenmap.encoders.base import Choice, StockEncoder, summary
+from tokenmap.encoders.base import Choice, StockEncoder, describe
 from tokenmap.encoders.openvino import (
     PRECISIONS,
     EncoderUnavailable,
@@ -305,5 +305,5 @@ def _fastest_openvino(data: dict) -> EncoderPlan:
 
 
 def plan_summary(plan: EncoderPlan) -> str:
-    """One line: what encodes each length (:func:`~tokenmap.encoders.base.summary`), then why."""
-    return f"{summary(plan.choices)}: {plan.reason}"
+    """One line: what encodes each length (:func:`~tokenmap.encoders.base.describe`), then why."""
+    return f"{describe(plan.choices)}: {plan.reason}"

@@ -130,10 +130,6 @@ class StockWorker:
             logger.warning("the stock worker failed (%s); the fork encodes and decodes from now on", reason)
         self.close()
 
-    def _check(self) -> None:
-        if self.failed is not None:
-            raise StockWorkerError(f"the stock worker was given up: {self.failed}")
-
     @property
     def _proc(self):
         """The current worker's ``Popen`` (None before a forked child's first call)."""
@@ -146,7 +142,8 @@ class StockWorker:
 
     def _ready(self) -> str:
         if self._closed:
-            raise StockWorkerError("the stock encoder is closed")
+            raise StockWorkerError(f"the stock worker was given up: {self.failed}" if self.failed else
+                                   "the stock encoder is closed")
         if self._worker is None:
             self._new_worker()
         worker = self._worker
@@ -179,7 +176,6 @@ class StockWorker:
         which :meth:`generate` and :meth:`detect_language` given that handle decode from."""
         import ctranslate2  # the fork, in this process; loaded when a window is first encoded
 
-        self._check()
         array = np.ascontiguousarray(np.asarray(features), dtype=np.float32)
         if array.ndim == 2:
             array = array[None]
@@ -193,6 +189,7 @@ class StockWorker:
 
     def _request(self, array: np.ndarray) -> np.ndarray:
         """Send ``array`` to the worker to encode and copy its answer out."""
+        self._ready()  # a closed or given-up worker takes no new blocks
         dst = self._block("out", array.shape[0] * (array.shape[2] // 2 + 1) * MAX_D_MODEL * 4)
 
         def message():
@@ -246,8 +243,6 @@ class StockWorker:
 
     def _on_worker(self, features, request: dict, rows: int, held: int | None) -> list:
         """The worker's ``results`` for ``request`` on ``features`` (or its copy of ``held``)."""
-        self._check()
-
         def message():
             if held is not None and held == self._holds:
                 return request

@@ -181,13 +181,6 @@ class StreamModel:
         return self.tokenizer.decode([t for t in tokens if t < self.special.eot])
 
 
-def _timed_full(window: EncodedWindow) -> float:
-    """Seconds :meth:`EncodedWindow.full` took to encode ``window`` as 30 s."""
-    started = time.perf_counter()
-    window.full()
-    return time.perf_counter() - started
-
-
 def biased_accept(beta: float, drafter: PreviousHypothesisDrafter):
     """The ``accept`` predicate of :func:`decode_window` for paper eq. 5 (None when beta = 0); a token the rules
     disabled is never kept."""
@@ -288,8 +281,10 @@ class StreamTranscriber:
                 full_s = seconds - dec.seconds
                 enc_s += full_s
             if self.options.scratch:  # as whisper_streaming-style tools do: the buffer as 30 s, plain decoding
-                if short and not guarded:
-                    full_s = _timed_full(window)
+                if short and not guarded:  # time the 30 s encode
+                    t = time.perf_counter()
+                    window.full()
+                    full_s = time.perf_counter() - t
                 scratch = (*self._scratch(window.full(), prompt, dec.tokens), full_s)
             silent = dec.no_speech > self.options.no_speech_threshold and dec.score < self.options.logprob_threshold
             tokens = [] if silent else dec.tokens
@@ -347,7 +342,7 @@ class StreamTranscriber:
         t = time.perf_counter()
         fallback = default_drafter(e.token_map, e.special, controllers=self._controllers, cost=getattr(e, "cost", None))
         drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback)
-        r = decode_window(e.model, enc, prompt, e.special, drafter,
+        r = decode_window(e.model.decoder, enc, prompt, e.special, drafter,
                           Verification(self.options.recheck_margin, biased_accept(self.options.beta, drafter)),
                           loop=getattr(e.model, "loop", None),
                           **kwargs)  # loop: the loop stop's rule (tokenmap.decode.loops), None when off
@@ -358,7 +353,7 @@ class StreamTranscriber:
         """``(decode seconds, same tokens)`` of the update decoded from scratch on ``output``."""
         t = time.perf_counter()
         if self.options.scratch == "reference":
-            out = greedy_decode(self.engine.model, output.view, prompt, self.engine.special, **GREEDY_KW).tokens
+            out = greedy_decode(self.engine.model.decoder, output.view, prompt, self.engine.special, **GREEDY_KW).tokens
         else:
             plain = self.engine.model.plain.on(output.held)
             out = plain.generate(output.view, [prompt], **GREEDY_KW)[0].sequences_ids[0]
