@@ -21,6 +21,14 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def encoder_name(whisper, compute_type: str) -> str:
+    """What encodes, as `tokenmap doctor` names it (:func:`tokenmap.encoders.describe`)."""
+    from tokenmap.encoders import describe
+
+    encoder = getattr(getattr(whisper, "model", None), "encoder", None)  # faster-whisper's model alone: none
+    return describe(encoder.choices()) if encoder is not None else f"ctranslate2 {compute_type}"
+
+
 def drafting_note(stats: dict, mapped: bool, fork: bool) -> str:
     """Whether drafting ran on a file: on how many of its windows, or why not at all."""
     if not mapped:
@@ -232,7 +240,6 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
     """
     from tokenmap.assembly import ModelOptions
     from tokenmap.audio import AudioError
-    from tokenmap.encoders import summary as encoder_summary
     from tokenmap.transcriber import TranscribeOptions, load_model, transcribe_file
 
     if fmt == "all" and output_dir is None:
@@ -250,7 +257,7 @@ def transcribe(files, model, map_path, recall_path, language, task, compute_type
         output_dir.mkdir(parents=True, exist_ok=True)
     options = TranscribeOptions(language=language, task=task, beam_size=beam_size, vad=vad,
                                 word_timestamps=word_timestamps, batch_size=batch_size, decoding=fw_kwargs)
-    engine = encoder_summary(getattr(whisper, "model", None), compute_type)
+    engine = encoder_name(whisper, compute_type)
     mapped, fork = bool(map_path) or recall_path is not None, getattr(whisper, "drafting", False)
     formats = FORMATS if fmt == "all" else (fmt,)
     failed = 0

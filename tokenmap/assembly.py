@@ -177,10 +177,8 @@ class Model:
 
     # what faster-whisper, the stream and the bench read of a ``ctranslate2.models.Whisper``: the decoder's
     is_multilingual = property(lambda self: self.decoder.is_multilingual)
-    num_languages = property(lambda self: self.decoder.num_languages)
     n_mels = property(lambda self: self.decoder.n_mels)
     device = property(lambda self: self.decoder.device)
-    device_index = property(lambda self: self.decoder.device_index)
 
 
 def _window(features, session: Session) -> EncodedWindow:

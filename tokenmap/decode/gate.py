@@ -4,9 +4,7 @@ A map from the wrong domain must cost what plain decoding costs, after a window.
 an account of what the drafts of the windows decoded so far saved on the cost curve
 (:class:`tokenmap.decode.cost.CostModel`), weighed by a clock of what those windows and plain ``generate``
 really took, and sends whole windows to plain ``generate`` while it is negative or no source of drafts
-pays; a closed gate still lets every ``probe_windows``-th window through. It keeps what it weighs: each
-source's :class:`~tokenmap.decode.control.AcceptanceController` and each map's
-:class:`~tokenmap.decode.control.DraftTally`.
+pays; a closed gate still lets every ``probe_windows``-th window through.
 """
 
 from __future__ import annotations
@@ -16,9 +14,8 @@ from tokenmap.decode.control import AcceptanceController, DraftTally
 
 class WindowGate:
     """Whether a whole window is decoded with drafts or goes to plain ``generate``, weighing the sources'
-    controllers (``members``), the map tallies (``tallies``) and an account of the windows decoded so far.
-    One gate serves the windows decoded with the same maps; each source learns on its own there (prompt
-    lookup in a repetitive window is nearly always right, a map may be from the wrong domain).
+    controllers (``members``), the map tallies (``tallies``) and an account of the windows decoded so far,
+    with the same maps; each source learns on its own (a map may be from the wrong domain).
 
     The account is a decayed mean (``window_decay`` a window) of
     :meth:`tokenmap.decode.cost.CostModel.window_saving`. One losing window may close the gate; the windows

@@ -1,5 +1,5 @@
 """The encoder room: :func:`open_worker` decides whether stock CTranslate2's worker runs, :func:`open_encoder`
-builds the encoder, :func:`summary` names it. :mod:`.base`: the interface, the fork's and stock CTranslate2's
+builds the encoder, :func:`describe` names it. :mod:`.base`: the interface, the fork's and stock CTranslate2's
 encoders, several by window length, and the one text that names them; :mod:`.openvino` (with
 :mod:`.openvino_graph`, :mod:`.modelbin`, :mod:`.quantize`): OpenVINO; :mod:`.choice`: which engine encodes each
 window length on this CPU (timed in a child by :mod:`.timing`); :mod:`.report`: ``tokenmap doctor``'s line.
@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import logging
 
-from tokenmap.encoders import base
-from tokenmap.encoders.base import CTranslate2Encoder, Encoder, Output, RoutedEncoder, StockEncoder
+from tokenmap.encoders.base import CTranslate2Encoder, Encoder, Output, RoutedEncoder, StockEncoder, describe
 from tokenmap.encoders.choice import ENCODERS, choose, plan_summary
 from tokenmap.encoders.openvino import OpenVINOEncoder
 from tokenmap.runtime.stock_worker import StockWorker, stock_installed
 
-__all__ = ["ENCODERS", "Encoder", "Output", "open_encoder", "open_worker", "summary"]
+__all__ = ["ENCODERS", "Encoder", "Output", "describe", "open_encoder", "open_worker"]
 
 logger = logging.getLogger("tokenmap")
 
@@ -26,13 +25,6 @@ def open_worker(requested: str, model_dir, compute_type: str, threads: int, fork
     if getattr(fork, "device", "cpu") != "cpu" or requested == "fork" or not stock_installed():
         return None
     return StockWorker(model_dir, compute_type, threads)
-
-
-def summary(model, compute_type: str) -> str:
-    """What encodes for ``model`` (a :class:`tokenmap.assembly.Model`, or faster-whisper's own, which encodes
-    with CTranslate2 at ``compute_type``), named as ``tokenmap doctor`` and the log name it."""
-    encoder = getattr(model, "encoder", None)
-    return base.describe(encoder.choices()) if isinstance(encoder, Encoder) else f"ctranslate2 {compute_type}"
 
 
 def open_encoder(requested: str, model_dir, compute_type: str, threads: int, fork, worker=None) -> Encoder:

@@ -45,8 +45,7 @@ class Choice(NamedTuple):
 
 
 def describe(choices) -> str:
-    """The one name of what encodes (``tokenmap doctor``, the CLI's summary, the log): each :class:`Choice`'s
-    engine and precision, with its length limit where several share the work.
+    """The one name of what encodes (doctor, the CLI, the log): each :class:`Choice`, limited where several are.
 
     >>> describe([Choice("stock", "int8", 2000), Choice("openvino", "f32")])
     'ctranslate2 stock int8 up to 20 s, openvino f32 up to 30 s'

@@ -123,8 +123,7 @@ class StockWorker:
         return self.failed is None
 
     def give_up(self, reason: str) -> None:
-        """Stop the worker for good because of ``reason`` (the first one is kept, and logged once): every later
-        call raises :class:`StockWorkerError`, and its users run the fork instead."""
+        """Stop the worker for good (the first ``reason`` is logged once): its users run the fork instead."""
         if self.failed is None:
             self.failed = reason
             logger.warning("the stock worker failed (%s); the fork encodes and decodes from now on", reason)

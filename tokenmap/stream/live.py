@@ -198,8 +198,7 @@ def biased_accept(beta: float, drafter: PreviousHypothesisDrafter):
 
 @dataclass
 class Decoded:
-    """One decode of an update; a ``generate`` result to the guards (``decoded``: a stopped loop's tokens as
-    decoded, :func:`tokenmap.decode.loops.window_as_result`)."""
+    """One decode of an update, a ``generate`` result to the guards (``decoded``: :mod:`tokenmap.decode.loops`')."""
 
     tokens: list
     seconds: float
@@ -320,9 +319,8 @@ class StreamTranscriber:
         logger.info("detected language %s (p=%.2f)%s", language, probability, "" if self.detecting else ", settled")
 
     def _guarded(self, window: EncodedWindow, prompt: list[int], draft: list[int]) -> tuple[Decoded, bool, float]:
-        """``(decoded, sent back to 30 s, seconds)`` of the update's window decoded through the guards
-        ``WhisperModel`` decodes through (:func:`tokenmap.decode.guarding.guarded_generate`): a short context
-        the guard rejects, and a copy of the prompt's previous text. ``decoded`` counts every decode."""
+        """``(decoded, sent back to 30 s, seconds)``: the window decoded through ``WhisperModel``'s guards
+        (:func:`tokenmap.decode.guarding.guarded_generate`); ``decoded`` counts every decode."""
         decodes, stats, started = [], DecodeStats(), time.perf_counter()
 
         def decode(output: Output, prompts, kwargs):
