@@ -101,10 +101,11 @@ def load_audio(row: dict):
 
 def decode(rows: list[dict], encoders, model: str) -> list[dict]:
     from tokenmap import WhisperModel
+    from tokenmap.encoders import describe
 
     models = {e: WhisperModel(model, compute_type="int8", cpu_threads=2, encoder=e, audio_context="full",
                               session_cache=False) for e in encoders}
-    described = {e: m.model.encoder.describe() for e, m in models.items()}
+    described = {e: describe(m.model.encoder.choices()) for e, m in models.items()}
     out, started = [], time.perf_counter()
     for n, row in enumerate(rows, 1):
         audio = load_audio(row)

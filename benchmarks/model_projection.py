@@ -56,9 +56,9 @@ from pathlib import Path
 import numpy as np
 
 from tokenmap import load_maps, resolve_model
-from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import CostModel, calibration_path
 from tokenmap.decode.drafters import FixedDrafter, Heard, default_drafter
+from tokenmap.decode.gate import WindowGate
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import replay_window
 
@@ -110,7 +110,7 @@ class Shape:
         return self.prefill_ms(seconds) + (tokens + 1) * (self.cost.step_ms - self.cost.loop_ms)
 
 
-def replay_file(ctl: ControllerSet, token_map, row: dict, shape: Shape, special: SpecialTokens,
+def replay_file(ctl: WindowGate, token_map, row: dict, shape: Shape, special: SpecialTokens,
                 with_ts: bool, context: float) -> tuple[float, float, int, int]:
     """``(tokenmap decoder ms, tokenmap greedy-loop decoder ms, tokens drafted, tokens accepted)`` of one
     window, prefill included."""
@@ -133,7 +133,7 @@ def decoder_s(run: dict, maps: dict, shape: Shape, special: SpecialTokens, with_
     sums = collections.defaultdict(lambda: [0.0, 0.0, 0, 0])
     controllers: dict = {}
     for row in (r for r in run["rows"] if r["system"] == "greedy"):
-        ctl = controllers.setdefault(row["task"], ControllerSet(shape.cost))
+        ctl = controllers.setdefault(row["task"], WindowGate(shape.cost))
         result = replay_file(ctl, maps[row["task"]], row, shape, special, with_ts, 30.0)
         acc = sums[row["regime"]]
         for i, (ms_or_n) in enumerate((result[1], result[0], result[2], result[3])):
@@ -169,7 +169,7 @@ def end_to_end(run: dict, maps: dict, shapes: dict, base: dict, special: Special
                 if shape is None:
                     continue
                 ctx = context_s(greedy["audio_s"]) if audio_context == "auto" else 30.0
-                ctl = controllers.setdefault((system, greedy["task"]), ControllerSet(shape.cost))
+                ctl = controllers.setdefault((system, greedy["task"]), WindowGate(shape.cost))
                 token_map = maps[greedy["task"]] if with_map else None
                 dec, *_ = replay_file(ctl, token_map, greedy, shape, special, True, ctx)
                 total = other + s8.encoder_ms(ctx) + dec

@@ -191,7 +191,7 @@ def run_once(model, audio: str, lang: str, token_map, context: str, controllers:
 def time_parts(clock: Clock):
     """Time the loop's rules (``RuleSet.choose_rows``), its drafter and the replays of plain windows on
     ``clock``; returns what undoes it."""
-    from tokenmap.decode import drafting
+    from tokenmap.decode import model_drafting as drafting
     from tokenmap.decode.drafters import ChainDrafter
     from tokenmap.decode.rules import RuleSet
 
@@ -207,15 +207,15 @@ def time_parts(clock: Clock):
 
 def without_replay():
     """Turn off the replay of plain windows into the window gate; returns what turns it on again."""
-    from tokenmap.decode import drafting
-    from tokenmap.decode.control import ControllerSet
+    from tokenmap.decode import model_drafting as drafting
+    from tokenmap.decode.gate import WindowGate
 
-    replay, record = drafting.replay_generated, ControllerSet.record_replay
+    replay, record = drafting.replay_generated, WindowGate.record_replay
     drafting.replay_generated = lambda *args, **kwargs: None
-    ControllerSet.record_replay = lambda self, stats: None
+    WindowGate.record_replay = lambda self, stats: None
 
     def restore():
-        drafting.replay_generated, ControllerSet.record_replay = replay, record
+        drafting.replay_generated, WindowGate.record_replay = replay, record
     return restore
 
 

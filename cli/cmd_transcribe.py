@@ -21,21 +21,12 @@ def _write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _engine(encoder) -> str:
-    return f"ctranslate2 {encoder.engine}" if encoder.engine in ("fork", "stock") else encoder.engine
-
-
 def encoder_name(whisper, compute_type: str) -> str:
-    """The engine and precision that encode, as `tokenmap doctor` names them (``openvino bf16``,
-    ``ctranslate2 stock int8``; per audio length when two engines share the work)."""
-    encoder = getattr(getattr(whisper, "model", None), "encoder", None)
-    routes = getattr(encoder, "routes", None)
-    if routes:
-        parts = [f"{_engine(e)} {e.precision} up to {limit // 100} s" for limit, e in routes[:-1]]
-        return ", ".join(parts) + f" and {_engine(routes[-1][1])} {routes[-1][1].precision} beyond"
-    if getattr(encoder, "engine", None) and getattr(encoder, "precision", None):
-        return f"{_engine(encoder)} {encoder.precision}"
-    return f"ctranslate2 {compute_type}"  # stock CTranslate2 alone: faster-whisper's own model
+    """What encodes, as `tokenmap doctor` names it (:func:`tokenmap.encoders.describe`)."""
+    from tokenmap.encoders import describe
+
+    encoder = getattr(getattr(whisper, "model", None), "encoder", None)  # faster-whisper's model alone: none
+    return describe(encoder.choices()) if encoder is not None else f"ctranslate2 {compute_type}"
 
 
 def drafting_note(stats: dict, mapped: bool, fork: bool) -> str:

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 import tokenmap
-import tokenmap.decode.drafting as drafting
+import tokenmap.decode.model_drafting as drafting
 from tokenmap import build_map, load_maps, resolve_model
 from tokenmap.decode.drafters import FixedDrafter
 from tokenmap_bench import ensure_map
@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 class Recorder:
-    """Wraps ``decode_window`` where :mod:`tokenmap.decode.drafting` calls it: records each window's tokens
+    """Wraps ``decode_window`` where :mod:`tokenmap.decode.model_drafting` calls it: records each window's tokens
     while ``on``."""
 
     def __init__(self):

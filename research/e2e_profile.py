@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 class Timed:
     """Times a ctranslate2 Whisper's ``encode`` and ``generate``, or tokenmap's encoder door's (``model.model.windows.
-    encoder``) ``encode_kept`` and ``encode``; a worker's encode may end inside ``generate``."""
+    encoder``) ``encode_held`` and ``encode``; a worker's encode may end inside ``generate``."""
 
-    BUCKETS = {"encode": "encode", "encode_kept": "encode", "generate": "generate"}
+    BUCKETS = {"encode": "encode", "encode_held": "encode", "generate": "generate"}
 
     def __init__(self, inner, t=None):
         self.inner, self.t = inner, t or {"encode": 0.0, "generate": 0.0, "windows": 0}

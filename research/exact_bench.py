@@ -31,8 +31,8 @@ from tokenmap import load_maps, resolve_model
 from tokenmap.build.builder import BuildOptions, build_map
 from tokenmap.context import AudioContext
 from tokenmap.decode.calibration import calibrate
-from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import default_drafter
+from tokenmap.decode.gate import WindowGate
 from tokenmap.decode.rules import GREEDY_KW
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
@@ -96,7 +96,7 @@ def main():
         build_map([str(f) for f in files if f.exists()], out, model="base",
                   options=BuildOptions(jobs=1, cost=costs["int8"]))
         maps[task] = load_maps(out)[0]
-    controllers = {(t, ct): ControllerSet(costs[ct]) for t in maps for ct in costs}
+    controllers = {(t, ct): WindowGate(costs[ct]) for t in maps for ct in costs}
     rows, t_start = [], time.time()
     context = AudioContext(args.audio_context)
     for i, u in enumerate(utts):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import tokenmap
 from tokenmap import load_maps, resolve_model
-from tokenmap.decode import control
+from tokenmap.decode import gate as window_gate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,14 +30,14 @@ def main() -> None:
     model = tokenmap.WhisperModel(str(resolve_model("base", download=False)), compute_type="int8", cpu_threads=2,
                                   session_cache=False, malloc_policy=True)  # as the CLI
     seen: list = []
-    decide = control.ControllerSet.use_speculation
+    decide = window_gate.WindowGate.use_speculation
 
     def logged(gate):
         clock = getattr(gate, "time_ratio", getattr(gate, "ms_per_token", None))
         ratios = [clock(kind) for kind in ("loop", "plain")]
         seen.append((decide(gate), gate.window_saving_ms, getattr(gate, "saving_ms", None), ratios))
         return seen[-1][0]
-    control.ControllerSet.use_speculation = logged
+    window_gate.WindowGate.use_speculation = logged
     maps = {}
     for u in utts:
         key = args.map_of or f"{u['domain']}-{u['lang']}"

@@ -449,16 +449,23 @@ def test_word_timestamps_time_the_srt_and_vtt_cues(data_dir, tmp_path):
 def test_summary_names_the_encoder_and_whether_drafting_ran():
     from types import SimpleNamespace as NS
 
+    from tokenmap.encoders import Encoder
+    from tokenmap.encoders.base import RoutedEncoder
     from tokenmap_cli.cmd_transcribe import drafting_note, encoder_name
 
-    openvino = NS(engine="openvino", precision="bf16")
-    stock = NS(engine="stock", precision="int8")
+    class Named(Encoder):
+        def __init__(self, engine, precision):
+            self.engine, self.precision = engine, precision
+
+        def encode(self, features, to_cpu=False):
+            return None
+
+    openvino, stock = Named("openvino", "bf16"), Named("stock", "int8")
     assert encoder_name(NS(model=NS(encoder=openvino)), "int8") == "openvino bf16"
     assert encoder_name(NS(model=NS(encoder=stock)), "int8") == "ctranslate2 stock int8"
-    routed = NS(engine="openvino+stock", precision="f32+int8", routes=[(2000, NS(engine="openvino", precision="f32")),
-                                                                       (3000, stock)])
+    routed = RoutedEncoder([(2000, Named("openvino", "f32")), (3000, stock)])
     assert encoder_name(NS(model=NS(encoder=routed)), "int8") == \
-        "openvino f32 up to 20 s and ctranslate2 stock int8 beyond"
+        "openvino f32 up to 20 s, ctranslate2 stock int8 up to 30 s"
     assert encoder_name(NS(model=object()), "float32") == "ctranslate2 float32"  # faster-whisper's model alone
     stats = {"windows": 3, "plain_windows": 1, "fallbacks": 1}
     assert drafting_note(stats, mapped=True, fork=True) == "drafting ran on 2 of 4 window(s)"

@@ -106,9 +106,9 @@ def test_window_saving_weighs_the_loop_against_plain_generate_as_measured():
 def test_the_window_gate_times_plain_generate_and_closes_when_the_loop_is_slower():
     from types import SimpleNamespace
 
-    from tokenmap.decode.control import ControllerSet
+    from tokenmap.decode.gate import WindowGate
 
-    gate = ControllerSet(DEFAULT, probe_windows=4)
+    gate = WindowGate(DEFAULT, probe_windows=4)
     window = SimpleNamespace(tokens=20, passes=10, drafts=5, drafted=15, decoder_seconds=0.2)  # drafts pay
     for _ in range(4):  # the first is not timed, then three are
         assert gate.use_speculation()
@@ -127,10 +127,10 @@ def test_the_window_gates_clock_weighs_short_and_long_windows_alike():
     loop kept its drafts' saving and the gate stays open, without a window spent timing plain generate."""
     from types import SimpleNamespace
 
-    from tokenmap.decode.control import ControllerSet
+    from tokenmap.decode.gate import WindowGate
 
     cost = CostModel(11.9, (11.9, 14.8, 15.8, 16.0), prefill_ms=64.0, plain_step_ms=11.45, plain_prefill_ms=73.8)
-    gate = ControllerSet(cost, probe_windows=4)
+    gate = WindowGate(cost, probe_windows=4)
     short = SimpleNamespace(tokens=5, passes=3, drafts=2, drafted=4)
     modelled = cost.plain_window_ms(5) - cost.window_saving(5, 3, 2, 4)
     for _ in range(6):
@@ -150,10 +150,10 @@ def test_a_busy_machine_slows_both_sides_and_keeps_a_losing_map_out():
     in ms a window would credit the loop with the long plain windows' larger overrun)."""
     from types import SimpleNamespace
 
-    from tokenmap.decode.control import ControllerSet
+    from tokenmap.decode.gate import WindowGate
 
     cost = CostModel(11.9, (11.9, 14.8, 15.8, 16.0), prefill_ms=64.0, plain_step_ms=11.45, plain_prefill_ms=73.8)
-    gate = ControllerSet(cost, probe_windows=4)
+    gate = WindowGate(cost, probe_windows=4)
     losing = SimpleNamespace(tokens=6, passes=6, drafts=1, drafted=1)
     modelled = cost.plain_window_ms(6) - cost.window_saving(6, 6, 1, 1)
     for _ in range(4):

@@ -299,7 +299,7 @@ def test_without_openvino_auto_falls_back_and_openvino_fails_in_one_line(monkeyp
 
 def test_routed_encoder_and_plan_lines():
     plan = EncoderPlan((Choice("stock", "int8", 2000), Choice("openvino", "f32", 3000)), "measured")
-    assert choice.plan_summary(plan) == "stock int8 up to 20 s, openvino f32 up to 30 s: measured"
+    assert choice.plan_summary(plan) == "ctranslate2 stock int8 up to 20 s, openvino f32 up to 30 s: measured"
 
 
 def test_quantizing_keeps_the_named_layers_float_and_the_output_near_float():

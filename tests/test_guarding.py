@@ -85,7 +85,7 @@ def test_a_batch_on_a_short_context_sends_back_only_the_rows_the_guard_rejects()
     short_out, full_out = "short", "full"
 
     class Encoder:
-        def encode_kept(self, features):
+        def encode_held(self, features):
             self.encoded = np.asarray(features)
             return full_out
 

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.cost import DEFAULT, CostModel
 from tokenmap.decode.drafters import Heard, default_drafter
+from tokenmap.decode.gate import WindowGate
 from tokenmap.decode.speculative import replay_window
 from tokenmap.maps.suffixmap import TokenMap
 
@@ -29,8 +29,8 @@ def _map(utterance, times=3):
 
 def _pair(cost, utterance=LONG, **kw):
     """The drafter of the single map of ``utterance``, and that of the set (it, OTHER), sharing nothing."""
-    single = default_drafter(_map(utterance), TOY, prompt_lookup=False, controllers=ControllerSet(cost), **kw)
-    both = default_drafter([_map(utterance), _map(OTHER)], TOY, prompt_lookup=False, controllers=ControllerSet(cost),
+    single = default_drafter(_map(utterance), TOY, prompt_lookup=False, controllers=WindowGate(cost), **kw)
+    both = default_drafter([_map(utterance), _map(OTHER)], TOY, prompt_lookup=False, controllers=WindowGate(cost),
                            **kw)
     return single, both
 
@@ -52,7 +52,7 @@ def test_map_set_members_guess_the_closing_timestamp_from_the_audio_length():
 
 def test_map_set_members_learn_from_verified_drafts_across_windows():
     """A map whose drafts the model keeps only in part drafts less, window after window."""
-    controllers = ControllerSet(DEFAULT)
+    controllers = WindowGate(DEFAULT)
     truth = LONG[:3] + [60 + i for i in range(19)]  # the model leaves the map's text after 3 tokens
     drafted = []
     for _ in range(12):

@@ -60,14 +60,14 @@ def test_scaling_by_base_keeps_unmeasured_keys():
 
 @pytest.mark.model
 def test_a_window_drafted_right_costs_fewer_passes_than_greedy(shape):
-    from tokenmap.decode.control import ControllerSet
+    from tokenmap.decode.gate import WindowGate
     from tokenmap.decode.special import SpecialTokens
     from tokenmap.models import resolve_model
 
     special = SpecialTokens.from_model_dir(str(resolve_model("base", download=False)))
     truth = [special.timestamp_begin] + [440, 1029, 1467, 257, 1728] * 4 + [special.timestamp_begin + 50]
     row = {"token_ids": truth, "audio_s": 2.0}
-    ctl = ControllerSet(shape.cost)
+    ctl = WindowGate(shape.cost)
     ms, greedy, drafted, accepted = mp.replay_file(ctl, None, row, shape, special, True, 30.0)
     assert greedy == pytest.approx(20.0 + shape.cost.batch(2) + 10.0 * len(truth))
     assert drafted >= accepted > 0  # prompt lookup finds the repeats

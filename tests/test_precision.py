@@ -102,7 +102,7 @@ def test_drafts_keep_the_split_configurations_greedy_output(split, base_model_di
     assert len(tokens) >= 5
     wrong = tokens[:2] + [t + 1 for t in tokens[2:]]
     for draft in (tokens + [special.eot], wrong, []):
-        got = decode_window(split, enc, prompt, special, FixedDrafter(draft), **KW)
+        got = decode_window(split.decoder, enc, prompt, special, FixedDrafter(draft), **KW)
         assert got.tokens == tokens
         assert got.score == pytest.approx(ref.scores[0], abs=2e-3)
         assert got.no_speech_prob == pytest.approx(ref.no_speech_prob, abs=1e-4)
@@ -195,5 +195,5 @@ def test_doctor_shows_the_encoder_and_decoder_choice_and_why(monkeypatch, tmp_pa
     monkeypatch.setattr(report, "openvino_kernels", lambda *args: {"FullyConnected": "gemm_mlas_f32"})
     line = report.encoder_line(tmp_path, "int8", 2, {"Selected ISA": "AVX2", "GEMM_S8 backend": "DNNL"})
     assert line == (f"ctranslate2 stock int8 (ISA AVX2; GEMM DNNL) | openvino {openvino.__version__.split('-')[0]} "
-                    "f32 (FullyConnected: gemm_mlas_f32) -- stock int8 up to 20 s, openvino f32 up to 30 s: "
-                    "measured on this CPU (..)")
+                    "f32 (FullyConnected: gemm_mlas_f32) -- ctranslate2 stock int8 up to 20 s, openvino f32 up to "
+                    "30 s: measured on this CPU (..)")

@@ -166,7 +166,7 @@ def _prompt(special, *prefix):
     (2, dict(COMMON, beam_size=1, patience=1), "batch", "WhisperModel.transcribe"),
 ])
 def test_bypass_reason_names_the_option(special, batch, kwargs, kind, advice):
-    from tokenmap.decode.drafting import bypass_reason
+    from tokenmap.decode.model_drafting import bypass_reason
     from tokenmap.decode.rules import supports_fast_path
 
     prompt = _prompt(special)
@@ -179,7 +179,7 @@ def test_bypass_reason_names_the_option(special, batch, kwargs, kind, advice):
 
 @pytest.mark.model
 def test_bypass_reason_names_a_decoding_prefix(special):
-    from tokenmap.decode.drafting import bypass_reason
+    from tokenmap.decode.model_drafting import bypass_reason
     from tokenmap.decode.rules import supports_fast_path
 
     greedy = dict(COMMON, beam_size=1, patience=1)
@@ -200,7 +200,7 @@ class _PlainEngine:
 
 
 def _drafting(special, cost=None, token_map=None):
-    from tokenmap.decode.drafting import Drafting
+    from tokenmap.decode.model_drafting import Drafting
 
     return Drafting(special, cost, token_map=token_map)
 

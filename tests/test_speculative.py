@@ -172,9 +172,9 @@ def test_controller_stops_drafting_when_nothing_is_accepted():
 
 def test_each_source_learns_its_own_acceptance():
     """A failing token map is throttled while prompt lookup keeps drafting."""
-    from tokenmap.decode.control import ControllerSet
     from tokenmap.decode.cost import DEFAULT
     from tokenmap.decode.drafters import ChainDrafter
+    from tokenmap.decode.gate import WindowGate
 
     class Always:
         def __init__(self, tokens):
@@ -189,7 +189,7 @@ def test_each_source_learns_its_own_acceptance():
         def update(self, drafted, accepted):
             pass
 
-    controllers = ControllerSet(DEFAULT)
+    controllers = WindowGate(DEFAULT)
     chain = ChainDrafter((ControlledDrafter(Always([1, 2, 3, 4]), controllers.member(0)),
                           ControlledDrafter(Always([7, 8, 9]), controllers.member(1))))
     for _ in range(40):  # the first source's drafts are always rejected
@@ -204,10 +204,10 @@ def test_each_source_learns_its_own_acceptance():
 
 
 def test_untried_sources_do_not_hold_the_gate_open():
-    from tokenmap.decode.control import ControllerSet
     from tokenmap.decode.cost import DEFAULT
+    from tokenmap.decode.gate import WindowGate
 
-    controllers = ControllerSet(DEFAULT, probe_windows=4)
+    controllers = WindowGate(DEFAULT, probe_windows=4)
     controllers.member(1)  # prompt lookup: never drafted, optimistic prior
     for _ in range(20):
         controllers.member(0).update(5, 0)  # the map: always wrong
@@ -219,13 +219,13 @@ def test_a_paying_suffix_map_keeps_the_gate_open_when_prompt_lookup_fails():
     """The map's drafter cuts its drafts by its own chances (its tally, not a controller): the gate
     weighs the saving its verified drafts made, so a failing prompt lookup cannot close windows it pays in."""
 
-    from tokenmap.decode.control import ControllerSet
     from tokenmap.decode.cost import DEFAULT
     from tokenmap.decode.drafters import default_drafter
+    from tokenmap.decode.gate import WindowGate
     from tokenmap.maps.suffixmap import TokenMap
 
     stream = np.array([9, 1, 2, 3, 4, 5, 10] * 3, dtype=np.uint32)  # BOS=9, SEP=10
-    controllers = ControllerSet(DEFAULT, probe_windows=4)
+    controllers = WindowGate(DEFAULT, probe_windows=4)
     toy = SimpleNamespace(eot=99, timestamp_begin=None, inner_marks=frozenset())  # no timestamps
     drafter = default_drafter(TokenMap.from_stream(stream, bos=9, sep=10, depth=8), toy, controllers=controllers)
     lookup = controllers.member(1)
@@ -243,7 +243,7 @@ def test_a_paying_suffix_map_keeps_the_gate_open_when_prompt_lookup_fails():
         drafter.update(5, 0)
     assert controllers.tally(0).saving_ms < 0
     assert [controllers.use_speculation() for _ in range(12)].count(True) == 3
-    fresh = ControllerSet(DEFAULT, probe_windows=4)
+    fresh = WindowGate(DEFAULT, probe_windows=4)
     fresh.tally(0).update_saving(-5.0)  # the map fails, prompt lookup has not drafted yet: it may
     assert all(fresh.use_speculation() for _ in range(12))
 
@@ -251,12 +251,12 @@ def test_a_paying_suffix_map_keeps_the_gate_open_when_prompt_lookup_fails():
 def test_windows_that_lose_against_generate_close_the_gate():
     """The loop pays its own cost on every step: windows whose drafts do not make up for it go to
     plain generate (but the probes), even while a source that never drafted would keep it open."""
-    from tokenmap.decode.control import ControllerSet
     from tokenmap.decode.cost import CostModel
+    from tokenmap.decode.gate import WindowGate
     from tokenmap.decode.speculative import DecodeStats
 
     cost = CostModel(10.0, (10.0, 12.0, 13.0, 14.0), loop_ms=0.7)
-    controllers = ControllerSet(cost, probe_windows=4)
+    controllers = WindowGate(cost, probe_windows=4)
     controllers.member(1)  # prompt lookup: never drafted
     assert controllers.use_speculation() and controllers.window_saving_ms is None
     losing = DecodeStats(tokens=20, passes=20, drafts=3, drafted=3)  # a mismatched map: nothing kept
@@ -271,11 +271,11 @@ def test_windows_that_lose_against_generate_close_the_gate():
 
 
 def test_a_paying_controlled_source_keeps_windows_open_despite_losing_windows():
-    from tokenmap.decode.control import ControllerSet
     from tokenmap.decode.cost import DEFAULT
+    from tokenmap.decode.gate import WindowGate
     from tokenmap.decode.speculative import DecodeStats
 
-    controllers = ControllerSet(DEFAULT, probe_windows=4)
+    controllers = WindowGate(DEFAULT, probe_windows=4)
     for _ in range(5):
         controllers.record_window(DecodeStats(tokens=30, passes=30, drafts=5, drafted=10))
     lookup = controllers.member(1)
@@ -346,11 +346,11 @@ def test_suffix_map_drafts_keep_the_output(engine, special, windows, references,
 def test_replayed_windows_keep_the_account_without_probes():
     """Once plain windows are replayed into the account, a closed gate needs no probe to learn that drafts
     do not pay; replays that find drafts paying open it again."""
-    from tokenmap.decode.control import ControllerSet
     from tokenmap.decode.cost import CostModel
+    from tokenmap.decode.gate import WindowGate
     from tokenmap.decode.speculative import DecodeStats
 
-    controllers = ControllerSet(CostModel(10.0, (10.0, 12.0, 13.0, 14.0), loop_ms=0.7), probe_windows=4)
+    controllers = WindowGate(CostModel(10.0, (10.0, 12.0, 13.0, 14.0), loop_ms=0.7), probe_windows=4)
     losing = DecodeStats(tokens=20, passes=20, drafts=3, drafted=3, decoder_seconds=0.25)
     for _ in range(3):
         controllers.record_window(losing)

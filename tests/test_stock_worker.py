@@ -47,7 +47,7 @@ def test_a_dead_worker_falls_back_to_the_fork_once(broken_stock, caplog, fork_st
         assert enc.encode(features) == ("fork", (1, 80, 3000))
         assert enc.encode(features) == ("fork", (1, 80, 3000))
     assert fork.calls == 2 and enc.worker.failed
-    assert sum("stock encoder worker failed" in r.getMessage() for r in caplog.records) == 1
+    assert sum("the fork encodes and decodes from now on" in r.getMessage() for r in caplog.records) == 1
 
 
 def test_waiting_for_a_dead_worker_leaves_the_fallback_to_the_first_encode(broken_stock, fork_stand_in):
@@ -161,10 +161,10 @@ def test_generate_in_the_worker_matches_the_forks(stock_encoder, base_model_dir,
     import ctranslate2
 
     fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
-    encoded, handle = stock_encoder.encode_kept(window)
+    encoded, handle = stock_encoder.encode_held(window)
     prompt = [[50258, 50259, 50359]]
     options = dict(beam_size=1, max_length=448, return_scores=True, return_no_speech_prob=True)
-    kept = stock_encoder.generate(encoded, prompt, kept=handle, **options)
+    kept = stock_encoder.generate(encoded, prompt, held=handle, **options)
     sent = stock_encoder.generate(np.asarray(encoded).copy(), prompt, **options)
     expected = fork.generate(encoded, prompt, **options)
     stock_tokens = kept[0].sequences_ids[0]
@@ -186,10 +186,10 @@ def test_a_batch_is_encoded_window_by_window_and_decoded_whole(stock_encoder, wi
     row equals that window encoded alone, and ``generate`` on the kept batch decodes every row."""
     batch = np.concatenate([window, np.roll(window, 400, axis=2)])
     alone = [np.asarray(stock_encoder.encode(batch[i: i + 1])).copy() for i in range(2)]
-    encoded, handle = stock_encoder.encode_kept(batch)
+    encoded, handle = stock_encoder.encode_held(batch)
     np.testing.assert_array_equal(np.asarray(encoded), np.concatenate(alone))
     prompts = [[50258, 50259, 50359]] * 2
-    results = stock_encoder.generate(encoded, prompts, kept=handle, beam_size=1, max_length=448)
+    results = stock_encoder.generate(encoded, prompts, held=handle, beam_size=1, max_length=448)
     assert len(results) == 2 and all(r.sequences_ids[0] for r in results)
 
 
@@ -201,7 +201,7 @@ def test_language_detection_in_the_worker_matches_the_forks(stock_encoder, base_
     import ctranslate2
 
     fork = ctranslate2.models.Whisper(str(base_model_dir), device="cpu", compute_type="int8", intra_threads=2)
-    encoded, handle = stock_encoder.encode_kept(window)
+    encoded, handle = stock_encoder.encode_held(window)
     expected = fork.detect_language(encoded)[0]
     kept = PlainDecoder(fork, stock_encoder, "int8").on(handle).detect_language(encoded)[0]
     sent = stock_encoder.detect_language(np.asarray(encoded).copy())[0]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from tokenmap.decode.drafters import lcp
+from tokenmap.decode.guarding import Guard
 from tokenmap.stream.audio import FileSource
 from tokenmap.stream.live import (
     Decoded,
@@ -87,13 +88,14 @@ def test_previous_hypothesis_drafter_realigns_after_edits():
 
 
 def test_fallback_learns_under_its_own_controls():
-    from tokenmap.decode.control import ControlledDrafter, ControllerSet
+    from tokenmap.decode.control import ControlledDrafter
     from tokenmap.decode.cost import DEFAULT
+    from tokenmap.decode.gate import WindowGate
 
     seen = []
     stub = type("F", (), {"reset": lambda s, h=(): None, "draft": lambda s, t, n: [99] * n,
                           "update": lambda s, d, a: seen.append((d, a))})()
-    controls = ControllerSet(DEFAULT)
+    controls = WindowGate(DEFAULT)
     d = PreviousHypothesisDrafter([ts(0), 1, 2], TS, ControlledDrafter(stub, controls.member(0)))
     assert d.draft([ts(0)], 100) == [1, 2]  # the previous hypothesis: not the fallback's
     d.update(2, 2)
@@ -152,6 +154,7 @@ class FakeEngine:
         self.special = SpecialTokens(sot=50258, eot=50257, no_timestamps=50363, no_speech=50362,
                                      vocab_size=51865)
         self.token_map = None
+        self.guard = Guard()
 
     def encode(self, audio):
         from tokenmap.encoders import Output
@@ -171,7 +174,7 @@ class Scripted(StreamTranscriber):
         super().__init__(FakeEngine(), StreamOptions(**options))
         self.script = list(script)
 
-    def decode(self, enc, prompt, draft):
+    def decode(self, enc, prompt, draft, **kwargs):
         tokens = self.script.pop(0) if self.script else []
         silent = not tokens
         return Decoded(list(tokens), 0.01, 0.9 if silent else 0.0, -2.0 if silent else -0.1)
@@ -246,10 +249,10 @@ def engine32(base_model_dir):
 class Stepwise(StreamTranscriber):
     """Decodes every update step by step with plain greedy decoding, no draft (the non-streaming check)."""
 
-    def decode(self, enc, prompt, draft):
-        from tokenmap.decode.rules import GREEDY_KW, greedy_decode
+    def decode(self, enc, prompt, draft, **kwargs):
+        from tokenmap.decode.rules import greedy_decode
 
-        r = greedy_decode(self.engine.model, enc, prompt, self.engine.special, **GREEDY_KW)
+        r = greedy_decode(self.engine.model.decoder, enc, prompt, self.engine.special, **kwargs)
         return Decoded(list(r.tokens), 0.0, r.no_speech_prob or 0.0, r.score)
 
 

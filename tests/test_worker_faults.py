@@ -173,7 +173,7 @@ def test_a_worker_that_dies_again_gives_up_with_one_line(stock, inputs, shm, mon
         assert enc.encode(inputs[0]) == ("fork", (1, 80, 3000))
     assert fork.calls == 2 and "killed by signal 9" in enc.worker.failed and "\n" not in enc.worker.failed
     assert sum("starting a new one" in r.getMessage() for r in caplog.records) == 1
-    assert sum("encoding with the fork from now on" in r.getMessage() for r in caplog.records) == 1
+    assert sum("the fork encodes and decodes from now on" in r.getMessage() for r in caplog.records) == 1
     plain = StockWorker(stock, "int8", threads=2)
     try:
         with pytest.raises(StockWorkerError, match=r"^stock encoder worker \d+ exited \(killed by signal 9\)"):

@@ -4,7 +4,7 @@ The package is laid out by what each part does:
 
 * :mod:`tokenmap.runtime` runs the model on this machine: the engine (the CTranslate2 fork), the decoder's
   precision, stock CTranslate2's worker process and the process-wide thread and malloc policies;
-* :mod:`tokenmap.encoders` is the encoder room, behind one door, :func:`tokenmap.encoders.open_encoder`;
+* :mod:`tokenmap.encoders` is the encoder room: it decides what encodes, runs stock CTranslate2's worker and names both;
 * :mod:`tokenmap.decode` is the decoder: Whisper's logit rules, the verify loop, the drafters and their
   control, plain decoding and the guard;
 * :mod:`tokenmap.assembly` composes a model from an encoder, a decoder and drafters (or none), as one

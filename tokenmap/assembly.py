@@ -7,7 +7,7 @@ A :class:`Model` is what faster-whisper calls ``self.model``:
 * a decoder: the fork's ``ctranslate2.models.Whisper`` at the precision :mod:`tokenmap.runtime.precision` chooses,
   and a :class:`~tokenmap.decode.plain.PlainDecoder` for ``generate`` and ``detect_language`` without drafts
   (stock CTranslate2 in its worker where installed);
-* drafters (:class:`~tokenmap.decode.drafting.Drafting`), or none where the installed CTranslate2 has no step API.
+* drafters (:class:`~tokenmap.decode.model_drafting.Drafting`), or none where the installed CTranslate2 has no step API.
 
 Every ``generate`` goes through the guard (:mod:`tokenmap.decode.guarding`). Every caller builds its model here,
 from one :class:`ModelOptions`: :func:`compose_model` around a loaded ``ctranslate2.models.Whisper``, or
@@ -32,20 +32,19 @@ from tokenizers import Tokenizer
 
 from tokenmap.decode.cost import load_cost_model
 from tokenmap.decode.drafters import EchoDrafter, SessionCache
-from tokenmap.decode.drafting import Drafting
 from tokenmap.decode.guarding import Guard, guarded_generate
 from tokenmap.decode.loops import LoopOptions, StoppingDecoder, stopped_ratios
+from tokenmap.decode.model_drafting import Drafting
 from tokenmap.decode.plain import PlainDecoder
 from tokenmap.decode.recall import load_recall
 from tokenmap.decode.rules import supports_fast_path
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import decode_window
-from tokenmap.encoders import CTranslate2Encoder, Encoder, Output, open_encoder
+from tokenmap.encoders import CTranslate2Encoder, Encoder, Output, open_encoder, open_worker
 from tokenmap.maps.mapfile import load_maps
 from tokenmap.models import resolve_model
 from tokenmap.runtime import packing, precision
 from tokenmap.runtime.engine import default_threads, drafting_off_reason, require_step_api, warn_drafting_off
-from tokenmap.runtime.stock_worker import StockWorker, stock_installed
 from tokenmap.runtime.threads import warn_if_late
 from tokenmap.textok import TextTokenizer
 from tokenmap.windows import EncodedWindow, Session, WindowEncoder
@@ -90,7 +89,8 @@ class Model:
     """An ``encoder``, the ``plain`` decoder with its ``decoder``, and ``drafting`` (or None), composed.
 
     ``generate``, ``detect_language`` and ``align`` take an :class:`~tokenmap.windows.EncodedWindow` or a bare
-    encoder output; anything else a ``ctranslate2.models.Whisper`` answers is the decoder's. ``guard`` judges
+    encoder output; the model's settings faster-whisper reads (``is_multilingual``, ``n_mels``, ``device``, ...)
+    are the decoder's. ``guard`` judges
     every decoded window, ``recorder`` (a :class:`~tokenmap.maps.recallindex.RecallIndex`, or None) records it,
     and ``session`` counts the calls made outside a ``transcribe``."""
 
@@ -142,29 +142,31 @@ class Model:
         stats = (window.session or self.session).stats
 
         def decode(output: Output, prompts, kwargs):
-            plain = StoppingDecoder(self.plain.on(output.kept), self.loop, self.special, self.text, window.seconds,
+            plain = StoppingDecoder(self.plain.on(output.held), self.loop, self.special, self.text, window.seconds,
                                     stats, self.decoder if self.drafting is not None else None)
             if self.drafting is None:
                 return plain.generate(output.view, prompts, **kwargs)
             return self.drafting.generate(self.decoder, plain, output.view, prompts, stats, window.seconds,
                                           window.mel, **kwargs)
 
-        def verify(output: Output, prompt, kwargs, expected):  # the copy guard's probe, drafted from ``expected``
-            if self.drafting is None or not supports_fast_path(prompt=prompt, special=self.special, **kwargs):
-                return None
-            return decode_window(self.decoder, output.view, prompt, self.special, EchoDrafter(expected),
-                                 loop=self.loop, **kwargs).tokens
-
-        output, results = guarded_generate(decode, window, prompts, kwargs, stats, self, verify)
+        output, results = guarded_generate(decode, window, prompts, kwargs, stats, self, self.verify_copy)
         (window.session or self.session).ratios = stopped_ratios(results, self.text)  # tokenmap.hooks reads them
         if self.recorder is not None and len(prompts) == 1:
             self.recorder.add_window(_rows(output.view)[0], results[0].sequences_ids[0],
                                      self.special.timestamp_begin, mel=window.mel)
         return results
 
+    def verify_copy(self, output: Output, prompt, kwargs, expected):
+        """The copy guard's probe (:func:`tokenmap.decode.copies.probe_copy`): the tokens of a greedy decode of
+        ``prompt``, drafted from ``expected``; None where the drafting loop cannot decode these ``kwargs``."""
+        if self.drafting is None or not supports_fast_path(prompt=prompt, special=self.special, **kwargs):
+            return None
+        return decode_window(self.decoder, output.view, prompt, self.special, EchoDrafter(expected),
+                             loop=self.loop, **kwargs).tokens
+
     def detect_language(self, features):
         output = _window(features, self.session).output
-        return self.plain.on(output.kept).detect_language(output.view)
+        return self.plain.on(output.held).detect_language(output.view)
 
     def align(self, features, *args, **kwargs):
         return self.decoder.align(_window(features, self.session).output.view, *args, **kwargs)
@@ -173,10 +175,10 @@ class Model:
         """Block until the stock worker, where it runs, has loaded its model (the first call waits otherwise)."""
         self.plain.wait_ready()
 
-    def __getattr__(self, name):
-        if name in ("decoder", "__setstate__"):  # not set yet (a copy being made): never recurse
-            raise AttributeError(name)
-        return getattr(self.decoder, name)
+    # what faster-whisper, the stream and the bench read of a ``ctranslate2.models.Whisper``: the decoder's
+    is_multilingual = property(lambda self: self.decoder.is_multilingual)
+    n_mels = property(lambda self: self.decoder.n_mels)
+    device = property(lambda self: self.decoder.device)
 
 
 def _window(features, session: Session) -> EncodedWindow:
@@ -210,10 +212,7 @@ def compose_model(fork, model_dir: Path, options: ModelOptions, tokenizer=None, 
     decoder_type = precision.decoder_compute_type(compute_type, options.decoder_compute_type, options.exact)
     decoder = fork if decoder_type == compute_type else precision.load_decoder(str(model_dir), decoder_type,
                                                                                 cpu_threads=threads, **load_kwargs)
-    on_cpu = getattr(fork, "device", "cpu") == "cpu"
-    # the worker decodes the windows nobody drafts wherever it is installed, and encodes where it is chosen to
-    worker = StockWorker(model_dir, compute_type, threads) \
-        if on_cpu and options.encoder != "fork" and stock_installed() else None
+    worker = open_worker(options.encoder, model_dir, compute_type, threads, fork)
     model = Model(open_encoder(options.encoder, model_dir, compute_type, threads, fork, worker),
                   PlainDecoder(decoder, worker, decoder_type), None, decoder_compute_type=decoder_type, **parts)
     model.drafting = Drafting(special, options.cost_model if options.cost_model is not None else model.cost,

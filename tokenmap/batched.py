@@ -2,10 +2,10 @@
 
 faster-whisper's pipeline computes and stacks the features of every speech chunk of a file before the first
 batch is decoded. This subclass runs the same ``transcribe`` on the model's view for the call
-(:meth:`tokenmap.WhisperModel.for_call`), whose feature extractor is a :class:`ChunkCapture`: it records each
-chunk, and each batch is computed from the chunks when the decoder asks for it (:class:`LazyBatches`), with
-the values faster-whisper would have stacked. With a model that is not a :class:`tokenmap.WhisperModel` it
-is faster-whisper's pipeline, unchanged.
+(:meth:`tokenmap.WhisperModel.for_call`), whose feature extractor is a :class:`ChunkCapture`, an extractor
+that records each chunk; each batch is computed from the chunks when the decoder asks for it
+(:class:`LazyBatches`), with the values faster-whisper would have stacked. With a model that is not a
+:class:`tokenmap.WhisperModel` it is faster-whisper's pipeline, unchanged.
 
 Example::
 
@@ -33,24 +33,19 @@ from tokenmap.features import WindowedExtractor
 from tokenmap.whisper import WhisperModel
 
 
-class ChunkCapture:
-    """The speech chunks a batched ``transcribe`` asked features of, in order, and the ``extractor`` to compute
-    them with (a :class:`tokenmap.features.WindowedExtractor`). It stands in for that extractor during the
-    call: called on a chunk it records it (:meth:`add`); its other attributes are the extractor's."""
+class ChunkCapture(WindowedExtractor):
+    """The speech chunks a batched ``transcribe`` asked features of, in order. It stands in for ``extractor``
+    (a :class:`tokenmap.features.WindowedExtractor`, whose settings it takes) during the call: called on a chunk
+    it records it (:meth:`add`), and computes the chunk's features when they are asked for (:meth:`features`)."""
 
-    def __init__(self, extractor):
-        self.extractor = extractor
+    def __init__(self, extractor: WindowedExtractor):
+        super().__init__(extractor, extractor.min_seconds)
         self.chunks: list = []
-        self.n_mels = extractor.mel_filters.shape[0]
+        self.n_mels = self.mel_filters.shape[0]
         self._computed: dict[int, np.ndarray] = {}  # features language detection computed already
 
     def __len__(self) -> int:
         return len(self.chunks)
-
-    def __getattr__(self, name):
-        if name == "extractor":  # not set yet (a copy being made): never recurse
-            raise AttributeError(name)
-        return getattr(self.extractor, name)
 
     def __call__(self, chunk: np.ndarray, *args, **kwargs) -> np.ndarray:
         return self.add(chunk)
@@ -64,12 +59,12 @@ class ChunkCapture:
     def features(self, index: int) -> np.ndarray:
         """Chunk ``index``'s features as faster-whisper's pipeline takes them (without the last frame)."""
         computed = self._computed.pop(index, None)
-        return computed if computed is not None else self.extractor(self.chunks[index])[..., :-1]
+        return computed if computed is not None else super().__call__(self.chunks[index])[..., :-1]
 
     def detection_features(self, segments: int) -> np.ndarray:
         """What faster-whisper's pipeline gives ``detect_language``: the chunks' features joined, then one
         frame of -1.5, as far as ``segments`` windows of detection read."""
-        wanted = segments * self.extractor.nb_max_frames
+        wanted = segments * self.nb_max_frames
         parts, frames = [], 0
         for index in range(len(self.chunks)):
             if frames >= wanted:

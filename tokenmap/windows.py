@@ -78,9 +78,9 @@ class EncodedWindow:
         if not self.short:
             return self.output
         if rows is not None:
-            return self.encoder.encode_kept(_storage(self.mel[rows]))
+            return self.encoder.encode_held(_storage(self.mel[rows]))
         if self._full is None:
-            self._full = self.encoder.encode_kept(_storage(self.mel))
+            self._full = self.encoder.encode_held(_storage(self.mel))
         return self._full
 
 
@@ -106,7 +106,7 @@ class WindowEncoder:
         mel = array if array.ndim == 3 else array[None]
         seconds = content_seconds(mel) if seconds is None else seconds
         frames = session.context.frames(seconds) if mel.shape[-1] == WINDOW_FRAMES else None
-        output = self.encoder.encode_kept(_storage(mel if frames is None else mel[..., :frames]))
+        output = self.encoder.encode_held(_storage(mel if frames is None else mel[..., :frames]))
         return EncodedWindow(output, seconds, mel, frames is not None, session, self.encoder)
 
 

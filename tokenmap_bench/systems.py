@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokenmap.assembly import ModelOptions, open_model
-from tokenmap.decode.control import AcceptanceController, ControllerSet
+from tokenmap.decode.control import AcceptanceController
 from tokenmap.decode.drafters import FixedDrafter, Heard, default_drafter
+from tokenmap.decode.gate import WindowGate
 from tokenmap.decode.rules import GREEDY_KW
 from tokenmap.decode.special import SpecialTokens
 from tokenmap.decode.speculative import DecodeStats, decode_window
@@ -46,7 +47,7 @@ class RecordingController(AcceptanceController):
         super().update(drafted, accepted)
 
 
-class RecordingControllerSet(ControllerSet):
+class RecordingWindowGate(WindowGate):
     """Per-source controllers that record their drafts (:class:`RecordingController`)."""
 
     controller = RecordingController
@@ -84,7 +85,7 @@ class BenchModels:
     d2m: list = field(default_factory=list)
     m2d: list = field(default_factory=list)
     spec_tokens: int = 4
-    controllers: dict = field(default_factory=dict)  # task -> its ControllerSet
+    controllers: dict = field(default_factory=dict)  # task -> its WindowGate
 
     def prompt(self, lang: str, timestamps: bool) -> list[int]:
         ids = {t: i for i, t in enumerate(self.vocab[self.special.eot:], self.special.eot)}
@@ -134,7 +135,7 @@ def speculative(eng: BenchModels, enc, prompt, token_map, task: str = "", second
     ``seconds``: the audio in the window (what ``tokenmap.WhisperModel`` reads off its features);
     ``recall``: a :class:`tokenmap.maps.recallindex.RecallIndex` drafting segments heard before (``mel``: the
     window's features, by which it finds them inside the window too)."""
-    controllers = eng.controllers.setdefault(task, RecordingControllerSet(eng.cost))
+    controllers = eng.controllers.setdefault(task, RecordingWindowGate(eng.cost))
 
     def run() -> Output:
         start = [len(m.log) for m in controllers.members]
@@ -146,7 +147,7 @@ def speculative(eng: BenchModels, enc, prompt, token_map, task: str = "", second
         own = [d for d in drafter.drafters if hasattr(d, "log")]  # drafters that set their own length
         for d in own:
             d.log = []
-        result = decode_window(eng.main, enc, prompt, eng.special, drafter, **GREEDY_KW)
+        result = decode_window(eng.main.decoder, enc, prompt, eng.special, drafter, **GREEDY_KW)
         controllers.record_window(result.stats)
         log = [entry for m, n in zip(controllers.members, start + [0] * len(controllers.members))
                for entry in m.log[n:]] + [entry for d in own for entry in d.log]
@@ -159,7 +160,7 @@ def oracle(eng: BenchModels, enc, prompt, greedy_tokens):
     sequence = list(greedy_tokens) + [eng.special.eot]
 
     def run() -> Output:
-        result = decode_window(eng.main, enc, prompt, eng.special, FixedDrafter(sequence), **GREEDY_KW)
+        result = decode_window(eng.main.decoder, enc, prompt, eng.special, FixedDrafter(sequence), **GREEDY_KW)
         return Output(result.tokens, result.stats.as_dict())
     return run
 
@@ -176,7 +177,7 @@ def distil_spec(eng: BenchModels, features, enc, prompt):
 
     def run() -> Output:
         draft_enc = eng.draft.encode(features)
-        tokens = eng.main.generate_speculative(
+        tokens = eng.main.decoder.generate_speculative(
             eng.draft, enc, draft_enc, prompt=list(prompt), num_speculative_tokens=eng.spec_tokens,
             max_length=max_length, eot_id=eng.special.eot, suppress_tokens=suppress,
             d2m=eng.d2m, m2d=eng.m2d)

@@ -11,8 +11,8 @@ on average and saves ``E_L * step_ms - (batch_ms(L + 1) - step_ms)`` ms; the cut
 * a map's drafter (:class:`tokenmap.decode.follow.FollowDrafter`) has per-token chances from the map's
   frequencies, scaled by its :class:`DraftTally`.
 
-:class:`ControllerSet`, the window gate (:mod:`tokenmap.decode.gate`), keeps this state across the windows
-decoded with the same maps and weighs it.
+The window gate (:class:`tokenmap.decode.gate.WindowGate`) keeps this state across the windows decoded
+with the same maps and weighs it.
 
 Example::
 
@@ -31,8 +31,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-
-from tokenmap.decode.gate import WindowGate
 
 
 def verify_costs(cost, max_len: int) -> np.ndarray:
@@ -112,7 +110,7 @@ class DraftTally:
 
 class AcceptanceController:
     """How far a source with no estimate of its own drafts: each drafted token is kept with probability
-    ``p`` given that the previous ones were, ``p`` a decayed count of kept tokens over kept tokens plus first
+    ``p`` given that the previous ones were, ``p`` a decayed count of accepted tokens over those plus first
     rejections, carried across windows. No draft is verified while no length pays, but a 2-token probe
     every ``probe_every`` passes; the window gate weighs :meth:`best` against ``margin_ms``."""
 
@@ -124,14 +122,14 @@ class AcceptanceController:
         self.decay = decay
         self.probe_every = probe_every
         self.margin_ms = margin_ms
-        self.kept, self.rejected = prior
+        self.accepted, self.rejected = prior
         self.verified = 0  # drafts verified so far
         self._best = None  # (p, best()) cache
         self._since_draft = 0
 
     @property
     def p(self) -> float:
-        return self.kept / (self.kept + self.rejected)
+        return self.accepted / (self.accepted + self.rejected)
 
     def best(self) -> tuple[int, float]:
         """(draft length, expected saving in ms) of the best draft at the current ``p`` (cached per ``p``)."""
@@ -156,29 +154,8 @@ class AcceptanceController:
             return
         self.verified += 1
         self._since_draft = 0
-        self.kept = self.decay * self.kept + accepted
+        self.accepted = self.decay * self.accepted + accepted
         self.rejected = self.decay * self.rejected + (1.0 if accepted < drafted else 0.0)
-
-
-class ControllerSet(WindowGate):
-    """What the drafters learned over the windows decoded with the same maps, and the :class:`WindowGate`
-    it opens. Each source learns on its own (prompt lookup in a repetitive window is nearly always right, a
-    map may be from the wrong domain): an :class:`AcceptanceController` per controlled source of the chain
-    and a :class:`DraftTally` per map, by its place in the map set."""
-
-    controller = AcceptanceController  # what :meth:`member` makes for each source (a bench records drafts)
-
-    def member(self, index: int) -> AcceptanceController:
-        """The controller of the ``index``-th source of the chain (created on first use)."""
-        while len(self.members) <= index:
-            self.members.append(self.controller(self.cost))
-        return self.members[index]
-
-    def tally(self, index: int) -> DraftTally:
-        """The tally of the drafter of the ``index``-th map (0: a single map; created on first use)."""
-        while len(self.tallies) <= index:
-            self.tallies.append(DraftTally())
-        return self.tallies[index]
 
 
 class ControlledDrafter:

@@ -274,7 +274,7 @@ def map_drafter(token_map, special, cost=None, controllers=None, index: int = 0,
 
     ``special``: the model's :class:`tokenmap.decode.special.SpecialTokens` (anything with ``eot``,
     ``timestamp_begin``, ``inner_marks`` and, optionally, ``spelling``); ``controllers``: the
-    :class:`tokenmap.decode.control.ControllerSet` whose ``index``-th tally the drafter learns into;
+    :class:`tokenmap.decode.gate.WindowGate` whose ``index``-th tally the drafter learns into;
     ``seconds``: the audio in the window, when known.
     """
     if special is None or special.eot is None:
@@ -307,7 +307,7 @@ def default_drafter(token_map=None, special=None, prompt_lookup: bool = True,
     """The drafter tokenmap uses: audio recall, the token map, then prompt lookup, then the session cache.
 
     ``token_map``: one map, or a list of maps (:class:`MapSetDrafter`); ``controllers``: the
-    :class:`tokenmap.decode.control.ControllerSet` that keeps what every source learns across windows;
+    :class:`tokenmap.decode.gate.WindowGate` that keeps what every source learns across windows;
     ``cost``: the calibrated curve (default: the controllers'); ``recall``: a
     :class:`tokenmap.maps.recallindex.RecallIndex`, used when the window's encoder output is ``heard`` too.
     See :func:`map_drafter` for the rest.

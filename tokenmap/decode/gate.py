@@ -5,15 +5,17 @@ an account of what the drafts of the windows decoded so far saved on the cost cu
 (:class:`tokenmap.decode.cost.CostModel`), weighed by a clock of what those windows and plain ``generate``
 really took, and sends whole windows to plain ``generate`` while it is negative or no source of drafts
 pays; a closed gate still lets every ``probe_windows``-th window through.
-:class:`tokenmap.decode.control.ControllerSet` is the gate with the sources' controllers it weighs.
 """
 
 from __future__ import annotations
 
+from tokenmap.decode.control import AcceptanceController, DraftTally
+
 
 class WindowGate:
     """Whether a whole window is decoded with drafts or goes to plain ``generate``, weighing the sources'
-    controllers (``members``), the map tallies (``tallies``) and an account of the windows decoded so far.
+    controllers (``members``), the map tallies (``tallies``) and an account of the windows decoded so far,
+    with the same maps; each source learns on its own (a map may be from the wrong domain).
 
     The account is a decayed mean (``window_decay`` a window) of
     :meth:`tokenmap.decode.cost.CostModel.window_saving`. One losing window may close the gate; the windows
@@ -37,6 +39,20 @@ class WindowGate:
         self.timed = {"loop": [0.0, 0.0, 0], "plain": [0.0, 0.0, 0]}  # decayed ms, expected ms; windows
         self._explored = False  # a plain window was asked for, to time it
         self.replayed = 0  # plain windows replayed into the account (:meth:`record_replay`)
+
+    controller = AcceptanceController  # what :meth:`member` makes for each source (a bench records drafts)
+
+    def member(self, index: int) -> AcceptanceController:
+        """The controller of the ``index``-th source of the chain (created on first use)."""
+        while len(self.members) <= index:
+            self.members.append(self.controller(self.cost))
+        return self.members[index]
+
+    def tally(self, index: int) -> DraftTally:
+        """The tally of the drafter of the ``index``-th map (0: a single map; created on first use)."""
+        while len(self.tallies) <= index:
+            self.tallies.append(DraftTally())
+        return self.tallies[index]
 
     @property
     def window_saving_ms(self) -> float | None:

@@ -207,27 +207,19 @@ def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, mod
     return output, again
 
 
-def short_decode_rejected(model, tokens: Sequence[int], seconds: float, score: float, no_speech_prob: float,
-                          finished: bool = True) -> str | None:
-    """Why ``model``'s guard rejects ``tokens`` decoded on a short context of ``seconds`` of audio (None: kept),
-    for ``tokenmap.WhisperModel``, the batched pipeline and the stream alike (:meth:`Guard.reason`). ``model``
-    gives its ``guard``, ``special`` tokens and ``text``."""
-    return model.guard.reason(tokens, seconds=seconds, score=score, no_speech_prob=no_speech_prob, finished=finished,
-                              timestamp_begin=model.special.timestamp_begin, text=model.text(tokens))
-
-
 def _short_context(decode, window, prompts, kwargs, stats, model):
     """``(encoder output, results)`` of a window (or batch) encoded on a short context: the short decode
-    where ``model``'s guard accepts it, else the full context's."""
+    where ``model``'s guard accepts it (:meth:`Guard.reason`), else the full context's."""
     if window.sent_back:  # an earlier call on this window was sent back already
         return window.full(), decode(window.full(), prompts, kwargs)
     results = list(decode(window.output, prompts, kwargs))
     rejected = []
     for row, (result, prompt) in enumerate(zip(results, prompts)):
         tokens = decoded_tokens(result)  # a stopped loop as decoded
-        why = short_decode_rejected(model, tokens, window.seconds or 30.0, result.scores[0] if result.scores else 0.0,
-                                    getattr(result, "no_speech_prob", 0.0),
-                                    len(prompt) + len(tokens) < kwargs.get("max_length", 448) - 1)
+        why = model.guard.reason(tokens, seconds=window.seconds or 30.0, score=result.scores[0] if result.scores
+                                 else 0.0, no_speech_prob=getattr(result, "no_speech_prob", 0.0),
+                                 finished=len(prompt) + len(tokens) < kwargs.get("max_length", 448) - 1,
+                                 timestamp_begin=model.special.timestamp_begin, text=model.text(tokens))
         if why is not None:
             logger.debug("short audio context rejected (%s): decoding the window with 30 s", why)
             rejected.append(row)

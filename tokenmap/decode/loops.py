@@ -130,11 +130,11 @@ def find_loop(tokens: Sequence[int], options: LoopOptions, timestamp_begin: int,
 def cut_tokens(tokens: Sequence[int], loop: Loop, timestamp_begin: int | None = None) -> list[int]:
     """What a stopped decode returns: ``tokens`` before the repetition's second unit, ending with at most
     one timestamp (a closing one; the next segment's opening one is left out)."""
-    kept = list(tokens[: loop.second])
+    head = list(tokens[: loop.second])
     if timestamp_begin is not None:
-        while len(kept) >= 2 and kept[-1] >= timestamp_begin and kept[-2] >= timestamp_begin:
-            kept.pop()
-    return kept
+        while len(head) >= 2 and head[-1] >= timestamp_begin and head[-2] >= timestamp_begin:
+            head.pop()
+    return head
 
 
 def compression_ratio(text: str) -> float:
@@ -143,15 +143,16 @@ def compression_ratio(text: str) -> float:
     return len(data) / len(zlib.compress(data)) if data else 0.0
 
 
-def projected_ratio(kept: Sequence[int], loop: Loop, steps: int, text: Callable[[Sequence[int]], str]) -> float:
-    """The compression ratio of the text the loop would have written by ``steps`` tokens (what faster-whisper
-    would have judged, had the decode not been stopped)."""
-    return compression_ratio(text(looped(kept, loop, steps)).strip())
+def projected_ratio(head: Sequence[int], loop: Loop, steps: int, text: Callable[[Sequence[int]], str]) -> float:
+    """The compression ratio of the text the loop would have written by ``steps`` tokens after ``head`` (a
+    stopped decode's tokens: what faster-whisper would have judged, had the decode not been stopped)."""
+    return compression_ratio(text(looped(head, loop, steps)).strip())
 
 
-def looped(kept: Sequence[int], loop: Loop, length: int) -> list:
-    """``kept`` and the loop's unit again and again, to ``length`` tokens (all of ``kept`` at least)."""
-    return (list(kept) + (list(loop.unit) or [0]) * length)[: max(length, len(kept))]
+def looped(head: Sequence[int], loop: Loop, length: int) -> list:
+    """``head`` (a stopped decode's tokens) and the loop's unit again and again, to ``length`` tokens (all of
+    ``head`` at least)."""
+    return (list(head) + (list(loop.unit) or [0]) * length)[: max(length, len(head))]
 
 
 # plain generate, stopped by a short maximum length -------------------------------------------------
@@ -183,7 +184,7 @@ def decoded_tokens(result) -> list:
 
 def window_as_result(window) -> "Result":
     """The drafting loop's :class:`tokenmap.decode.speculative.WindowResult` as a ``generate`` result; a stopped
-    window's ``decoded`` tokens are its kept tokens and its unit again up to the stop."""
+    window's ``decoded`` tokens are its tokens and its unit again up to the stop."""
     decoded = looped(window.tokens, window.loop, window.loop.stop) if window.loop is not None else None
     return Result([list(window.tokens)], [window.score], window.no_speech_prob or 0.0, window.loop, decoded)
 
@@ -347,9 +348,8 @@ class StoppingDecoder:
             self.stats.loops_stopped += report.loops
         max_length = kwargs.get("max_length", 448)
         for row, loop, _ in report.stopped_rows:
-            kept = results[row].sequences_ids[0]
             results[row] = replace(results[row], ratio=projected_ratio(
-                kept, loop, steps_of(max_length, len(prompts[row])), self.text))
+                results[row].sequences_ids[0], loop, steps_of(max_length, len(prompts[row])), self.text))
         return results
 
     def finish(self, prompt, window, max_length: int = 448):

@@ -16,26 +16,26 @@ logger = logging.getLogger("tokenmap")
 
 
 class PlainDecoder:
-    """``generate`` and ``detect_language`` on :attr:`engine` (module docstring); ``kept``: the worker's handle
-    on the encoder output it keeps, when that is the output decoded (:meth:`on`)."""
+    """``generate`` and ``detect_language`` on :attr:`engine` (module docstring); ``held``: the worker's handle
+    on the encoder output it holds, when that is the output decoded (:meth:`on`)."""
 
-    kept: int | None = None
+    held: int | None = None
 
     def __init__(self, decoder, worker: StockWorker | None = None, compute_type: str | None = None):
         self.decoder = decoder
         self.worker = worker
         self.compute_type = compute_type
 
-    def on(self, kept: int | None) -> "PlainDecoder":
-        """This decoder for encoder output whose copy the worker keeps as ``kept`` (None: none)."""
+    def on(self, held: int | None) -> "PlainDecoder":
+        """This decoder for encoder output whose copy the worker holds as ``held`` (None: none)."""
         bound = copy.copy(self)
-        bound.kept = kept
+        bound.held = held
         return bound
 
     @property
     def engine(self) -> str:
         """Where plain ``generate`` runs: ``"stock"`` (the worker, while it works) or ``"fork"``."""
-        stock = self.worker is not None and self.worker.failed is None
+        stock = self.worker is not None and self.worker.healthy
         return "stock" if stock and self.worker.compute_type == self.compute_type else "fork"
 
     def generate(self, features, prompts, **kwargs):
@@ -51,10 +51,9 @@ class PlainDecoder:
         worker, goes to the fork: the call, or every call from then on)."""
         if self.engine == "stock":
             try:
-                return getattr(self.worker, method)(*args, kept=self.kept, **kwargs)
+                return getattr(self.worker, method)(*args, held=self.held, **kwargs)
             except (WorkerDied, WorkerHung) as exc:
-                self.worker.failed = self.worker.failed or str(exc)
-                logger.warning("the stock worker failed (%s); decoding with the fork from now on", exc)
+                self.worker.give_up(str(exc))
             except StockWorkerError as exc:  # the worker is fine; this call's options were refused there
                 logger.warning("stock CTranslate2 refused a %s call (%s); running it on the fork", method, exc)
         return getattr(self.decoder, method)(*args, **kwargs)
@@ -62,7 +61,7 @@ class PlainDecoder:
     def wait_ready(self) -> None:
         """Block until the worker has loaded its model (it loads while the caller goes on). A failed start is
         left to the first call, which then runs on the fork."""
-        if self.worker is not None and self.worker.failed is None:
+        if self.worker is not None and self.worker.healthy:
             try:
                 self.worker.wait_ready()
             except (StockWorkerError, OSError, WorkerDied, WorkerHung) as exc:

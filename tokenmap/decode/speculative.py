@@ -133,12 +133,12 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
     while not win.done():
         remaining = win.rules.max_steps - len(win.tokens) - 1
         draft = window_draft(drafter, win.tokens, win.rules.with_timestamps, special.timestamp_begin, remaining)
-        feed, kept = win.verify(state, feed, draft)
+        feed, accepted = win.verify(state, feed, draft)
         if draft:
             win.stats.drafts += 1
             win.stats.drafted += len(draft)
-            win.stats.accepted += kept
-            drafter.update(len(draft), kept)
+            win.stats.accepted += accepted
+            drafter.update(len(draft), accepted)
     score = win.rules.final_score(win.total, len(win.tokens))
     win.stats.decoder_seconds = time.perf_counter() - started
     stopped = win.watch.loop if win.watch is not None else None

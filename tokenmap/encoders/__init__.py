@@ -1,23 +1,30 @@
-"""The encoder room: every engine that encodes Whisper's windows, and the one door to it, :func:`open_encoder`.
-
-Its engines answer one interface (:class:`~tokenmap.encoders.base.Encoder`): OpenVINO
-(:mod:`~tokenmap.encoders.openvino`), the fork in process (:class:`~tokenmap.encoders.base.CTranslate2Encoder`)
-and stock CTranslate2 in its worker (:class:`~tokenmap.encoders.base.StockEncoder`).
-:mod:`~tokenmap.encoders.choice` decides which of them encodes each window length on this CPU and
-names the engines (:data:`ENCODERS`); :mod:`~tokenmap.encoders.report` is ``tokenmap doctor``'s line.
+"""The encoder room: :func:`open_worker` decides whether stock CTranslate2's worker runs, :func:`open_encoder`
+builds the encoder, :func:`describe` names it. :mod:`.base`: the interface, the fork's and stock CTranslate2's
+encoders, several by window length, and the one text that names them; :mod:`.openvino` (with
+:mod:`.openvino_graph`, :mod:`.modelbin`, :mod:`.quantize`): OpenVINO; :mod:`.choice`: which engine encodes each
+window length on this CPU (timed in a child by :mod:`.timing`); :mod:`.report`: ``tokenmap doctor``'s line.
 """
 
 from __future__ import annotations
 
 import logging
 
-from tokenmap.encoders.base import CTranslate2Encoder, Encoder, Output, RoutedEncoder, StockEncoder
+from tokenmap.encoders.base import CTranslate2Encoder, Encoder, Output, RoutedEncoder, StockEncoder, describe
 from tokenmap.encoders.choice import ENCODERS, choose, plan_summary
 from tokenmap.encoders.openvino import OpenVINOEncoder
+from tokenmap.runtime.stock_worker import StockWorker, stock_installed
 
-__all__ = ["ENCODERS", "Encoder", "Output", "open_encoder"]
+__all__ = ["ENCODERS", "Encoder", "Output", "describe", "open_encoder", "open_worker"]
 
 logger = logging.getLogger("tokenmap")
+
+
+def open_worker(requested: str, model_dir, compute_type: str, threads: int, fork) -> StockWorker | None:
+    """Stock CTranslate2's worker, started, wherever it is installed and ``fork`` runs on the CPU, unless
+    ``requested`` is ``"fork"``: it decodes the windows nobody drafts, and encodes where it is chosen to."""
+    if getattr(fork, "device", "cpu") != "cpu" or requested == "fork" or not stock_installed():
+        return None
+    return StockWorker(model_dir, compute_type, threads)
 
 
 def open_encoder(requested: str, model_dir, compute_type: str, threads: int, fork, worker=None) -> Encoder:

@@ -12,8 +12,6 @@ Example::
     ...     engine, precision = "zeros", "f32"
     ...     def encode(self, features, to_cpu=False):
     ...         return features.shape
-    ...     def describe(self):
-    ...         return "zeros"
     >>> import numpy as np
     >>> Zeros().encode(np.zeros((1, 80, 3000)))
     (1, 80, 3000)
@@ -22,23 +20,39 @@ Example::
 from __future__ import annotations
 
 import abc
-import logging
 from typing import NamedTuple
 
 import numpy as np
 
 from tokenmap.runtime.stock_worker import StockWorker, StockWorkerError
 
-logger = logging.getLogger("tokenmap")
-
 
 class Output(NamedTuple):
     """Encoder output: ``view``, ``[batch, frames / 2, d_model]`` as a float32 ``ctranslate2.StorageView``, and
-    ``kept``, the engine's handle on a copy of it that the engine keeps (stock CTranslate2's worker decodes
-    from that copy: :meth:`tokenmap.runtime.stock_worker.StockWorker.encode_kept`), or None."""
+    ``held``, the engine's handle on a copy of it that the engine holds (stock CTranslate2's worker decodes
+    from that copy: :meth:`tokenmap.runtime.stock_worker.StockWorker.encode_held`), or None."""
 
     view: object
-    kept: int | None = None
+    held: int | None = None
+
+
+class Choice(NamedTuple):
+    """Engine (``"openvino"``, ``"stock"`` or ``"fork"``) and precision for windows up to ``max_frames``."""
+
+    engine: str
+    precision: str
+    max_frames: int = 3000
+
+
+def describe(choices) -> str:
+    """The one name of what encodes (doctor, the CLI, the log): each :class:`Choice`, limited where several are.
+
+    >>> describe([Choice("stock", "int8", 2000), Choice("openvino", "f32")])
+    'ctranslate2 stock int8 up to 20 s, openvino f32 up to 30 s'
+    """
+    several = len(choices) > 1
+    return ", ".join(("ctranslate2 " if c.engine in ("fork", "stock") else "") + f"{c.engine} {c.precision}"
+                     + (f" up to {c.max_frames // 100} s" if several else "") for c in choices)
 
 
 class Encoder(abc.ABC):
@@ -47,17 +61,17 @@ class Encoder(abc.ABC):
     engine: str
     precision: str
 
+    def choices(self) -> tuple[Choice, ...]:
+        """What encodes which window lengths: this engine all of them (:func:`describe` names them)."""
+        return (Choice(self.engine, self.precision),)
+
     @abc.abstractmethod
     def encode(self, features, to_cpu: bool = False):
         """Encoder output of ``features`` (``[batch, n_mels, frames]``) as a ``ctranslate2.StorageView``."""
 
-    def encode_kept(self, features) -> Output:
-        """:meth:`encode`'s output with the engine's handle on the copy it keeps (none here)."""
+    def encode_held(self, features) -> Output:
+        """:meth:`encode`'s output with the engine's handle on the copy it holds (none here)."""
         return Output(self.encode(features))
-
-    @abc.abstractmethod
-    def describe(self) -> str:
-        """One line for ``tokenmap doctor``: the runtime, its version and precision."""
 
     def close(self) -> None:
         """Free what the engine holds outside this process (nothing, unless it says otherwise)."""
@@ -75,16 +89,12 @@ class CTranslate2Encoder(Encoder):
     def encode(self, features, to_cpu: bool = False):
         return self.model.encode(features, to_cpu=to_cpu)
 
-    def describe(self) -> str:
-        import ctranslate2
-
-        return f"ctranslate2 {ctranslate2.__version__} (the fork, in process), {self.precision}"
-
 
 class StockEncoder(Encoder):
     """``encode`` by stock CTranslate2 in ``worker`` (default: a worker started here from ``model_dir``,
     ``compute_type``, ``threads`` and ``options``). ``fallback`` (optional, e.g. the fork's model): if the
-    worker fails, one warning is logged and every later ``encode`` runs on it."""
+    worker fails, it is given up (:meth:`~tokenmap.runtime.stock_worker.StockWorker.give_up`) and every later
+    ``encode`` runs on the fallback."""
 
     engine = "stock"
 
@@ -95,26 +105,18 @@ class StockEncoder(Encoder):
         self.fallback = fallback
 
     def encode(self, features, to_cpu: bool = False):
-        return self.encode_kept(features).view
+        return self.encode_held(features).view
 
-    def encode_kept(self, features) -> Output:
-        """The worker's output and its handle on the copy it keeps; the fallback's (no handle) once it failed."""
-        if self.worker.failed is None:
+    def encode_held(self, features) -> Output:
+        """The worker's output and its handle on the copy it holds; the fallback's (no handle) once it failed."""
+        if self.worker.healthy or self.fallback is None:
             try:
-                return Output(*self.worker.encode_kept(features))
+                return Output(*self.worker.encode_held(features))
             except (StockWorkerError, OSError, ValueError) as exc:
                 if self.fallback is None:
                     raise
-                self.worker.failed = str(exc)
-                logger.warning("the stock encoder worker failed (%s); encoding with the fork from now on", exc)
-                self.worker.close()
-        if self.fallback is None:
-            raise StockWorkerError(f"the stock worker was given up: {self.worker.failed}")
+                self.worker.give_up(str(exc))
         return Output(self.fallback.encode(features))
-
-    def describe(self) -> str:
-        version = self.worker.version or "(not started yet)"
-        return f"ctranslate2 {version} (stock, worker process), {self.precision}"
 
     def close(self) -> None:
         self.worker.close()
@@ -126,7 +128,6 @@ class RoutedEncoder(Encoder):
     >>> class Named(Encoder):
     ...     def __init__(self, name): self.engine, self.precision = name, "f32"
     ...     def encode(self, features, to_cpu=False): return self.engine
-    ...     def describe(self): return self.engine
     >>> routed = RoutedEncoder([(2000, Named("short")), (3000, Named("long"))])
     >>> routed.encode(np.zeros((1, 80, 800))), routed.encode(np.zeros((1, 80, 3000)))
     ('short', 'long')
@@ -137,6 +138,9 @@ class RoutedEncoder(Encoder):
         self.engine = "+".join(dict.fromkeys(e.engine for _, e in self.routes))
         self.precision = "+".join(dict.fromkeys(e.precision for _, e in self.routes))
 
+    def choices(self) -> tuple[Choice, ...]:
+        return tuple(Choice(enc.engine, enc.precision, limit) for limit, enc in self.routes)
+
     def _route(self, features) -> Encoder:
         frames = np.shape(features)[-1]
         return next((enc for limit, enc in self.routes if frames <= limit), self.routes[-1][1])
@@ -144,11 +148,8 @@ class RoutedEncoder(Encoder):
     def encode(self, features, to_cpu: bool = False):
         return self._route(features).encode(features, to_cpu=to_cpu)
 
-    def encode_kept(self, features) -> Output:
-        return self._route(features).encode_kept(features)
-
-    def describe(self) -> str:
-        return "; ".join(f"up to {limit // 100} s: {enc.describe()}" for limit, enc in self.routes)
+    def encode_held(self, features) -> Output:
+        return self._route(features).encode_held(features)
 
     def close(self) -> None:
         for _, enc in self.routes:

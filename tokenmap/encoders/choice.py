@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenmap.decode.cost import calibration_path
-from tokenmap.encoders.base import StockEncoder
+from tokenmap.encoders.base import Choice, StockEncoder, describe
 from tokenmap.encoders.openvino import (
     PRECISIONS,
     EncoderUnavailable,
@@ -63,15 +63,6 @@ def parse(requested: str) -> tuple[str, str | None]:
         raise ValueError(f"encoder must be one of {', '.join(ENGINES)} (or openvino:{'|'.join(PRECISIONS)}), "
                          f"not {requested!r}")
     return engine, precision or None
-
-
-@dataclass(frozen=True)
-class Choice:
-    """Engine (``"openvino"``, ``"stock"`` or ``"fork"``) and precision for windows up to ``max_frames``."""
-
-    engine: str
-    precision: str
-    max_frames: int = 3000
 
 
 @dataclass(frozen=True)
@@ -314,7 +305,5 @@ def _fastest_openvino(data: dict) -> EncoderPlan:
 
 
 def plan_summary(plan: EncoderPlan) -> str:
-    """One line: each length's engine and precision, then why."""
-    parts = [f"{c.engine} {c.precision}" + (f" up to {c.max_frames // 100} s" if len(plan.choices) > 1 else "")
-             for c in plan.choices]
-    return f"{', '.join(parts)}: {plan.reason}"
+    """One line: what encodes each length (:func:`~tokenmap.encoders.base.describe`), then why."""
+    return f"{describe(plan.choices)}: {plan.reason}"

@@ -236,7 +236,3 @@ class OpenVINOEncoder(Encoder):
         finally:
             with self._lock:
                 self._idle.append(request)
-
-    def describe(self) -> str:
-        return (f"openvino {self.version.split('-')[0]}, {self.precision} "
-                f"(runs {self.inference_precision})")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokenmap.encoders.base import describe
 from tokenmap.encoders.choice import choose, plan_summary
 from tokenmap.encoders.openvino import OpenVINOEncoder
 
@@ -46,5 +47,5 @@ def encoder_line(model_dir, compute_type: str, threads: int, ct2_report: dict | 
             isa = report.get("Selected ISA", "?")
             key = "GEMM_S8 backend" if "int8" in choice.precision else "SGEMM backend"
             gemm = report.get(key, "?")
-            parts.append(f"ctranslate2 {choice.engine} {choice.precision} (ISA {isa}; GEMM {gemm})")
+            parts.append(f"{describe([choice])} (ISA {isa}; GEMM {gemm})")
     return " | ".join(parts) + " -- " + plan_summary(plan)

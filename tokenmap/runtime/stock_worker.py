@@ -5,7 +5,7 @@ Stock CTranslate2 (the engine stock faster-whisper runs) and the fork cannot sha
 CTranslate2 (``make stock-encoder`` installs it into :func:`stock_dir`) first on ``PYTHONPATH``. Its
 ``encode`` serves :class:`tokenmap.encoders.base.StockEncoder`; its ``generate`` and ``detect_language``
 serve :class:`tokenmap.decode.plain.PlainDecoder`, on the output it keeps from its last encode
-(:meth:`StockWorker.encode_kept`). A worker that dies is replaced once in a call; one that does not answer
+(:meth:`StockWorker.encode_held`). A worker that dies is replaced once in a call; one that does not answer
 within ``timeout`` (:func:`encoder_timeout`) is killed; giving up raises :class:`StockWorkerError`, and its
 users go on with the fork. A worker whose owner dies removes the shared-memory blocks and exits; after
 ``os.fork()`` the child starts its own. The blocks bypass ``multiprocessing``'s resource tracker (one killed
@@ -93,7 +93,8 @@ if hasattr(os, "register_at_fork"):
 
 class StockWorker:
     """Stock CTranslate2 in a worker process (one request at a time; thread-safe), which loads its model while
-    the caller goes on. ``timeout``: :func:`encoder_timeout`; ``failed``: why a user gave the worker up."""
+    the caller goes on. ``timeout``: :func:`encoder_timeout`; ``failed``: why it was given up (:meth:`give_up`),
+    once it was."""
 
     def __init__(self, model_dir, compute_type: str = "int8", threads: int = 2, directory: Path | None = None,
                  timeout: float | None = None):
@@ -112,9 +113,21 @@ class StockWorker:
         self.failed: str | None = None  # why the worker was given up, once it was
         self.version: str | None = None  # stock CTranslate2's version, once the worker is ready
         self._worker: Worker | None = Worker(self._argv, self._env)
-        self._encodes = 0  # encodes so far: each one's number is its handle (encode_kept)
+        self._encodes = 0  # encodes so far: each one's number is its handle (encode_held)
         self._holds: int | None = None  # the handle of the output the current worker keeps
         _LIVE.add(self)
+
+    @property
+    def healthy(self) -> bool:
+        """True until the worker is given up."""
+        return self.failed is None
+
+    def give_up(self, reason: str) -> None:
+        """Stop the worker for good (the first ``reason`` is logged once): its users run the fork instead."""
+        if self.failed is None:
+            self.failed = reason
+            logger.warning("the stock worker failed (%s); the fork encodes and decodes from now on", reason)
+        self.close()
 
     @property
     def _proc(self):
@@ -128,7 +141,8 @@ class StockWorker:
 
     def _ready(self) -> str:
         if self._closed:
-            raise StockWorkerError("the stock encoder is closed")
+            raise StockWorkerError(f"the stock worker was given up: {self.failed}" if self.failed else
+                                   "the stock encoder is closed")
         if self._worker is None:
             self._new_worker()
         worker = self._worker
@@ -154,10 +168,10 @@ class StockWorker:
 
     def encode(self, features):
         """Encoder output of ``features`` (StorageView or array, [batch, n_mels, frames]) as a StorageView."""
-        return self.encode_kept(features)[0]
+        return self.encode_held(features)[0]
 
-    def encode_kept(self, features) -> tuple:
-        """:meth:`encode`'s output and its handle: the worker keeps a copy of the output it encoded last,
+    def encode_held(self, features) -> tuple:
+        """:meth:`encode`'s output and its handle: the worker holds a copy of the output it encoded last,
         which :meth:`generate` and :meth:`detect_language` given that handle decode from."""
         import ctranslate2  # the fork, in this process; loaded when a window is first encoded
 
@@ -174,6 +188,7 @@ class StockWorker:
 
     def _request(self, array: np.ndarray) -> np.ndarray:
         """Send ``array`` to the worker to encode and copy its answer out."""
+        self._ready()  # a closed or given-up worker takes no new blocks
         dst = self._block("out", array.shape[0] * (array.shape[2] // 2 + 1) * MAX_D_MODEL * 4)
 
         def message():
@@ -210,28 +225,25 @@ class StockWorker:
             raise StockWorkerError(f"stock CTranslate2 failed in its worker: {answer['error']}")
         return answer
 
-    def generate(self, features, prompts, kept: int | None = None, **options) -> list[GenerationResult]:
-        """Stock CTranslate2's ``generate`` in the worker, on its own copy of the output whose handle is ``kept``
-        (:meth:`encode_kept`) while it keeps it, else on ``features`` sent through shared memory. Raises
+    def generate(self, features, prompts, held: int | None = None, **options) -> list[GenerationResult]:
+        """Stock CTranslate2's ``generate`` in the worker, on its own copy of the output whose handle is ``held``
+        (:meth:`encode_held`) while it holds it, else on ``features`` sent through shared memory. Raises
         :class:`StockWorkerError` (one line) when the worker fails or has failed before."""
         request = {"op": "generate", "prompts": [[int(t) for t in p] for p in prompts], "options": options}
-        results = self._on_worker(features, request, len(prompts), kept)
+        results = self._on_worker(features, request, len(prompts), held)
         return [GenerationResult(r["sequences_ids"], r.get("scores") or [], r.get("no_speech_prob") or 0.0)
                 for r in results]
 
-    def detect_language(self, features, kept: int | None = None) -> list[list[tuple[str, float]]]:
-        """Stock CTranslate2's ``detect_language`` in the worker (``features`` and ``kept`` as for
+    def detect_language(self, features, held: int | None = None) -> list[list[tuple[str, float]]]:
+        """Stock CTranslate2's ``detect_language`` in the worker (``features`` and ``held`` as for
         :meth:`generate`): per batch row, ``(language token, probability)`` pairs, most probable first."""
-        results = self._on_worker(features, {"op": "detect_language"}, int(features.shape[0]), kept)
+        results = self._on_worker(features, {"op": "detect_language"}, int(features.shape[0]), held)
         return [[(str(token), float(prob)) for token, prob in row] for row in results]
 
-    def _on_worker(self, features, request: dict, rows: int, kept: int | None) -> list:
-        """The worker's ``results`` for ``request`` on ``features`` (or its copy of ``kept``)."""
-        if self.failed is not None:
-            raise StockWorkerError(f"the stock worker was given up: {self.failed}")
-
+    def _on_worker(self, features, request: dict, rows: int, held: int | None) -> list:
+        """The worker's ``results`` for ``request`` on ``features`` (or its copy of ``held``)."""
         def message():
-            if kept is not None and kept == self._holds:
+            if held is not None and held == self._holds:
                 return request
             return dict(request, **self._send_array(np.ascontiguousarray(np.asarray(features), dtype=np.float32)))
 

@@ -8,7 +8,7 @@ CTranslate2 and the fork cannot share one process. :mod:`tokenmap.runtime.stock_
 
 * ``{"in": NAME, "out": NAME, "shape": [b, mels, frames]}`` (blocks the parent created): encode into
   ``out``, answer ``{"shape": [...]}``, and keep the output;
-* ``{"op": "generate", "prompts": [[...]], "options": {...}}`` and ``{"op": "detect_language"}``: on the kept
+* ``{"op": "generate", "prompts": [[...]], "options": {...}}`` and ``{"op": "detect_language"}``: on the held
   output, or with ``"in"`` and ``"shape"`` on the array in that block; answer ``{"results": [...]}``.
 
 When the parent is gone (stdin closes, or the parent process changes) or stops reading, the worker removes
@@ -61,21 +61,21 @@ def _attach(role, name, blocks):
     return block
 
 
-def _answer(model, req, blocks, kept):
+def _answer(model, req, blocks, held):
     import ctranslate2
 
     if req.get("op") in ("generate", "detect_language"):
-        return _decode(model, req, blocks, kept)
+        return _decode(model, req, blocks, held)
     shape = tuple(req["shape"])
     src = np.ndarray(shape, dtype=np.float32, buffer=_attach("in", req["in"], blocks).map)
     if shape[0] == 1:
         output = model.encode(ctranslate2.StorageView.from_array(src))
-        kept["array"] = None
+        held["array"] = None
     else:  # a batch one window a call: its peak memory stays one window's (docs/ENGINE.md)
-        kept["array"] = np.concatenate([np.asarray(model.encode(ctranslate2.StorageView.from_array(
+        held["array"] = np.concatenate([np.asarray(model.encode(ctranslate2.StorageView.from_array(
             np.ascontiguousarray(src[row: row + 1])))) for row in range(shape[0])])
-        output = ctranslate2.StorageView.from_array(kept["array"])
-    kept["encoded"] = output
+        output = ctranslate2.StorageView.from_array(held["array"])
+    held["encoded"] = output
     enc = np.asarray(output)
     dst = _attach("out", req["out"], blocks)
     if enc.nbytes > dst.size:
@@ -84,14 +84,14 @@ def _answer(model, req, blocks, kept):
     return {"shape": list(enc.shape)}
 
 
-def _decode(model, req, blocks, kept):
+def _decode(model, req, blocks, held):
     import ctranslate2
 
     if "in" in req:
         src = np.ndarray(tuple(req["shape"]), dtype=np.float32, buffer=_attach("in", req["in"], blocks).map)
         features = ctranslate2.StorageView.from_array(np.ascontiguousarray(src))
-    elif kept.get("encoded") is not None:
-        features = kept["encoded"]
+    elif held.get("encoded") is not None:
+        features = held["encoded"]
     else:
         raise ValueError(f"{req['op']} on the last encoder output, but nothing was encoded yet")
     if req["op"] == "detect_language":
@@ -129,7 +129,7 @@ def serve(model_dir, compute_type, threads, stdin, out):
     import ctranslate2
 
     blocks = {}
-    kept = {}  # the last encoder output, for generate
+    held = {}  # the last encoder output, for generate
     parent = os.getppid()
     threading.Thread(target=_watch_parent, args=(parent, blocks), daemon=True).start()
     model = ctranslate2.models.Whisper(model_dir, device="cpu", compute_type=compute_type,
@@ -140,7 +140,7 @@ def serve(model_dir, compute_type, threads, stdin, out):
         out.flush()
         for line in stdin:
             try:
-                answer = _answer(model, json.loads(line), blocks, kept)
+                answer = _answer(model, json.loads(line), blocks, held)
             except Exception as exc:  # one line back, the worker stays up
                 answer = {"error": f"{type(exc).__name__}: {exc}"}
             out.write(json.dumps(answer) + "\n")

@@ -1,2 +1,2 @@
 """Live transcription of a growing buffer: the transcriber (:mod:`.live`), its drafter from the previous
-hypothesis (:mod:`.draft`), streaming metrics (:mod:`.metrics`) and audio sources (:mod:`.audio`)."""
+hypothesis (:mod:`.previous_hypothesis`), streaming metrics (:mod:`.metrics`) and audio sources (:mod:`.audio`)."""

@@ -3,8 +3,8 @@
 Every update re-decodes the whole buffer (at most 30 s) on its audio plus a margin (``auto`` by default), and again
 on :meth:`tokenmap.windows.EncodedWindow.full` when the :class:`tokenmap.decode.guarding.Guard` rejects that decode.
 The previous update's hypothesis is the draft (Algorithm 1 of the self-speculative biased decoding paper), realigned
-after each mismatch (:mod:`tokenmap.stream.draft`); beyond it the token map (or prompt lookup) drafts, under a
-:class:`tokenmap.decode.control.ControllerSet` kept across updates.
+after each mismatch (:mod:`tokenmap.stream.previous_hypothesis`); beyond it the token map (or prompt lookup)
+drafts, under a :class:`tokenmap.decode.gate.WindowGate` kept across updates.
 
 Commit policy (LocalAgreement-2 over whole segments, :func:`agreed_segments`): a leading segment closed by a
 timestamp (``<|t0|> text <|t1|>``; a trailing ``<|t0|> text`` is open) whose text is identical in the last
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
@@ -39,16 +39,17 @@ from faster_whisper.feature_extractor import FeatureExtractor
 from tokenmap.assembly import ModelOptions, open_model
 from tokenmap.audio import SAMPLE_RATE
 from tokenmap.context import WINDOW_FRAMES, as_audio_context
-from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.ct2math import softmax
 from tokenmap.decode.drafters import default_drafter, lcp
-from tokenmap.decode.guarding import Guard, short_decode_rejected
+from tokenmap.decode.gate import WindowGate
+from tokenmap.decode.guarding import Guard, guarded_generate
+from tokenmap.decode.loops import window_as_result
 from tokenmap.decode.rules import DISABLED, GREEDY_KW, greedy_decode
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.decode.speculative import Verification, decode_window
+from tokenmap.decode.speculative import DecodeStats, Verification, decode_window
 from tokenmap.encoders import Output
-from tokenmap.stream.draft import PreviousHypothesisDrafter
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
+from tokenmap.stream.previous_hypothesis import PreviousHypothesisDrafter
 from tokenmap.windows import CONFIDENT, EncodedWindow, Session
 
 logger = logging.getLogger("tokenmap")
@@ -180,13 +181,6 @@ class StreamModel:
         return self.tokenizer.decode([t for t in tokens if t < self.special.eot])
 
 
-def _timed_full(window: EncodedWindow) -> float:
-    """Seconds :meth:`EncodedWindow.full` took to encode ``window`` as 30 s."""
-    started = time.perf_counter()
-    window.full()
-    return time.perf_counter() - started
-
-
 def biased_accept(beta: float, drafter: PreviousHypothesisDrafter):
     """The ``accept`` predicate of :func:`decode_window` for paper eq. 5 (None when beta = 0); a token the rules
     disabled is never kept."""
@@ -204,12 +198,19 @@ def biased_accept(beta: float, drafter: PreviousHypothesisDrafter):
 
 @dataclass
 class Decoded:
+    """One decode of an update, a ``generate`` result to the guards (``decoded``: :mod:`tokenmap.decode.loops`')."""
+
     tokens: list
     seconds: float
     no_speech: float
     score: float
     drafted: int = 0
     accepted: int = 0
+    decoded: list | None = None
+
+    sequences_ids = property(lambda self: [self.tokens])
+    scores = property(lambda self: [self.score])
+    no_speech_prob = property(lambda self: self.no_speech)
 
 
 class StreamTranscriber:
@@ -232,7 +233,7 @@ class StreamTranscriber:
         self.metrics = StreamMetrics()
         self.finished = False
         cost = getattr(engine, "cost", None)
-        self._controllers = ControllerSet(cost) if cost is not None else None  # the fallback's, across updates
+        self._controllers = WindowGate(cost) if cost is not None else None  # the fallback's, across updates
 
     @property
     def audio_end(self) -> float:
@@ -273,17 +274,16 @@ class StreamTranscriber:
             enc_s = full_s = time.perf_counter() - t  # full_s: the 30 s encode's time
             if self.detecting:
                 self._detect(window)
-            prompt = self.prompt()
-            dec = self.decode(window.output.view, prompt, draft)
-            short = window.short
-            if short and short_decode_rejected(self.engine, dec.tokens, buffer_seconds, dec.score, dec.no_speech):
-                guarded = True
-                full_s = _timed_full(window)
+            prompt, short = self.prompt(), window.short
+            dec, guarded, seconds = self._guarded(window, prompt, draft)
+            if guarded:  # the guard encoded the window as 30 s: what the decodes did not take
+                full_s = seconds - dec.seconds
                 enc_s += full_s
-                dec = self.decode(window.full().view, prompt, draft)
             if self.options.scratch:  # as whisper_streaming-style tools do: the buffer as 30 s, plain decoding
-                if short and not guarded:
-                    full_s = _timed_full(window)
+                if short and not guarded:  # time the 30 s encode
+                    t = time.perf_counter()
+                    window.full()
+                    full_s = time.perf_counter() - t
                 scratch = (*self._scratch(window.full(), prompt, dec.tokens), full_s)
             silent = dec.no_speech > self.options.no_speech_threshold and dec.score < self.options.logprob_threshold
             tokens = [] if silent else dec.tokens
@@ -318,26 +318,42 @@ class StreamTranscriber:
         self._detected = language if likely else None
         logger.info("detected language %s (p=%.2f)%s", language, probability, "" if self.detecting else ", settled")
 
-    def decode(self, enc, prompt: list[int], draft: list[int]) -> Decoded:
-        """One update's decoding of the buffer: ``draft`` verified, the rest drafted by the map (or prompt lookup)."""
+    def _guarded(self, window: EncodedWindow, prompt: list[int], draft: list[int]) -> tuple[Decoded, bool, float]:
+        """``(decoded, sent back to 30 s, seconds)``: the window decoded through ``WhisperModel``'s guards
+        (:func:`tokenmap.decode.guarding.guarded_generate`); ``decoded`` counts every decode."""
+        decodes, stats, started = [], DecodeStats(), time.perf_counter()
+
+        def decode(output: Output, prompts, kwargs):
+            decodes.append(self.decode(output.view, prompts[0], draft, **kwargs))
+            return decodes[-1:]
+
+        _, (dec,) = guarded_generate(decode, window, [prompt], GREEDY_KW, stats, self.engine,
+                                     getattr(getattr(self.engine, "model", None), "verify_copy", None))
+        dec = replace(dec, seconds=sum(d.seconds for d in decodes), drafted=sum(d.drafted for d in decodes),
+                      accepted=sum(d.accepted for d in decodes))
+        return dec, stats.guarded > 0, time.perf_counter() - started
+
+    def decode(self, enc, prompt: list[int], draft: list[int], **kwargs) -> Decoded:
+        """One decoding of the buffer (``kwargs``: CTranslate2's ``generate`` options): ``draft`` verified, the
+        rest drafted by the map (or prompt lookup)."""
         e = self.engine
         t = time.perf_counter()
         fallback = default_drafter(e.token_map, e.special, controllers=self._controllers, cost=getattr(e, "cost", None))
         drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback)
-        r = decode_window(e.model, enc, prompt, e.special, drafter,
+        r = decode_window(e.model.decoder, enc, prompt, e.special, drafter,
                           Verification(self.options.recheck_margin, biased_accept(self.options.beta, drafter)),
                           loop=getattr(e.model, "loop", None),
-                          **GREEDY_KW)  # loop: the loop stop's rule (tokenmap.decode.loops), None when off
+                          **kwargs)  # loop: the loop stop's rule (tokenmap.decode.loops), None when off
         return Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
-                        r.stats.drafted, r.stats.accepted)
+                       r.stats.drafted, r.stats.accepted, window_as_result(r).decoded)
 
     def _scratch(self, output: Output, prompt: list[int], tokens: list[int]) -> tuple[float, bool]:
         """``(decode seconds, same tokens)`` of the update decoded from scratch on ``output``."""
         t = time.perf_counter()
         if self.options.scratch == "reference":
-            out = greedy_decode(self.engine.model, output.view, prompt, self.engine.special, **GREEDY_KW).tokens
+            out = greedy_decode(self.engine.model.decoder, output.view, prompt, self.engine.special, **GREEDY_KW).tokens
         else:
-            plain = self.engine.model.plain.on(output.kept)
+            plain = self.engine.model.plain.on(output.held)
             out = plain.generate(output.view, [prompt], **GREEDY_KW)[0].sequences_ids[0]
         return time.perf_counter() - t, list(out) == list(tokens)
 

@@ -2,7 +2,7 @@
 
 :class:`Drafting` holds ``token_map`` (the active map, or a list of maps; assign another to switch),
 ``recall``, ``session_cache`` and ``prompt_lookup``, the ``cost`` curve and one
-:class:`~tokenmap.decode.control.ControllerSet` per active map. :meth:`Drafting.generate` decodes one
+:class:`~tokenmap.decode.gate.WindowGate` per active map. :meth:`Drafting.generate` decodes one
 ``generate`` call in the loop of :func:`tokenmap.decode.speculative.decode_window` where the call is greedy,
 drafts are worth trying and the window gate lets it through, else on the plain decoder with the loop stop
 (:class:`tokenmap.decode.loops.StoppingDecoder`), whose tokens are then replayed into the gate.
@@ -14,8 +14,8 @@ import logging
 import threading
 import time
 
-from tokenmap.decode.control import ControllerSet
 from tokenmap.decode.drafters import Heard, SessionCache, default_drafter, map_languages
+from tokenmap.decode.gate import WindowGate
 from tokenmap.decode.loops import StoppingDecoder
 from tokenmap.decode.rules import supports_fast_path
 from tokenmap.decode.special import SpecialTokens
@@ -37,7 +37,7 @@ class Drafting:
         self.recall = recall
         self.session_cache = session_cache
         self.prompt_lookup = prompt_lookup
-        self._per_map: dict[int, tuple[object, ControllerSet]] = {}
+        self._per_map: dict[int, tuple[object, WindowGate]] = {}
         self._bypass_logged: set[str] = set()
         self._bypass_lock = threading.Lock()
 
@@ -62,14 +62,14 @@ class Drafting:
                                                  f"not {language}")
         return False
 
-    def controllers(self) -> ControllerSet | None:
+    def controllers(self) -> WindowGate | None:
         """The controllers of the active map (None when not adaptive)."""
         if not self.adaptive:
             return None
         active_map = self.token_map
         entry = self._per_map.get(id(active_map))
         if entry is None or entry[0] is not active_map:  # the map is kept, so its id is not reused
-            entry = self._per_map[id(active_map)] = (active_map, ControllerSet(self.cost))
+            entry = self._per_map[id(active_map)] = (active_map, WindowGate(self.cost))
         return entry[1]
 
     def generate(self, decoder, plain: StoppingDecoder, output, prompts, stats: DecodeStats, seconds=None, mel=None,
