@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import logging
 import multiprocessing as mp
@@ -39,7 +38,9 @@ from tokenmap_bench import (  # noqa: F401 (tests read the window functions from
     calls_windows,
     dictation_windows,
     estimate_seconds,
+    lowest_hash_per_group,
     recording_key,
+    stable_hash,
 )
 
 log = logging.getLogger("tokenmap")
@@ -97,12 +98,6 @@ class Job:
 
 
 # ---------------------------------------------------------------- pure planning helpers
-def stable_hash(*parts: object) -> int:
-    """64-bit hash of the parts, independent of PYTHONHASHSEED."""
-    data = "\x1f".join(str(p) for p in parts).encode("utf-8")
-    return int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
-
-
 def make_id(set_: str, domain: str, lang: str, voice: str, idx: int, text: str) -> str:
     """`set/domain/lang/voice/NNN-hash8`: readable, and changes when the text changes."""
     return f"{set_}/{domain}/{lang}/{voice}/{idx:03d}-{stable_hash(text) & 0xFFFFFFFF:08x}"
@@ -166,16 +161,8 @@ def validate_record(rec: dict) -> None:
 
 
 def select_quick(records: list[dict], quota: dict[str, int] = QUICK_QUOTA, seed: object = 0) -> list[dict]:
-    """A small subset with every (set, domain, lang, voice) present: the `quota[set]`
-    records of each group with the lowest hash of (seed, id); stable as records are added."""
-    groups: dict[tuple, list[dict]] = defaultdict(list)
-    for r in records:
-        groups[(r["set"], r["domain"], r["lang"], r["voice"])].append(r)
-    out = []
-    for key in sorted(groups):
-        ranked = sorted(groups[key], key=lambda r: stable_hash(seed, r["id"]))
-        out.extend(ranked[:quota.get(key[0], 1)])
-    return sorted(out, key=lambda r: r["id"])
+    """The quick set (:func:`tokenmap_bench.lowest_hash_per_group` with ``quota``)."""
+    return lowest_hash_per_group(records, quota, seed)
 
 
 def flac_duration(path: str | Path) -> float:

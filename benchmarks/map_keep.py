@@ -18,7 +18,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from tokenmap_bench.metrics import speedup_interval
+from tokenmap_bench import speedup_interval
 
 ROOT = Path(__file__).resolve().parent.parent
 DECODER = ("prefill", "passes", "python", "generate")

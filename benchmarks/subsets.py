@@ -20,12 +20,12 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import sys
 from pathlib import Path
 
+from tokenmap_bench import lowest_hash_per_group
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from make_data import select_quick  # noqa: E402  (benchmarks/ is not a package)
+
 
 
 def first(lines, limits: dict, where=lambda row: True):
@@ -39,7 +39,7 @@ def first(lines, limits: dict, where=lambda row: True):
             yield line
 
 
-#: the per-group quota the subsets draw from the manifest (make_data.select_quick), and their languages
+#: the per-group quota the subsets draw from the manifest, and their languages
 SUBSET_QUOTA = {"synthetic": 3, "telephony": 40, "opendomain": 5, "dictation": 4, "calls": 2}
 LANGS = ("en", "es", "fr")
 
@@ -50,10 +50,11 @@ def _order(uid: str) -> int:
 
 
 def drawn(manifest: list[str]) -> list[str]:
-    """The lines of :data:`LANGS` that ``select_quick`` draws with :data:`SUBSET_QUOTA`, in manifest order."""
+    """The lines of :data:`LANGS` that :func:`tokenmap_bench.lowest_hash_per_group` draws with
+    :data:`SUBSET_QUOTA`, in manifest order."""
     rows = [json.loads(line) for line in manifest]
     first_order = [r for r in rows if r["lang"] in LANGS and not (r["set"] == "calls" and _order(r["id"]))]
-    chosen = {r["id"] for r in select_quick(first_order, SUBSET_QUOTA)}
+    chosen = {r["id"] for r in lowest_hash_per_group(first_order, SUBSET_QUOTA)}
     return [line for line, r in zip(manifest, rows) if r["id"] in chosen]
 
 

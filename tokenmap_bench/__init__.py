@@ -19,6 +19,8 @@ Data:
 
 * :func:`load_manifest` reads a manifest into :class:`Recording` objects; :func:`regime_of`
   names a domain's regime; :func:`recording_key` names the recording a file was made from;
+  :func:`stable_hash` hashes independently of ``PYTHONHASHSEED`` and :func:`lowest_hash_per_group`
+  draws a manifest's subsets with it;
 * :func:`check_disjoint` refuses learn or teacher data of measured recordings
   (:class:`BenchDataError`);
 * :func:`ensure_map` builds (or reuses) a task's map in a cache folder;
@@ -34,7 +36,8 @@ Metrics:
 
 * :func:`wer`, :func:`word_errors` and :func:`normalize_text` score transcripts;
 * :func:`spearman` and :func:`unfairness` compare tasks; ``VOICE_BOUND_WER`` is the WER above
-  which a synthetic voice, not the decoder, bounds a task;
+  which a synthetic voice, not the decoder, bounds a task; :func:`speedup_interval` is a speed-up's
+  paired bootstrap interval;
 * :func:`greedy_segments` reads the model's greedy segments from a run's results.json;
   ``PREFILL_MS`` is the prefill cost an offline replay charges per utterance.
 
@@ -72,6 +75,8 @@ _PUBLIC = {
     "load_manifest": "tokenmap_bench.data",
     "regime_of": "tokenmap_bench.data",
     "recording_key": "tokenmap_bench.data",
+    "stable_hash": "tokenmap_bench.data",
+    "lowest_hash_per_group": "tokenmap_bench.data",
     "check_disjoint": "tokenmap_bench.leaks",
     "ensure_map": "tokenmap_bench.data",
     "synthetic_corpus": "tokenmap_bench.synthetic",
@@ -87,6 +92,7 @@ _PUBLIC = {
     "normalize_text": "tokenmap_bench.metrics",
     "spearman": "tokenmap_bench.metrics",
     "unfairness": "tokenmap_bench.metrics",
+    "speedup_interval": "tokenmap_bench.metrics",
     "VOICE_BOUND_WER": "tokenmap_bench.aggregate",
     "greedy_segments": "tokenmap_bench.fairness",
     "PREFILL_MS": "tokenmap_bench.fairness",

@@ -13,9 +13,11 @@ each map records them).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -66,6 +68,25 @@ class Recording:
     @property
     def regime(self) -> str:
         return regime_of(self.domain)
+
+
+def stable_hash(*parts: object) -> int:
+    """64-bit hash of the parts, independent of PYTHONHASHSEED."""
+    data = "\x1f".join(str(p) for p in parts).encode("utf-8")
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
+
+
+def lowest_hash_per_group(records: list[dict], quota: dict[str, int], seed: object = 0) -> list[dict]:
+    """Every (set, domain, lang, voice) group's ``quota[set]`` records (1 for a set not named) with the
+    lowest hash of (seed, id), sorted by id: stable as records are added."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in records:
+        groups[(r["set"], r["domain"], r["lang"], r["voice"])].append(r)
+    out = []
+    for key in sorted(groups):
+        ranked = sorted(groups[key], key=lambda r: stable_hash(seed, r["id"]))
+        out.extend(ranked[:quota.get(key[0], 1)])
+    return sorted(out, key=lambda r: r["id"])
 
 
 def recording_key(path: str) -> str:
