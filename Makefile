@@ -152,7 +152,7 @@ ENCODER_AUTO ?= $(shell $(BIN)/tokenmap doctor 2>/dev/null | sed -n 's/^encoder 
 KEEP = $(PY) benchmarks/report.py keep "$$(ls -td results/2*/ | head -1)results.json" --section "$(KIND)" \
 	--encoder-auto "$(ENCODER_AUTO)"
 bench-quick: bench-data bench-stock
-	$(BIN)/tokenmap bench --quick --map-mode per-task,balanced
+	$(BIN)/tokenmap bench --quick --map-mode per-task,balanced --heavy-per-group 2
 	$(KEEP) --order 100 --prefix $(KIND_SLUG)-quick --tables e2e,decoder,tasks,fairness
 	$(MAKE) --no-print-directory bench-report
 

@@ -77,7 +77,7 @@ def _count_lines(path: Path, limit: int | None) -> int | None:
 @click.option("--e2e-reps", type=click.IntRange(0, 100), default=None,
               help="Repetitions of the end-to-end transcribes  [default: --reps, 1 with --quick]")
 @click.option("--heavy-per-group", type=click.IntRange(0), default=None,
-              help="Run distil-spec, end-to-end and stock only on the first N utterances of each "
+              help="Run the end-to-end systems and stock only on the first N utterances of each "
                    "set/domain/lang group (0 = all)  [default: 0, 1 with --quick]")
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N utterances.")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, 256), help="intra_threads.")

@@ -70,7 +70,7 @@ class BenchOptions:
     timestamps: bool = True
     spec_tokens: int = 4
     stock_python: str = ".venv-stock/bin/python"
-    heavy_per_group: int = 0  # distil-spec, e2e, stock only on the first N of each set/domain/lang (0 = all)
+    heavy_per_group: int = 0  # e2e and stock only on the first N of each set/domain/lang (0 = all)
     map_modes: tuple = ("per-task",)  # "multi" / "balanced" add systems tokenmap-multi / tokenmap-balanced
     teacher: tuple = ()  # teacher transcript files of map mode "taught" (tokenmap.balance.divergence)
     learn: str = ""  # the model's transcripts of other prompts' recordings (tokenmap-learned)
@@ -219,10 +219,11 @@ def heavy_ids(utterances: list[Recording], per_group: int) -> set:
 
 def build_runners(state: RunState, utt: Recording, mel, enc, greedy_tokens, options: BenchOptions,
                   heavy: bool = True) -> dict:
-    """``{system name: run}`` for this utterance (e2e systems included when ``heavy``)."""
+    """``{system name: run}`` for this utterance (e2e systems included when ``heavy``; distil-spec on every
+    English utterance)."""
     eng, chosen = state.eng, set(options.systems)
     if not heavy:
-        chosen -= {"distil-spec", "e2e"}
+        chosen -= {"e2e"}
     prompt = eng.prompt(utt.lang, options.timestamps)
     runners = {"greedy": sysm.greedy(eng, enc, prompt)}
     learned = state.maps.learned.get((utt.domain, utt.lang)) if "tokenmap" in chosen else None
