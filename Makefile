@@ -24,7 +24,7 @@ help:
 	@echo "make bench-wer   real speech in it, ru, cs, nl, ro; WER of the full against the short audio context"
 	@echo "make bench-teacher  the model's transcripts of the dev audio, for map mode taught"
 	@echo "make bench-learn the model's transcripts of the train split's 8 kHz prompts, and recall indexes"
-	@echo "make bench-quick the quick benchmark (about 10 minutes on 2 cores)"
+	@echo "make bench-quick the quick benchmark on real speech in five languages (about 10 minutes on 2 cores)"
 	@echo "make bench       the full benchmark: its tables into results/kept/, then docs/BENCHMARKS.md"
 	@echo "make bench-report  write docs/BENCHMARKS.md from the kept results (results/kept/)"
 	@echo "make bench-map   map against no map file by file, every set, both audio contexts, and a 3 min file (~40 min)"

@@ -26,7 +26,6 @@ DECODER = ("prefill", "passes", "python", "generate")
 PROFILES = (("calls.json", "Asterisk prompts back to back, dense call windows", "the prompt inventory"),
             ("prompts.json", "Asterisk prompts, every 3rd of the test split", "the prompt inventory"),
             ("librivox.json", "LibriVox readings", "the book's text"),
-            ("commands.json", "held-out structured commands, TTS", "the domain's corpus"),
             ("prompts-wrong-map.json", "Asterisk prompts, every 3rd", "another domain's (maintenance, en)"),
             ("dictation-wrong-map.json", "dictation windows, TTS", "another domain's (telephony, en)"))
 CONTEXTS = {"full": "30 s", "auto": "`auto`"}

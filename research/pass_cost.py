@@ -44,12 +44,14 @@ def passes(model, encoded, sizes, reps: int) -> dict:
 
 
 def per_token(generate, encoded, reps: int = 7) -> float:
-    """ms a token of ``generate``: the difference of 36 and 4 tokens, end of text suppressed."""
+    """ms a token of ``generate``: the difference of ``max_length`` 36 and 4 over the tokens it added."""
     def run(n):
         started = time.perf_counter()
-        generate(encoded, [PROMPT], beam_size=1, max_length=n, suppress_blank=False, suppress_tokens=[-1, 50257])
-        return time.perf_counter() - started
-    return (statistics.median(run(36) for _ in range(reps)) - statistics.median(run(4) for _ in range(reps))) * 31.25
+        out = generate(encoded, [PROMPT], beam_size=1, max_length=n, suppress_blank=False, suppress_tokens=[-1, 50257])
+        return time.perf_counter() - started, len(out[0].sequences_ids[0])
+    (long, n_long), (short, n_short) = ([statistics.median(x) for x in zip(*(run(n) for _ in range(reps)))]
+                                        for n in (36, 4))
+    return (long - short) * 1000.0 / max(1, n_long - n_short)
 
 
 def main() -> None:

@@ -14,10 +14,9 @@ curve gives those passes.
 """
 import argparse
 import dataclasses
+import gzip
 import json
 from pathlib import Path
-
-from e2e_oracle import prompt_list
 
 import tokenmap
 from tokenmap import build_map, load_maps, resolve_model
@@ -25,6 +24,14 @@ from tokenmap.decode.cost import load_cost_model
 from tokenmap.decode.speculative import ReplayStats, replay_window
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def prompt_list(path: str) -> list[str]:
+    """The prompts' texts of an Asterisk prompt list (``name: text`` lines, ``;`` comments; gzip or not)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8-sig") as f:
+        lines = [line.split(":", 1)[1].strip() for line in f if ":" in line and not line.startswith(";")]
+    return [line for line in lines if line]
 
 
 def main() -> None:
