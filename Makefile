@@ -116,8 +116,9 @@ demo: setup $(DEMO_MAP) $(DEMO_INVENTORY)
 # Benchmark data: Debian TTS voices and real speech, PyPI piper voice; audio is
 # generated into bench-data/ (gitignored), never committed.
 BENCH_DEBS := flite espeak-ng sox libsox-fmt-base pocketsphinx-testdata \
-	asterisk-core-sounds-en asterisk-core-sounds-es asterisk-core-sounds-fr \
+	asterisk-core-sounds-en asterisk-core-sounds-es asterisk-core-sounds-fr asterisk-core-sounds-it asterisk-core-sounds-ru \
 	asterisk-core-sounds-en-g722 asterisk-core-sounds-es-g722 asterisk-core-sounds-fr-g722 \
+	asterisk-core-sounds-it-g722 asterisk-core-sounds-ru-g722 \
 	asterisk-core-sounds-en-wav asterisk-core-sounds-es-wav asterisk-core-sounds-fr-wav
 
 bench-data: setup

@@ -9,7 +9,7 @@ Prerequisites (Debian bookworm)::
 
     apt-get update
     apt-get install -y asterisk-core-sounds-en asterisk-core-sounds-es asterisk-core-sounds-fr \\
-                       pocketsphinx-testdata
+                       asterisk-core-sounds-it asterisk-core-sounds-ru pocketsphinx-testdata
     # janeaustenr: only its data files are needed, not R itself
     (cd /tmp && apt-get download r-cran-janeaustenr && dpkg -x r-cran-janeaustenr_*_all.deb /tmp/janeaustenr)
 
