@@ -92,15 +92,8 @@ def fairness(task_table: dict, system: str = "tokenmap", rows: list[dict] | None
 def speedup_intervals(rows: list[dict], system: str, field: str = "task") -> dict:
     """``{group: (low, high)}``: the paired bootstrap interval of ``system``'s S against its baseline
     over the group's utterances."""
-    names = {r["system"] for r in rows}
-    if system not in names:
-        return {}
-    base = _times(rows, baseline_of(system, names))
-    out = {}
-    for key, group in sorted(M.group_rows([r for r in rows if r["system"] == system and field in r],
-                                          lambda r: r[field]).items()):
-        out[key] = M.speedup_interval([(base[r["id"]], r["decoder_s"]) for r in group if r["id"] in base])
-    return out
+    pairs = _pairs(rows, [system], field)[system]
+    return {key: M.speedup_interval(group) for key, group in sorted(pairs.items())}
 
 
 def map_modes(rows: list[dict], task_table: dict) -> dict:
@@ -162,13 +155,18 @@ def regimes(rows: list[dict], bound: dict) -> dict:
             "all": summarize_systems(kept) if kept else {}, "by_set": by_set}
 
 
-def _pairs(rows: list[dict], systems) -> dict:
-    """``{system: [(baseline time, system time)]}`` over the utterances both ran."""
+def _pairs(rows: list[dict], systems, field: str | None = None) -> dict:
+    """``{system: [(baseline time, system time)]}`` over the utterances both ran; with ``field``,
+    ``{system: {group: [...]}}`` by the rows' ``field``."""
     names = {r["system"] for r in rows}
     out = {}
     for name in systems:
         base = _times(rows, baseline_of(name, names))
-        out[name] = [(base[r["id"]], r["decoder_s"]) for r in rows if r["system"] == name and r["id"] in base]
+        mine = [r for r in rows if r["system"] == name and r["id"] in base and (field is None or field in r)]
+        grouped = M.group_rows(mine, lambda r: r[field] if field else None)
+        out[name] = {k: [(base[r["id"]], r["decoder_s"]) for r in g] for k, g in grouped.items()}
+        if field is None:
+            out[name] = out[name].get(None, [])
     return out
 
 

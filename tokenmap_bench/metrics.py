@@ -204,9 +204,16 @@ def bootstrap_interval(statistic: Callable[[list], float], units: Sequence, reps
         return (math.nan, math.nan)
     rng = random.Random(seed)
     n = len(units)
-    values = sorted(statistic([units[rng.randrange(n)] for _ in range(n)]) for _ in range(reps))
+    return _percentiles([statistic([units[rng.randrange(n)] for _ in range(n)]) for _ in range(reps)])
+
+
+def _percentiles(values: list[float]) -> tuple[float, float]:
+    """The :data:`LEVEL` percentile interval of the finite ``values``; (nan, nan) without any."""
+    values = sorted(v for v in values if not math.isnan(v))
+    if not values:
+        return (math.nan, math.nan)
     tail = (1.0 - LEVEL) / 2
-    return (values[int(tail * (reps - 1))], values[int(round((1 - tail) * (reps - 1)))])
+    return (values[int(tail * (len(values) - 1))], values[int(round((1 - tail) * (len(values) - 1)))])
 
 
 def speedup_interval(pairs: Sequence[tuple[float, float]], seed: int = 0) -> tuple[float, float]:
@@ -230,11 +237,7 @@ def unfairness_interval(counts: Mapping[str, Sequence[tuple[int, int]]], seed: i
             drafted = sum(x for x, _ in draw)
             d[t] = misfit(sum(a for _, a in draw) / drafted) if drafted else math.nan
         values.append(unfairness(d))
-    values = sorted(v for v in values if not math.isnan(v))
-    if not values:
-        return (math.nan, math.nan)
-    tail = (1.0 - LEVEL) / 2
-    return (values[int(tail * (len(values) - 1))], values[int(round((1 - tail) * (len(values) - 1)))])
+    return _percentiles(values)
 
 
 # -- grouping ---------------------------------------------------------------
