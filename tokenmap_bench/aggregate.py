@@ -92,7 +92,7 @@ def fairness(task_table: dict, system: str = "tokenmap", rows: list[dict] | None
 def speedup_intervals(rows: list[dict], system: str, field: str = "task") -> dict:
     """``{group: (low, high)}``: the paired bootstrap interval of ``system``'s S against its baseline
     over the group's utterances."""
-    pairs = _pairs(rows, [system], field)[system]
+    pairs = _pairs([r for r in rows if field in r], system, lambda r: r[field])
     return {key: M.speedup_interval(group) for key, group in sorted(pairs.items())}
 
 
@@ -155,19 +155,11 @@ def regimes(rows: list[dict], bound: dict) -> dict:
             "all": summarize_systems(kept) if kept else {}, "by_set": by_set}
 
 
-def _pairs(rows: list[dict], systems, field: str | None = None) -> dict:
-    """``{system: [(baseline time, system time)]}`` over the utterances both ran; with ``field``,
-    ``{system: {group: [...]}}`` by the rows' ``field``."""
-    names = {r["system"] for r in rows}
-    out = {}
-    for name in systems:
-        base = _times(rows, baseline_of(name, names))
-        mine = [r for r in rows if r["system"] == name and r["id"] in base and (field is None or field in r)]
-        grouped = M.group_rows(mine, lambda r: r[field] if field else None)
-        out[name] = {k: [(base[r["id"]], r["decoder_s"]) for r in g] for k, g in grouped.items()}
-        if field is None:
-            out[name] = out[name].get(None, [])
-    return out
+def _pairs(rows: list[dict], system: str, key) -> dict:
+    """``{key(row): [(baseline time, system time)]}`` over the utterances ``system`` and its baseline ran."""
+    base = _times(rows, baseline_of(system, {r["system"] for r in rows}))
+    mine = [r for r in rows if r["system"] == system and r["id"] in base]
+    return {k: [(base[r["id"]], r["decoder_s"]) for r in g] for k, g in M.group_rows(mine, key).items()}
 
 
 def voice_bound(rows: list[dict]) -> dict:
@@ -199,7 +191,8 @@ def aggregate(rows: list[dict]) -> dict:
     intervals = {name: speedup_intervals(heard, name) for name in systems}
     return {"systems": systems, "groups": groups, "voice_bound": bound,
             "intervals": {"task": intervals,
-                          "all": {name: M.speedup_interval(pairs) for name, pairs in _pairs(heard, systems).items()}},
+                          "all": {name: M.speedup_interval(_pairs(heard, name, lambda r: "all").get("all", []))
+                                  for name in systems}},
             "oracle_fraction": {"all": oracle_fractions({"all": systems}).get("all"),
                                 "task": oracle_fractions(groups["task"])},
             "fairness": fairness(heard_tasks, rows=heard), "fairness_oracle": fairness(heard_tasks, "oracle"),
