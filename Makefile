@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.tokenmap-installed
 # re-installed last (see docs/ENGINE.md).
 ENGINE := ctranslate2-crisperwhisper==4.7.1.post3
 
-.PHONY: help demo test lint setup engine stock-encoder packing rowmath models tools bench-data bench-wer bench-teacher bench-learn bench bench-quick bench-report bench-stock bench-map bench-hour shapes bench-sizes clean
+.PHONY: help demo test lint setup engine stock-encoder packing rowmath models tools bench-data bench-wer bench-teacher bench-learn bench bench-quick bench-report bench-stock bench-map bench-map-wer bench-hour shapes bench-sizes clean
 
 help:
 	@echo "make demo        install everything needed, then transcribe a bundled recording"
@@ -28,6 +28,7 @@ help:
 	@echo "make bench       the full benchmark: its tables into results/kept/, then docs/BENCHMARKS.md"
 	@echo "make bench-report  write docs/BENCHMARKS.md from the kept results (results/kept/)"
 	@echo "make bench-map   map against no map file by file, every set, both audio contexts, and a 3 min file (~40 min)"
+	@echo "make bench-map-wer  WER with each language's prompt inventory against without a map, held-out prompts (~10 min)"
 	@echo "make bench-hour  an hour of real speech through transcribe: memory over time, RTF (3-9 minutes on 2 cores)"
 	@echo "make shapes      random-weight models of the shapes of small, medium, large-v3, turbo (~/.cache/tokenmap/shapes)"
 	@echo "make bench-sizes calibrate the shapes, time their encoders on each engine, project S and end to end per size (~40 min)"
@@ -202,13 +203,30 @@ bench-map: bench-data
 	$(PROFILE) --set synthetic --json results/map/commands.json
 	$(PROFILE) --set calls --json results/map/calls.json
 	$(PROFILE) --set opendomain --json results/map/librivox.json
+	$(PY) benchmarks/oracle_maps.py results/map/calls.json results/map/prompts.json --out results/map/oracle-maps
+	$(PROFILE) --set calls --maps results/map/oracle-maps --json results/map/calls-oracle.json
+	$(PROFILE) --set telephony --stride 3 --maps results/map/oracle-maps --json results/map/prompts-oracle.json
 	$(PROFILE) --set telephony --stride 3 --map-of maintenance-en --json results/map/prompts-wrong-map.json
 	$(PROFILE) --set dictation --map-of telephony-en --contexts full --json results/map/dictation-wrong-map.json
 	$(PY) benchmarks/long_bench.py --minutes 3 --reps 3 --map $(MAP_EN) \
 		--systems tokenmap-seq,tokenmap-seq-map,tokenmap-batch8,tokenmap-batch8-map --json results/map/long.json
 	$(PY) benchmarks/map_keep.py --section "$(KIND)" --encoder-auto "$(ENCODER_AUTO)" \
-		--out results/kept/$(KIND_SLUG)-45-map.json
+		--out results/kept/$(KIND_SLUG)-45-map.json $(if $(wildcard results/map/wer-map.json),\
+		--wer-out results/kept/$(KIND_SLUG)-46-map-wer.json)
 	$(MAKE) --no-print-directory bench-report
+
+# The default's WER with each language's prompt inventory against without a map, on the held-out prompts of
+# the short-context sets (make bench-wer builds them; WER_MANIFEST names another build); bench-map keeps its table.
+WER_MANIFEST ?= bench-data/wer/manifest.jsonl
+WER_MAP := $(PY) benchmarks/wer_table.py --manifest $(WER_MANIFEST) --split test --contexts full --vad off \
+	--sets asterisk-en,asterisk-es,asterisk-fr,asterisk-it,asterisk-ru
+bench-map-wer: setup
+	@test -f $(WER_MANIFEST) || $(MAKE) --no-print-directory bench-wer
+	@mkdir -p results/map
+	for l in en es fr it ru; do $(BIN)/tokenmap build --force corpora/telephony/$$l/train.txt \
+		corpora/telephony/$$l/test.txt -o results/map/inventory-$$l.tmap; done
+	$(WER_MAP) --json results/map/wer-nomap.json
+	$(WER_MAP) $(foreach l,en es fr it ru,--map $(l)=results/map/inventory-$(l).tmap) --json results/map/wer-map.json
 
 # An hour of Asterisk prompts and LibriVox clips (built into the user's cache, never committed), transcribed
 # as `tokenmap transcribe --map` does, with resident memory sampled while it runs (benchmarks/hour_bench.py).

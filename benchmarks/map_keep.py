@@ -7,7 +7,11 @@ Each ``window_profile.py`` file (``--json``) gives, per audio context, every fil
 without; a row is their summed no-map time over the map's, end to end and for the decoder alone (prefill,
 passes, the loop's Python, plain ``generate``), each with its 95 % paired bootstrap interval over files,
 and the acceptance of the map's drafts. ``long_bench.py --json`` gives the 3 min file: the best wall time
-of its repetitions without a map over the same system's with it.
+of its repetitions without a map over the same system's with it. Rows whose map is the oracle come from
+``window_profile.py --maps`` with :mod:`oracle_maps`' maps (the files' own transcripts): the bound a map of
+that text can reach. ``--wer-out`` writes a second table from two ``wer_table.py --json`` runs of the same
+files, without a map (``wer-nomap.json``) and with each language's prompt inventory (``wer-map.json``): the
+default's WER with a map against without, per set and pooled, with a paired bootstrap interval over files.
 """
 
 from __future__ import annotations
@@ -18,13 +22,18 @@ import json
 import subprocess
 from pathlib import Path
 
+from wer_table import delta_ci  # the script beside this one
+
 from tokenmap_bench import speedup_interval
 
 ROOT = Path(__file__).resolve().parent.parent
 DECODER = ("prefill", "passes", "python", "generate")
 #: (file in results/map, what it holds, its map) in the table's order
+ORACLE = "oracle: the files' own transcripts"
 PROFILES = (("calls.json", "Asterisk prompts back to back, dense call windows", "the prompt inventory"),
+            ("calls-oracle.json", "Asterisk prompts back to back, dense call windows", ORACLE),
             ("prompts.json", "Asterisk prompts, every 3rd of the test split", "the prompt inventory"),
+            ("prompts-oracle.json", "Asterisk prompts, every 3rd of the test split", ORACLE),
             ("librivox.json", "LibriVox readings", "the book's text"),
             ("prompts-wrong-map.json", "Asterisk prompts, every 3rd", "another domain's (maintenance, en)"),
             ("dictation-wrong-map.json", "dictation windows, TTS", "another domain's (telephony, en)"))
@@ -70,6 +79,49 @@ def long_rows(path: Path) -> list[list]:
     return out
 
 
+def _signed(text: str) -> str:
+    """The docs' minus sign (U+2212) for ASCII hyphens of negative numbers."""
+    return text.replace("-", "\u2212")
+
+
+def wer_rows(nomap: Path, with_map: Path) -> list[list]:
+    """Per set and pooled: files, WER without and with the map, the difference with its interval, loops."""
+    def per_file(path):
+        return {r["id"]: r for r in json.loads(path.read_text(encoding="utf-8"))["results"] if r["context"] == "full"}
+    plain, mapped = per_file(nomap), per_file(with_map)
+    ids = sorted(plain.keys() & mapped.keys())
+    groups: dict[str, list[str]] = {}
+    for i in ids:
+        groups.setdefault(plain[i]["set"], []).append(i)
+    rows = []
+    for name, members in [*sorted(groups.items()), ("**all**", ids)]:
+        pairs = [(plain[i]["edits"], mapped[i]["edits"], plain[i]["words"]) for i in members]
+        words = sum(p[2] for p in pairs)
+        before, after = (100 * sum(p[k] for p in pairs) / words for k in (0, 1))
+        low, high = delta_ci(pairs)
+        delta = _signed(f"{after - before:+.2f} [{low:+.2f}, {high:+.2f}]")
+        rows.append([name, len(members), f"{before:.2f}", f"{after:.2f}", delta,
+                     f"{sum(plain[i]['loop'] for i in members)} / {sum(mapped[i]['loop'] for i in members)}",
+                     sum(plain[i]["hyp"] != mapped[i]["hyp"] for i in members)])
+    return rows
+
+
+def wer_table(args, commit: str) -> dict:
+    """The kept table of :func:`wer_rows` from ``args.results``' ``wer-nomap.json`` and ``wer-map.json``."""
+    return {"section": args.section, "order": args.order + 1, "title": "Map against no map, WER",
+            "text": "Held-out real prompts (the test split of the short-context sets, [benchmarks/WER_SETS.md]"
+                    "(../benchmarks/WER_SETS.md)), each transcribed by the default configuration (30 s context, "
+                    "greedy, temperature 0, VAD off) without a map and with its language's prompt inventory (the "
+                    "prompts' text, never these recordings). Difference with a map minus without, in WER points, "
+                    "with a 95 % paired bootstrap interval over files.",
+            "command": "make bench-map-wer", "commit": commit, "date": datetime.date.today().isoformat(),
+            "model": "base", "compute_type": "int8", "threads": 2, "encoder_auto": args.encoder_auto,
+            "columns": ["set", "files", "WER without %", "WER with the map %", "Δ (points) [95 %]",
+                        "loops without / with", "transcripts changed"],
+            "align": "lrrrrrr", "rows": wer_rows(args.results / "wer-nomap.json", args.results / "wer-map.json"),
+            "notes": []}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", type=Path, default=ROOT / "results" / "map")
@@ -77,6 +129,7 @@ def main(argv=None) -> int:
     ap.add_argument("--order", type=int, default=45)
     ap.add_argument("--encoder-auto", default="", help="what `tokenmap doctor` says auto encodes with")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--wer-out", type=Path, default=None, help="also write the WER table (order + 1) here")
     args = ap.parse_args(argv)
     rows = []
     for name, what, map_name in PROFILES:
@@ -84,14 +137,21 @@ def main(argv=None) -> int:
             rows += profile_rows(args.results / name, what, map_name)
     if (args.results / "long.json").is_file():
         rows += long_rows(args.results / "long.json")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=ROOT).stdout.strip()
+    if args.wer_out is not None:
+        args.wer_out.write_text(json.dumps(wer_table(args, commit), indent=1, ensure_ascii=False) + "\n",
+                                encoding="utf-8")
+        print(f"wrote {args.wer_out}")
     table = {"section": args.section, "order": args.order, "title": "Map against no map, end to end",
              "text": "Each file transcribed by the default configuration (greedy, temperature 0) with its map and "
                      "without one, alternating, fresh draft controllers per file; no-map time over map time (> 1: "
                      "the map is faster), summed over the files, end to end and for the decoder alone, each with "
                      "its 95 % paired bootstrap interval over files. A_r and tokens per verify pass are the map's. "
-                     "The maps hold the prompts' text, never their recordings.",
-             "command": "make bench-map", "commit": commit.strip(), "date": datetime.date.today().isoformat(),
+                     "The maps hold the prompts' text, never their recordings. The oracle's map holds the files' "
+                     "own transcripts without a map (`benchmarks/oracle_maps.py`): a bound on what any map of "
+                     "that text gives on this CPU, not a configuration.",
+             "command": "make bench-map", "commit": commit, "date": datetime.date.today().isoformat(),
              "model": "base", "compute_type": "int8", "threads": 2, "encoder_auto": args.encoder_auto,
              "columns": ["workload (files)", "map", "context", "end to end [95 % CI]", "decoder [95 % CI]", "A_r %",
                          "tokens a pass", "texts equal"],
