@@ -208,15 +208,16 @@ bench-map: bench-data
 	$(PROFILE) --set telephony --stride 3 --maps results/map/oracle-maps --json results/map/prompts-oracle.json
 	$(PROFILE) --set telephony --stride 3 --map-of maintenance-en --json results/map/prompts-wrong-map.json
 	$(PROFILE) --set dictation --map-of telephony-en --contexts full --json results/map/dictation-wrong-map.json
+	$(PROFILE) --set dictation --map-of telephony-en --contexts full --session \
+		--json results/map/dictation-wrong-map-session.json
 	$(PY) benchmarks/long_bench.py --minutes 3 --reps 3 --map $(MAP_EN) \
 		--systems tokenmap-seq,tokenmap-seq-map,tokenmap-batch8,tokenmap-batch8-map --json results/map/long.json
 	$(PY) benchmarks/map_keep.py --section "$(KIND)" --encoder-auto "$(ENCODER_AUTO)" \
-		--out results/kept/$(KIND_SLUG)-45-map.json $(if $(wildcard results/map/wer-map.json),\
-		--wer-out results/kept/$(KIND_SLUG)-46-map-wer.json)
+		--out results/kept/$(KIND_SLUG)-45-map.json
 	$(MAKE) --no-print-directory bench-report
 
 # The default's WER with each language's prompt inventory against without a map, on the held-out prompts of
-# the short-context sets (make bench-wer builds them; WER_MANIFEST names another build); bench-map keeps its table.
+# the short-context sets (make bench-wer builds them; WER_MANIFEST names another build); bench-map notes it.
 WER_MANIFEST ?= bench-data/wer/manifest.jsonl
 WER_MAP := $(PY) benchmarks/wer_table.py --manifest $(WER_MANIFEST) --split test --contexts full --vad off \
 	--sets asterisk-en,asterisk-es,asterisk-fr,asterisk-it,asterisk-ru

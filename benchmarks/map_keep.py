@@ -9,9 +9,10 @@ passes, the loop's Python, plain ``generate``), each with its 95 % paired bootst
 and the acceptance of the map's drafts. ``long_bench.py --json`` gives the 3 min file: the best wall time
 of its repetitions without a map over the same system's with it. Rows whose map is the oracle come from
 ``window_profile.py --maps`` with :mod:`oracle_maps`' maps (the files' own transcripts): the bound a map of
-that text can reach. ``--wer-out`` writes a second table from two ``wer_table.py --json`` runs of the same
-files, without a map (``wer-nomap.json``) and with each language's prompt inventory (``wer-map.json``): the
-default's WER with a map against without, per set and pooled, with a paired bootstrap interval over files.
+that text can reach. Where ``make bench-map-wer`` left its two ``wer_table.py --json`` runs of the same
+files, without a map (``wer-nomap.json``) and with each language's prompt inventory (``wer-map.json``), a
+note gives the default's WER with a map against without, pooled and per set, with paired bootstrap intervals
+over files.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ PROFILES = (("calls.json", "Asterisk prompts back to back, dense call windows", 
             ("prompts-oracle.json", "Asterisk prompts, every 3rd of the test split", ORACLE),
             ("librivox.json", "LibriVox readings", "the book's text"),
             ("prompts-wrong-map.json", "Asterisk prompts, every 3rd", "another domain's (maintenance, en)"),
-            ("dictation-wrong-map.json", "dictation windows, TTS", "another domain's (telephony, en)"))
+            ("dictation-wrong-map.json", "dictation windows, TTS", "another domain's (telephony, en)"),
+            ("dictation-wrong-map-session.json", "dictation windows, TTS, in one process (the gate learns across "
+             "files)", "another domain's (telephony, en)"))
 CONTEXTS = {"full": "30 s", "auto": "`auto`"}
 
 
@@ -65,6 +68,39 @@ def profile_rows(path: Path, what: str, map_name: str) -> list[list]:
     return out
 
 
+def _summed(path: Path, context: str) -> tuple[float, dict]:
+    """(no-map end-to-end time over the map's, the map's rejected drafts by cause) of one context of a profile."""
+    result = json.loads(path.read_text(encoding="utf-8"))[context]
+    rows = result["rows"]
+    return sum(r["nomap"]["total"] for r in rows) / sum(r["map"]["total"] for r in rows), result.get("rejected", {})
+
+
+def oracle_notes(results: Path) -> list[str]:
+    """Per workload with an oracle run, one note: per context, the share of the oracle's end-to-end gain the map
+    takes; then the causes of the map's rejected drafts (the first wrong token of each, as
+    ``window_profile.py`` classifies it), over both contexts."""
+    notes = []
+    for name, what, map_name in PROFILES:
+        oracle = results / name.replace(".json", "-oracle.json")
+        if map_name == ORACLE or not (results / name).is_file() or not oracle.is_file():
+            continue
+        shares, rejected = [], {}
+        for context in json.loads((results / name).read_text(encoding="utf-8")):
+            ratio, causes = _summed(results / name, context)
+            best, _ = _summed(oracle, context)
+            share = (1 - 1 / ratio) / (1 - 1 / best) if best > 1 else float("nan")
+            shares.append(f"{100 * share:.0f} % at {CONTEXTS.get(context, context)} ({ratio:.2f}× against "
+                          f"{best:.2f}×)")
+            for k, v in causes.items():
+                rejected[k] = rejected.get(k, 0) + v
+        total = sum(rejected.values())
+        top = sorted(rejected.items(), key=lambda kv: -kv[1])[:4]
+        causes = ", ".join(f"{k} {100 * v / total:.0f} %" for k, v in top if v) if total else "none"
+        notes.append(f"{what}: the map takes {' and '.join(shares)} of the oracle's end-to-end gain; its "
+                     f"rejected drafts by cause: {causes}.")
+    return notes
+
+
 def long_rows(path: Path) -> list[list]:
     runs = json.loads(path.read_text(encoding="utf-8"))
     best = {s: min(r["wall"] for r in rs) for s, rs in runs["runs"].items()}
@@ -84,8 +120,9 @@ def _signed(text: str) -> str:
     return text.replace("-", "\u2212")
 
 
-def wer_rows(nomap: Path, with_map: Path) -> list[list]:
-    """Per set and pooled: files, WER without and with the map, the difference with its interval, loops."""
+def wer_note(nomap: Path, with_map: Path) -> str:
+    """The default's WER with the map against without, pooled and per set (points, 95 % paired bootstrap over
+    files), loops and changed transcripts."""
     def per_file(path):
         return {r["id"]: r for r in json.loads(path.read_text(encoding="utf-8"))["results"] if r["context"] == "full"}
     plain, mapped = per_file(nomap), per_file(with_map)
@@ -93,33 +130,22 @@ def wer_rows(nomap: Path, with_map: Path) -> list[list]:
     groups: dict[str, list[str]] = {}
     for i in ids:
         groups.setdefault(plain[i]["set"], []).append(i)
-    rows = []
-    for name, members in [*sorted(groups.items()), ("**all**", ids)]:
+
+    def delta(members):
         pairs = [(plain[i]["edits"], mapped[i]["edits"], plain[i]["words"]) for i in members]
         words = sum(p[2] for p in pairs)
         before, after = (100 * sum(p[k] for p in pairs) / words for k in (0, 1))
         low, high = delta_ci(pairs)
-        delta = _signed(f"{after - before:+.2f} [{low:+.2f}, {high:+.2f}]")
-        rows.append([name, len(members), f"{before:.2f}", f"{after:.2f}", delta,
-                     f"{sum(plain[i]['loop'] for i in members)} / {sum(mapped[i]['loop'] for i in members)}",
-                     sum(plain[i]["hyp"] != mapped[i]["hyp"] for i in members)])
-    return rows
+        return before, after, _signed(f"{after - before:+.2f} [{low:+.2f}, {high:+.2f}]")
 
-
-def wer_table(args, commit: str) -> dict:
-    """The kept table of :func:`wer_rows` from ``args.results``' ``wer-nomap.json`` and ``wer-map.json``."""
-    return {"section": args.section, "order": args.order + 1, "title": "Map against no map, WER",
-            "text": "Held-out real prompts (the test split of the short-context sets, [benchmarks/WER_SETS.md]"
-                    "(../benchmarks/WER_SETS.md)), each transcribed by the default configuration (30 s context, "
-                    "greedy, temperature 0, VAD off) without a map and with its language's prompt inventory (the "
-                    "prompts' text, never these recordings). Difference with a map minus without, in WER points, "
-                    "with a 95 % paired bootstrap interval over files.",
-            "command": "make bench-map-wer", "commit": commit, "date": datetime.date.today().isoformat(),
-            "model": "base", "compute_type": "int8", "threads": 2, "encoder_auto": args.encoder_auto,
-            "columns": ["set", "files", "WER without %", "WER with the map %", "Δ (points) [95 %]",
-                        "loops without / with", "transcripts changed"],
-            "align": "lrrrrrr", "rows": wer_rows(args.results / "wer-nomap.json", args.results / "wer-map.json"),
-            "notes": []}
+    before, after, pooled = delta(ids)
+    sets = ", ".join(f"{name} {delta(members)[2]}" for name, members in sorted(groups.items()))
+    loops = [sum(side[i]["loop"] for i in ids) for side in (plain, mapped)]
+    changed = sum(plain[i]["hyp"] != mapped[i]["hyp"] for i in ids)
+    return (f"WER with the map against without (`make bench-map-wer`: {len(ids)} held-out real prompts of the "
+            f"short-context sets, each language's prompt inventory, 30 s, VAD off): {after:.2f} % against "
+            f"{before:.2f} %, {pooled} points pooled; per set {sets}; loops {loops[0]} / {loops[1]}; "
+            f"{changed} transcripts changed (int8 near-ties).")
 
 
 def main(argv=None) -> int:
@@ -129,7 +155,6 @@ def main(argv=None) -> int:
     ap.add_argument("--order", type=int, default=45)
     ap.add_argument("--encoder-auto", default="", help="what `tokenmap doctor` says auto encodes with")
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--wer-out", type=Path, default=None, help="also write the WER table (order + 1) here")
     args = ap.parse_args(argv)
     rows = []
     for name, what, map_name in PROFILES:
@@ -139,13 +164,13 @@ def main(argv=None) -> int:
         rows += long_rows(args.results / "long.json")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT).stdout.strip()
-    if args.wer_out is not None:
-        args.wer_out.write_text(json.dumps(wer_table(args, commit), indent=1, ensure_ascii=False) + "\n",
-                                encoding="utf-8")
-        print(f"wrote {args.wer_out}")
+    notes = oracle_notes(args.results)
+    if (args.results / "wer-map.json").is_file() and (args.results / "wer-nomap.json").is_file():
+        notes.append(wer_note(args.results / "wer-nomap.json", args.results / "wer-map.json"))
     table = {"section": args.section, "order": args.order, "title": "Map against no map, end to end",
              "text": "Each file transcribed by the default configuration (greedy, temperature 0) with its map and "
-                     "without one, alternating, fresh draft controllers per file; no-map time over map time (> 1: "
+                     "without one, alternating, fresh draft controllers per file (but in the row run in one process, "
+                     "as a user's process transcribing the files in turn); no-map time over map time (> 1: "
                      "the map is faster), summed over the files, end to end and for the decoder alone, each with "
                      "its 95 % paired bootstrap interval over files. A_r and tokens per verify pass are the map's. "
                      "The maps hold the prompts' text, never their recordings. The oracle's map holds the files' "
@@ -155,7 +180,7 @@ def main(argv=None) -> int:
              "model": "base", "compute_type": "int8", "threads": 2, "encoder_auto": args.encoder_auto,
              "columns": ["workload (files)", "map", "context", "end to end [95 % CI]", "decoder [95 % CI]", "A_r %",
                          "tokens a pass", "texts equal"],
-             "align": "lllrrrrl", "rows": rows, "notes": []}
+             "align": "lllrrrrl", "rows": rows, "notes": notes}
     args.out.write_text(json.dumps(table, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({len(rows)} rows)")
     return 0
