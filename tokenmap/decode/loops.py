@@ -74,8 +74,6 @@ class LoopRule:
     Timestamps (ids at or above ``timestamp_begin``) and other special tokens are skipped. For every
     unit length ``n`` it keeps how many text tokens in a row, at the end, equal the token ``n`` before
     them; the repetition of period ``n`` then spans that many tokens plus ``n``. O(``max_unit``) a token.
-    ``max_span_seen`` (with ``max_span_unit``) is the longest repetition of at least ``min_repeats``
-    units seen so far, whether or not it fired: the margin ``research/loop_rule.py`` reports.
     """
 
     def __init__(self, options: LoopOptions, timestamp_begin: int, eot: int | None = None):
@@ -87,8 +85,6 @@ class LoopRule:
         self.runs = [0] * (options.max_unit + 1)
         self.fed = 0
         self.loop: Loop | None = None
-        self.max_span_seen = 0
-        self.max_span_unit: tuple[int, ...] = ()
 
     @property
     def stopped(self) -> bool:
@@ -109,8 +105,6 @@ class LoopRule:
             span = runs[n] + n
             if span < options.min_repeats * n or runs[n] == 0:
                 continue
-            if span > self.max_span_seen:
-                self.max_span_seen, self.max_span_unit = span, tuple(text[-n:])
             if span >= options.min_span:
                 second = length - runs[n]  # the text index where the repetition's second unit starts
                 self.loop = Loop(self.fed, self.where[second], tuple(text[-n:]))

@@ -198,7 +198,6 @@ def check_trie(arrays: dict, header: dict, vocab: int, path: Path, label: str = 
     keys, best = arrays["edge_key"], arrays["node_best"].astype(np.int64)
     ok = (problem is None and n >= 1 and keys.shape[0] == n - 1
           and bool(np.all(keys[1:] > keys[:-1])) and bool(np.all((keys >> np.uint64(32)) < np.arange(1, n)))
-          and bool(np.all((keys & np.uint64(0xFFFFFFFF)) <= sep))
           and bool(np.all(arrays["node_link"] < np.maximum(np.arange(n), 1)))
           and bool(np.all((best == -1) | ((best > 0) & (best < n))))
           and bool(np.all(arrays["node_depth"][1:] >= 1)) and int(arrays["node_depth"].max(initial=0)) <= depth)
