@@ -131,17 +131,12 @@ def _encode_worker(texts: list[str]) -> tuple[int, bytes]:
     return len(texts), encode_texts(texts, w["tokenizer"], w["style"], w["add_raw"])
 
 
-def _batches(utterances: Iterable, size: int):
-    texts = (utt.text for utt in utterances)
-    while batch := list(islice(texts, size)):
-        yield batch
-
-
 def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, progress: Progress | None = None) -> int:
     """Tokenize utterances in batches (``options.jobs`` processes) and write the uint32 stream to ``out``,
     in input order whatever ``jobs``; returns the number of uint32 written."""
     total = 0
-    batches = _batches(utterances, options.batch_size)
+    texts = (utt.text for utt in utterances)
+    batches = iter(lambda: list(islice(texts, options.batch_size)), [])  # lists of texts until none is left
     pool = None
     if options.jobs > 1:
         _WORKER.update(tokenizer=tokenizer, style=options.style, add_raw=options.add_raw)

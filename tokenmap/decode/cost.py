@@ -193,11 +193,6 @@ DEFAULT_FLOAT32 = CostModel(
 )
 
 
-def default_cost(compute_type: str) -> CostModel:
-    """The built-in curve for a decoder at ``compute_type`` (float32's, else int8's)."""
-    return DEFAULT_FLOAT32 if compute_type == "float32" else DEFAULT
-
-
 def model_fingerprint(model_dir: Path) -> str:
     """Short id of a CTranslate2 model directory (config.json bytes + model.bin size)."""
     digest = hashlib.sha256()
@@ -232,7 +227,7 @@ def save_cost_model(cost: CostModel, path: Path, meta: dict | None = None) -> Pa
 
 def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads: int = 2) -> CostModel:
     """The calibrated curve (:meth:`CostModel.smoothed`) for this model, compute type and threads,
-    else :func:`default_cost`."""
+    else the built-in one for ``compute_type`` (float32's, else int8's)."""
     if model_dir is not None:
         path = calibration_path(Path(model_dir), compute_type, threads)
         if path.is_file():
@@ -244,7 +239,7 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
                 return replace(cost, source=f"calibrated ({path.name})").smoothed()
             except (ValueError, OSError) as exc:
                 log.warning("ignoring bad calibration %s: %s", path, exc)
-    fallback = default_cost(compute_type)
+    fallback = DEFAULT_FLOAT32 if compute_type == "float32" else DEFAULT
     log.info("cost model: %s (run `tokenmap calibrate --compute-type %s` to measure this machine)",
              fallback.source, compute_type)
     return fallback

@@ -64,16 +64,12 @@ def openvino_available() -> str | None:
 
 
 @functools.lru_cache(maxsize=1)
-def cpu_capabilities() -> tuple[str, ...]:
-    """OpenVINO's ``OPTIMIZATION_CAPABILITIES`` of the CPU (``BF16`` where it has AMX or AVX512_BF16)."""
+def has_bf16() -> bool:
+    """True when OpenVINO computes in bfloat16 on this CPU by default: its ``OPTIMIZATION_CAPABILITIES`` list
+    ``BF16`` (AMX or AVX512_BF16)."""
     import openvino as ov
 
-    return tuple(ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
-
-
-def has_bf16() -> bool:
-    """True when OpenVINO computes in bfloat16 on this CPU by default (AMX or AVX512_BF16)."""
-    return "BF16" in cpu_capabilities()
+    return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
 
 def int8_units() -> bool:
