@@ -157,8 +157,7 @@ class Model:
         return results
 
     def verify_copy(self, output: Output, prompt, kwargs, expected):
-        """The copy guard's probe (:func:`tokenmap.decode.copies.probe_copy`): the tokens of a greedy decode of
-        ``prompt``, drafted from ``expected``; None where the drafting loop cannot decode these ``kwargs``."""
+        """The copy guard's probe, ``verify`` of :func:`tokenmap.decode.copies.probe_copy`."""
         if self.drafting is None or not supports_fast_path(prompt=prompt, special=self.special, **kwargs):
             return None
         return decode_window(self.decoder, output.view, prompt, self.special, EchoDrafter(expected),

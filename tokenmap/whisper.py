@@ -132,8 +132,7 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     @property
     def encoder_engine(self) -> str | None:
-        """The engine that encodes, ``"openvino"``, ``"stock"`` or ``"fork"`` (``"openvino+stock"`` when it
-        depends on the window's length; None when drafting is off)."""
+        """:attr:`tokenmap.assembly.Model.encoder_engine` (None when drafting is off)."""
         return self.model.encoder_engine if self.drafting else None
 
     @property

@@ -6,12 +6,9 @@ previous text writes the same thing: a decode wasted.
 
 :func:`probe_copy` asks the audio first, cheaply: the window is decoded without the previous text only as
 far as the window wrote the copied passage's first words (plus :attr:`CopyProbe.tokens`). Where that probe
-writes them too, the audio says them: the window keeps its text. Whisper's prompt sets its style, so the
-probe may write them otherwise, and :func:`says_again` allows for it: one word spelt otherwise, the passage's
-first word left out (a leading "And"), numbers in digits or in words, two words written as one. A probe cut at its
-steps before it wrote as many words as the window did before the passage (it punctuates what the window did
-not) goes on with twice the steps. Else it was a copy, decoded without the previous text (the probe is that
-decode, when it ended within its steps).
+writes them too (otherwise spelt, as Whisper's prompt sets its style: :func:`says_again`), the audio says them:
+the window keeps its text. Else it was a copy, decoded without the previous text (the probe is that decode,
+when it ended within its steps).
 
 The probe can be drafted from the window's own tokens (``verify``, the fork's step API): where the audio says
 the passage again, a prefill and a pass or two verify it instead of a step a token. It is greedy, also for a

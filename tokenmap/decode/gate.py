@@ -13,9 +13,8 @@ from tokenmap.decode.control import AcceptanceController, DraftTally
 
 
 class WindowGate:
-    """Whether a whole window is decoded with drafts or goes to plain ``generate``, weighing the sources'
-    controllers (``members``), the map tallies (``tallies``) and an account of the windows decoded so far,
-    with the same maps; each source learns on its own (a map may be from the wrong domain).
+    """The gate (module docstring) of the windows decoded with the same maps: it weighs the sources' controllers
+    (``members``), the map tallies (``tallies``), each learning on its own, and the account.
 
     The account is a decayed mean (``window_decay`` a window) of
     :meth:`tokenmap.decode.cost.CostModel.window_saving`. One losing window may close the gate; the windows

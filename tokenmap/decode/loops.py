@@ -309,8 +309,7 @@ class StoppingDecoder:
     ``seconds``: the window's audio (None: 30 s or unknown); ``stats`` counts ``loops_stopped``. Greedy or
     sampled ``generate`` goes through :func:`generate_stopping` (see :func:`stoppable`), sampled hypotheses going
     on by :func:`~tokenmap.decode.rules.sample_decode` on ``stepper`` (the fork's model; None: by ``generate``);
-    :meth:`finish` turns the drafting loop's result into a ``generate`` result. A stopped hypothesis's result
-    carries its projected compression ratio (:attr:`Result.ratio`).
+    :meth:`finish` turns the drafting loop's result into a ``generate`` result.
     """
 
     def __init__(self, plain, options: LoopOptions | None, special, text, seconds: float | None = None, stats=None,

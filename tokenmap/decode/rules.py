@@ -11,14 +11,12 @@ Conventions
   decoding step of the position being decided.
 * Disabled tokens get ``-FLT_MAX`` (``np.finfo(np.float32).min``), as CT2 does on CPU (not ``-inf``), so
   log-sum-exp over an all-disabled range stays finite.
-* Scores are natural-log probabilities (float32).
 
 Order per step (as in CT2): SuppressTokens, SuppressBlank (first step only), TimestampRules (unless the
 prompt's last task token is ``<|notimestamps|>``), then log_softmax (float32) and argmax (first index on ties).
 
-:func:`greedy_decode` is the step-wise reference: it feeds the prompt as ``generate`` does (all but the last
-prompt token as one batch, the last as the first step), applies the rules to each step's logits and takes the
-argmax; its output equals ``generate(beam_size=1, ...)`` at float32, the baseline of every speculative path.
+:func:`greedy_decode`, the step-wise reference, equals ``generate(beam_size=1, ...)`` at float32: the baseline
+of every speculative path.
 """
 
 from __future__ import annotations
