@@ -46,7 +46,7 @@ from tokenmap.decode.guarding import Guard, guarded_generate
 from tokenmap.decode.loops import window_as_result
 from tokenmap.decode.rules import DISABLED, GREEDY_KW, greedy_decode
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.decode.speculative import DecodeStats, Verification, decode_window
+from tokenmap.decode.speculative import DecodeStats, decode_window
 from tokenmap.encoders import Output
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
 from tokenmap.stream.previous_hypothesis import PreviousHypothesisDrafter
@@ -112,7 +112,7 @@ class StreamOptions:
     """``update_seconds``: audio per update; ``beta``: verification bias (0 = exact greedy); ``mask_k``:
     display-only mask of the last k tentative tokens; ``agreement``: hypotheses that must agree before a
     segment commits; ``scratch``: also decode every update from scratch (``"generate"`` or ``"reference"``)
-    to time and check it; ``recheck_margin``: :func:`tokenmap.decode.speculative.decode_window`'s."""
+    to time and check it."""
 
     update_seconds: float = 1.0
     beta: float = 0.0
@@ -125,7 +125,6 @@ class StreamOptions:
     no_speech_threshold: float = 0.6
     logprob_threshold: float = -1.0
     scratch: str | None = None
-    recheck_margin: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -340,10 +339,8 @@ class StreamTranscriber:
         t = time.perf_counter()
         fallback = default_drafter(e.token_map, e.special, controllers=self._controllers, cost=getattr(e, "cost", None))
         drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback)
-        r = decode_window(e.model.decoder, enc, prompt, e.special, drafter,
-                          Verification(self.options.recheck_margin, biased_accept(self.options.beta, drafter)),
-                          loop=getattr(e.model, "loop", None),
-                          **kwargs)  # loop: the loop stop's rule (tokenmap.decode.loops), None when off
+        r = decode_window(e.model.decoder, enc, prompt, e.special, drafter, biased_accept(self.options.beta, drafter),
+                          loop=getattr(e.model, "loop", None), **kwargs)  # the loop stop's rule, None when off
         return Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
                        r.stats.drafted, r.stats.accepted, window_as_result(r).decoded)
 
