@@ -169,9 +169,8 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
 
 def measure_apart(model_dir: Path, compute_type: str, threads: int, reps: int = 3, command=None) -> dict:
     """:func:`measure` in a child process (``command``: its argument list before the candidates; default
-    :mod:`tokenmap.encoders.timing`). An engine that crashes the child (seen: OpenVINO's bf16 encoder on one
-    virtualised Intel CPU with AMX) is left out as unavailable and the others are measured again, so choosing
-    an encoder never takes the caller's process down."""
+    :mod:`tokenmap.encoders.timing`). An engine that crashes the child is left out as unavailable and the others
+    are measured again, so choosing an encoder never takes the caller's process down."""
     command = command or [sys.executable, "-m", "tokenmap.encoders.timing", str(model_dir), compute_type,
                           str(threads), str(reps)]
     candidates, crashed = list(openvino_candidates()), {}
