@@ -152,7 +152,8 @@ class Model:
         output, results = guarded_generate(decode, window, prompts, kwargs, stats, self, self.verify_copy)
         (window.session or self.session).ratios = stopped_ratios(results, self.text)  # tokenmap.hooks reads them
         if self.recorder is not None and len(prompts) == 1:
-            self.recorder.add_window(_rows(output.view)[0], results[0].sequences_ids[0],
+            frames = np.asarray(output.view)  # [T, D], or [1, T, D]
+            self.recorder.add_window(frames[0] if frames.ndim == 3 else frames, results[0].sequences_ids[0],
                                      self.special.timestamp_begin, mel=window.mel)
         return results
 
@@ -183,11 +184,6 @@ class Model:
 def _window(features, session: Session) -> EncodedWindow:
     """``features`` as an :class:`EncodedWindow`: one already, or bare encoder output of ``session``."""
     return features if isinstance(features, EncodedWindow) else EncodedWindow(Output(features), session=session)
-
-
-def _rows(output):
-    frames = np.asarray(output)
-    return frames if frames.ndim == 3 else frames[None]
 
 
 def compose_model(fork, model_dir: Path, options: ModelOptions, tokenizer=None, without_fork: str = "raise",

@@ -289,7 +289,7 @@ def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify
         arrays = array_views(buf, header, path)
         check_fingerprint(header, fingerprint, model_hint, path)
         check_trie(arrays, header, vocab_size_of(header, vocab_size, path), path)
-        return [TokenMap(header, arrays, path, buf)]
+        return [TokenMap(header, arrays, path)]
     check_fingerprint(header, fingerprint, model_hint, path)
     views = array_views(buf, header, path)
     top = {k: v for k, v in header.items() if k not in ("sections", "arrays")}
@@ -301,5 +301,5 @@ def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify
         tasks.add(sec["task"])
         arrays = {name: views[f"{i}.{name}"] for name in SCHEMA}
         check_trie(arrays, merged, vocab_size_of(merged, vocab_size, path), path, f"section {i}: ")
-        maps.append(TokenMap(merged, arrays, path, buf))
+        maps.append(TokenMap(merged, arrays, path))
     return maps

@@ -84,8 +84,7 @@ def parse_segments(tokens: Sequence[int], ts0: int) -> list[TokenSegment]:
             segments.append(TokenSegment(begin, j + 1, start, (tokens[j] - ts0) * TS_SECONDS, text))
             i = j + 1
         else:
-            if text:
-                segments.append(TokenSegment(begin, j, start, None, text))
+            segments.append(TokenSegment(begin, j, start, None, text))
             i = j
     return [s for s in segments if s.text]
 
