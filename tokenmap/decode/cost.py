@@ -83,9 +83,7 @@ class CostModel:
         >>> [CostModel(10.0, (10.0,), plain_step_ms=ms).plain_token_ms for ms in (12.0, 9.0)]
         [10.0, 9.0]
         """
-        if self.plain_step_ms > 0:
-            return min(self.plain_step_ms, self.step_ms)
-        return self.step_ms - self.loop_ms
+        return min(self.plain_step_ms, self.step_ms) if self.plain_step_ms > 0 else self.step_ms - self.loop_ms
 
     def plain_window_ms(self, tokens: int) -> float:
         """ms plain ``generate`` is expected to take for a window of ``tokens`` (EOT included): its prompt

@@ -112,9 +112,7 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
     state, sot_logits = model.prefill(encoder_output, list(prompt[: sot + 1]))
     win.stats.passes += 1
     sot_row = _rows(sot_logits)[0]
-    no_speech = None
-    if generate_kwargs.get("return_no_speech_prob", False):
-        no_speech = win.rules.no_speech_prob(sot_row)
+    no_speech = win.rules.no_speech_prob(sot_row) if generate_kwargs.get("return_no_speech_prob", False) else None
     feed = list(prompt[sot + 1:])
     if not feed:  # the prompt ends at SOT: its logits decide the first token
         feed = [win.decide(sot_row)]

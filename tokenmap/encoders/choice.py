@@ -283,9 +283,7 @@ def choose(requested: str, model_dir: Path, compute_type: str, threads: int) -> 
     if engine == "openvino" and precision is not None:
         return EncoderPlan((Choice("openvino", precision),), f"openvino {precision} (asked for)")
     data = measurement(model_dir, compute_type, threads)
-    if engine == "openvino":
-        return _fastest_openvino(data)
-    return plan_from_measurement(data, ct2, compute_type)
+    return _fastest_openvino(data) if engine == "openvino" else plan_from_measurement(data, ct2, compute_type)
 
 
 def _fastest_openvino(data: dict) -> EncoderPlan:

@@ -52,8 +52,5 @@ def expectation(kind: str | None = None, expected: dict | None = None) -> str:
             expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             expected = {}
-    line = expected.get(kind)
-    if line:
-        return line
-    return (f"not measured on this CPU kind ({kind}): run `make bench-quick` from a checkout, "
-            "then `make bench-report`")
+    return expected.get(kind) or (f"not measured on this CPU kind ({kind}): run `make bench-quick` from a "
+                                  "checkout, then `make bench-report`")
