@@ -307,6 +307,7 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     """
     t0 = time.perf_counter()
     output = Path(output)
+    progress = progress or (lambda stage, count: None)
     tokenizer, cost = resolve_inputs(output, force, model, tokenizer, options.cost, [*corpus, *teacher])
     sep = schema.stream_markers(tokenizer.vocab_size)[1]
     stats, taught = CorpusStats(), CorpusStats()
@@ -317,8 +318,7 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
         lines = _read_stream(teacher, tokenizer, replace(options, style=NO_BRIDGE, add_raw=False), taught, None)
         stream = np.concatenate([stream, *[lines] * max(0, options.teacher_copies)])
     n_tokens = len(stream)
-    if progress:
-        progress("count", 0)
+    progress("count", 0)
     min_count = context_min_count(options.min_count, n_tokens)
     arrays = suffixmap.build_arrays(stream, sep, options.depth, min_count)
     header = make_header(tokenizer, model, options, stats, cost, corpus_tokens)
@@ -327,12 +327,10 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
         header["teacher"] = {"utterances": taught.utterances, "copies": options.teacher_copies,
                              "sha256": dict(sorted(taught.files.items()))}
     sm = suffixmap.TokenMap(header, arrays)
-    if progress:
-        progress("test", 0)
+    progress("test", 0)
     require_keys(int(np.count_nonzero(arrays["node_depth"] >= 2)), stats, corpus_tokens, min_count)
     header["self_test"] = self_test(sm, split_utterances(stream, sep, 2000), cost)
-    if progress:
-        progress("save", 0)
+    progress("save", 0)
     size = mapfile.write_map(output, header, arrays)
     result = build_result(output, size, stats, header, [sm], options.depth, t0, cost)
     log.info("built %s: %d contexts (min count %d, depth %d), %d bytes in %.1f s", output,

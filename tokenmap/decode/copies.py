@@ -58,10 +58,7 @@ def copy_start(tokens: Sequence[int], history: Sequence[int], min_run: int) -> i
     """The index in ``tokens`` (timestamps included) where the first run of ``min_run`` tokens of ``history``
     begins; None where there is none."""
     runs = {tuple(history[j: j + min_run]) for j in range(len(history) - min_run + 1)}
-    for i in range(len(tokens) - min_run + 1):
-        if tuple(tokens[i: i + min_run]) in runs:
-            return i
-    return None
+    return next((i for i in range(len(tokens) - min_run + 1) if tuple(tokens[i: i + min_run]) in runs), None)
 
 
 def says_again(passage: str, probe: str, words: int, similar: float = 0.6, language: str | None = None) -> bool:

@@ -177,10 +177,8 @@ def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, mod
     ``guard``, ``special`` tokens and ``text`` (token ids -> text). One prompt's result is checked for a copy of
     its previous text, probed by ``verify`` where it decodes (:func:`tokenmap.decode.copies.probe_copy`)."""
     guard, special, text = model.guard, model.special, model.text
-    if window.short:
-        output, results = _short_context(decode, window, prompts, kwargs, stats, model)
-    else:
-        output, results = window.output, decode(window.output, prompts, kwargs)
+    output, results = (_short_context(decode, window, prompts, kwargs, stats, model) if window.short
+                       else (window.output, decode(window.output, prompts, kwargs)))
     if len(prompts) != 1:
         return output, results
     prompt = list(prompts[0])

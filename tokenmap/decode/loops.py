@@ -115,10 +115,7 @@ class LoopRule:
 def find_loop(tokens: Sequence[int], options: LoopOptions, timestamp_begin: int, eot: int | None = None) -> Loop | None:
     """The rule over a finished token list: where it would have stopped the decode (None: nowhere)."""
     rule = LoopRule(options, timestamp_begin, eot)
-    for token in tokens:
-        if rule.feed(token):
-            return rule.loop
-    return None
+    return rule.loop if any(rule.feed(token) for token in tokens) else None
 
 
 def cut_tokens(tokens: Sequence[int], loop: Loop, timestamp_begin: int | None = None) -> list[int]:

@@ -56,10 +56,8 @@ def _engine_version() -> str | None:
         text = version_file.read_text(encoding="utf-8")
     except OSError:
         return None
-    for line in text.splitlines():
-        if line.startswith("__version__"):
-            return line.split("=", 1)[1].strip().strip("\"'")
-    return None
+    return next((line.split("=", 1)[1].strip().strip("\"'") for line in text.splitlines()
+                 if line.startswith("__version__")), None)
 
 
 def decide(modules=None, environ=None, library: Path | None = None) -> str:

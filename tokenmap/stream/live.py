@@ -256,8 +256,7 @@ class StreamTranscriber:
         head = []
         if self.options.condition_on_previous and self.committed:
             head = [e.token_id("<|startofprev|>")] + self.committed[-(448 // 2 - 1):]
-        task = e.token_id(f"<|{self.options.task}|>")
-        return head + [sp.sot, e.token_id(f"<|{self.language}|>"), task]
+        return head + [sp.sot, e.token_id(f"<|{self.language}|>"), e.token_id(f"<|{self.options.task}|>")]
 
     def update(self, final: bool = False) -> StreamUpdate:
         """Decode the buffer, commit what agreed, trim; ``final`` commits everything."""
