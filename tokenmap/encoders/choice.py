@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,13 +95,10 @@ def cpu_identity() -> str:
     """The CPU's model name and flags, as this machine reports them, and oneDNN's ISA cap if one is set (what a
     measurement is valid for)."""
     fields = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                key, _, value = line.partition(":")
-                fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
+    with suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
     name = fields.get("model name") or platform.processor() or platform.machine()
     cap = os.environ.get("ONEDNN_MAX_CPU_ISA")
     return f"{name} | {' '.join(sorted(fields.get('flags', '').split()))}" + (f" | oneDNN cap {cap}" if cap else "")

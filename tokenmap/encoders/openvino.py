@@ -31,6 +31,7 @@ import os
 import shutil
 import tempfile
 import threading
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
@@ -132,10 +133,8 @@ def cached_ir(model_dir: Path, weights: str, root: Path | None = None, force: bo
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         if force and target.exists():
             shutil.rmtree(target)
-        try:
+        with suppress(OSError):  # another process put a whole one there first
             tmp.rename(target)
-        except OSError:  # another process put a whole one there first
-            pass
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return xml

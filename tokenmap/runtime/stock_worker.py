@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 import weakref
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
@@ -281,7 +282,5 @@ class StockWorker:
             self._blocks = {}
 
     def __del__(self):
-        try:
+        with suppress(Exception):  # interpreter shutdown
             self.close()
-        except Exception:  # interpreter shutdown
-            pass
