@@ -149,13 +149,10 @@ def looped(head: Sequence[int], loop: Loop, length: int) -> list:
 # plain generate, stopped by a short maximum length -------------------------------------------------
 
 
-@dataclass
-class Result:
+@dataclass(frozen=True)
+class Result(GenerationResult):
     """A ``generate`` result with stopped hypotheses cut (CTranslate2's own results cannot be changed)."""
 
-    sequences_ids: list
-    scores: list
-    no_speech_prob: float = 0.0
     loop: Loop | None = None  # where the first hypothesis was stopped (None: it was not)
     decoded: list | None = None  # the first hypothesis as decoded up to the stop, the repetition included
     ratio: float | None = None  # the compression ratio faster-whisper must see for the first hypothesis

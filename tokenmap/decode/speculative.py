@@ -29,7 +29,7 @@ import numpy as np
 from tokenmap.decode.cost import DEFAULT, CostModel
 from tokenmap.decode.ct2math import log_softmax
 from tokenmap.decode.loops import Loop, LoopOptions, LoopRule, cut_tokens
-from tokenmap.decode.rules import RuleSet
+from tokenmap.decode.rules import GreedyResult, RuleSet
 from tokenmap.decode.special import SpecialTokens
 
 
@@ -76,13 +76,9 @@ class DecodeStats:
 
 
 @dataclass
-class WindowResult:
-    """One window: ``tokens`` without prompt and EOT (as ``sequences_ids[0]``)."""
+class WindowResult(GreedyResult):
+    """One window decoded with drafts, as ``generate`` returns it (:class:`~tokenmap.decode.rules.GreedyResult`)."""
 
-    tokens: list[int]
-    score: float
-    no_speech_prob: float | None
-    finished: bool
     stats: DecodeStats = field(default_factory=DecodeStats)
     loop: Loop | None = None  # where the decode was stopped as a loop (``tokens`` are then cut there)
 
