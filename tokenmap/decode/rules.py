@@ -339,10 +339,10 @@ class GreedyResult:
     finished: bool = False
 
 
-def _row(storage_view) -> np.ndarray:
-    """[V] float32 view of the last position of a [1, V] or [1, T, V] logits StorageView (zero copy)."""
+def logit_rows(storage_view) -> np.ndarray:
+    """[T, V] float32 view (zero copy) of a [1, V] or [1, T, V] logits StorageView."""
     array = np.asarray(storage_view)
-    return array[0] if array.ndim == 2 else array[0, -1]
+    return array if array.ndim == 2 else array[0]
 
 
 def prefill_like_generate(model, encoder_output, prompt: Sequence[int], rules: RuleSet,
@@ -356,16 +356,16 @@ def prefill_like_generate(model, encoder_output, prompt: Sequence[int], rules: R
         # logits at the SOT position: prefill up to SOT, then the rest of the head.
         sot = rules.sot_index
         state, sot_logits = model.prefill(encoder_output, prompt[: sot + 1])
-        no_speech = rules.no_speech_prob(_row(sot_logits))
+        no_speech = rules.no_speech_prob(logit_rows(sot_logits)[-1])
         if prompt[sot + 1 : -1]:
             model.forward_batch(state, prompt[sot + 1 : -1])
-        logits = _row(model.forward_step(state, last))
+        logits = logit_rows(model.forward_step(state, last))[-1]
     elif head:
         state, _ = model.prefill(encoder_output, head)
-        logits = _row(model.forward_step(state, last))
+        logits = logit_rows(model.forward_step(state, last))[-1]
     else:
         state, first = model.prefill(encoder_output, [last])
-        logits = _row(first)
+        logits = logit_rows(first)[-1]
     if want_no_speech and not rules.no_speech_at_sot:
         no_speech = rules.no_speech_prob(logits)  # raw logits of the first step
     return state, logits, no_speech
@@ -396,7 +396,7 @@ def greedy_decode(model, encoder_output, prompt: Sequence[int], special: Special
         tokens.append(token)
         if step + 1 >= rules.max_steps:  # max_length reached
             break
-        logits = _row(model.forward_step(state, token))
+        logits = logit_rows(model.forward_step(state, token))[-1]
     score = rules.final_score(total, len(tokens))
     logger.debug("reference greedy: %d tokens, score %.4f", len(tokens), score)
     return GreedyResult(tokens, score, no_speech, finished)
@@ -430,5 +430,5 @@ def sample_decode(model, encoder_output, prompt: Sequence[int], prefix: Sequence
         tokens.append(token)
         if (stop is not None and stop(token)) or len(tokens) >= rules.max_steps:
             break
-        logits = _row(model.forward_step(state, token))
+        logits = logit_rows(model.forward_step(state, token))[-1]
     return GreedyResult(tokens, total, None, finished)

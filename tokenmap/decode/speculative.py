@@ -29,7 +29,7 @@ import numpy as np
 from tokenmap.decode.cost import DEFAULT, CostModel
 from tokenmap.decode.ct2math import log_softmax
 from tokenmap.decode.loops import Loop, LoopOptions, LoopRule, cut_tokens
-from tokenmap.decode.rules import GreedyResult, RuleSet
+from tokenmap.decode.rules import GreedyResult, RuleSet, logit_rows
 from tokenmap.decode.special import SpecialTokens
 
 
@@ -83,12 +83,6 @@ class WindowResult(GreedyResult):
     loop: Loop | None = None  # where the decode was stopped as a loop (``tokens`` are then cut there)
 
 
-def _rows(logits) -> np.ndarray:
-    """[T, V] float32 view of a [1, V] or [1, T, V] logits StorageView."""
-    array = np.asarray(logits)
-    return array if array.ndim == 2 else array[0]
-
-
 def decode_window(model, encoder_output, prompt: Sequence[int], special: SpecialTokens, drafter,
                   accept: Callable | None = None, loop: LoopOptions | None = None, **generate_kwargs) -> WindowResult:
     """Greedy decoding of one window with drafts; same output as ``generate(beam_size=1)``.
@@ -107,7 +101,7 @@ def decode_window(model, encoder_output, prompt: Sequence[int], special: Special
     drafter.reset(list(prompt[1: sot]))
     state, sot_logits = model.prefill(encoder_output, list(prompt[: sot + 1]))
     win.stats.passes += 1
-    sot_row = _rows(sot_logits)[0]
+    sot_row = logit_rows(sot_logits)[0]
     no_speech = win.rules.no_speech_prob(sot_row) if generate_kwargs.get("return_no_speech_prob", False) else None
     feed = list(prompt[sot + 1:])
     if not feed:  # the prompt ends at SOT: its logits decide the first token
@@ -187,7 +181,7 @@ class _Window:
         else:
             logits = self.model.forward_batch(state, tokens_in)
         self.stats.passes += 1
-        rows = _rows(logits)[len(feed) - 1:]
+        rows = logit_rows(logits)[len(feed) - 1:]
         if self.accept is None:
             chosen, logprobs = self.rules.choose_rows(rows, self.tokens, draft)
             decided = (self.record(int(token), logprob) for token, logprob in zip(chosen, logprobs))
