@@ -215,10 +215,14 @@ def calibration_path(model_dir: Path, compute_type: str, threads: int) -> Path:
 
 def save_cost_model(cost: CostModel, path: Path, meta: dict | None = None) -> Path:
     """Write ``cost`` (plus ``meta``) as JSON, atomically."""
+    return write_json(path, dict(cost.to_json(), **(meta or {})))
+
+
+def write_json(path: Path, data: dict) -> Path:
+    """Write ``data`` to ``path`` as indented JSON, atomically (a temporary file beside it, renamed into place)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = dict(cost.to_json(), **(meta or {}))
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
 

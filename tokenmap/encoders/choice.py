@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmap.decode.cost import calibration_path
+from tokenmap.decode.cost import calibration_path, write_json
 from tokenmap.encoders.base import Choice, StockEncoder, describe
 from tokenmap.encoders.openvino import (
     PRECISIONS,
@@ -227,12 +227,7 @@ def measurement(model_dir: Path, compute_type: str, threads: int) -> dict:
 
 def save_measurement(model_dir: Path, compute_type: str, threads: int, data: dict) -> Path:
     """Write ``data`` (from :func:`measure`) where :func:`load_measurement` finds it, atomically."""
-    path = measurement_path(model_dir, compute_type, threads)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_json(measurement_path(model_dir, compute_type, threads), data)
 
 
 def measured_openvino(ms: dict) -> list[str]:
