@@ -166,9 +166,7 @@ def find_continuation(seq: Sequence[int], min_match: int, max_match: int, limit:
             best_len, best_end = length, end
             if length == cap:
                 break
-    if best_len < min_match:
-        return []
-    return arr[best_end + 1: best_end + 1 + limit].tolist()
+    return arr[best_end + 1: best_end + 1 + limit].tolist() if best_len >= min_match else []
 
 
 class SessionCache(Drafter):

@@ -255,8 +255,7 @@ class RuleSet:
         """Apply the rules (in place) and pick the greedy token: ``(token_id, logprob)``, the float32
         log_softmax of the *filtered* logits at the chosen id, which is what CT2 adds to the score."""
         logprobs = self.apply(logits, tokens)
-        if logprobs is None:
-            logprobs = log_softmax(logits)
+        logprobs = log_softmax(logits) if logprobs is None else logprobs
         token = int(np.argmax(logprobs))
         return token, logprobs[token]
 

@@ -32,9 +32,7 @@ def erasures(displays: Sequence[Sequence[int]]) -> list[int]:
 
 def normalized_erasure(displays: Sequence[Sequence[int]]) -> float:
     """NE (eq. 4): total erasure over the length of the last display (0 for an empty one)."""
-    if not displays or not displays[-1]:
-        return 0.0
-    return sum(erasures(displays)) / len(displays[-1])
+    return sum(erasures(displays)) / len(displays[-1]) if displays and displays[-1] else 0.0
 
 
 def mask_display(committed: Sequence[int], tentative: Sequence[int], k: int) -> list[int]:
