@@ -189,8 +189,7 @@ class WhisperModel(faster_whisper.WhisperModel):
         call = self.for_call(None if audio_context is None else as_audio_context(audio_context),  # a first window
                              shares_first=bound.arguments.get("clip_timestamps", "0") == "0")  # at the start
 
-        # the features' BLAS product must leave no threads spinning; the language is detected on the
-        # first window as it is transcribed, which the encoder then answers from what it kept
+        # the features' BLAS product must leave no threads spinning (tokenmap.runtime.threads)
         with blas_single_thread(), hooks.within(call.session):
             segments, info = faster_whisper.WhisperModel.transcribe(call, audio, *args, **kwargs)
         return call._segments(segments), info
