@@ -57,7 +57,8 @@ class ModelOptions:
     * ``compute_type`` and ``threads`` (0: :func:`~tokenmap.runtime.engine.default_threads`, the thread count the
       cost curve is calibrated for) load the model;
     * ``token_map``: a path or :class:`tokenmap.maps.mapfile.TokenMap`, a list of them (one per task), or a map
-      set from ``tokenmap build --balance``; None drafts from prompt lookup and the session cache only;
+      set from ``tokenmap build --balance``; None, with no ``recall``, drafts nothing
+      (:meth:`~tokenmap.decode.model_drafting.Drafting.drafts_worth_trying`);
     * ``prompt_lookup``, ``session_cache``: the drafters after the map; ``recall``: a
       :class:`tokenmap.maps.recallindex.RecallIndex` (or its path) of segments heard before;
     * ``adaptive``: let the cost curve (``cost_model``, default this machine's calibration) and the running

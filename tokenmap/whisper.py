@@ -70,9 +70,8 @@ class WhisperModel(faster_whisper.WhisperModel):
     ``audio_context``, ``loop_stop``), whose fields may be given as keywords too (they override it).
     ``transcribe(audio_context=...)`` overrides the audio context per call.
 
-    All other arguments are faster-whisper's; ``cpu_threads=0`` becomes
-    :func:`tokenmap.runtime.engine.default_threads`, the thread count the cost curve is calibrated for. Where the
-    loaded CTranslate2 lacks the fork's decoder-step API, ``drafting`` is False and the model decodes as plain
+    All other arguments are faster-whisper's (``cpu_threads=0``: as ``ModelOptions.threads``). Where the loaded
+    CTranslate2 lacks the fork's decoder-step API, ``drafting`` is False and the model decodes as plain
     faster-whisper (with one warning if a map or recall index asked for drafting).
     """
 
@@ -117,12 +116,9 @@ class WhisperModel(faster_whisper.WhisperModel):
 
         return property(get, set_, doc=doc)
 
-    token_map = _drafters_field("token_map", "The active map (or list of maps) drafts come from; assign another "
-                                             "to switch.")
-    recall = _drafters_field("recall", "The recall index (``tokenmap recall``) drafting segments heard before, "
-                                       "or None.")
-    session_cache = _drafters_field("session_cache", "The tokens this model decoded earlier, drafted from when they "
-                                                     "recur (or None).")
+    token_map = _drafters_field("token_map", "The map (or list of maps) drafts come from; assign another to switch.")
+    recall = _drafters_field("recall", "The recall index (``tokenmap recall``) of segments heard before, or None.")
+    session_cache = _drafters_field("session_cache", "Tokens decoded earlier, drafted when they recur (or None).")
     del _drafters_field
 
     @property

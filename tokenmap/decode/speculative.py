@@ -218,10 +218,9 @@ REPLAY_DRAFT = 64
 
 def replay_window(drafter, truth: Sequence[int], eot: int, with_timestamps: bool, timestamp_begin: int,
                   cost: CostModel = DEFAULT, feed: int = 1, history: Sequence[int] = ()) -> ReplayStats:
-    """Replay one window whose greedy output is ``truth`` (without EOT), without the model: greedy decoding
-    is deterministic, so at every pass the agreeing prefix of the draft is kept plus the model's own next
-    token, as :func:`decode_window` proceeds; the cost curve turns the passes into ms. ``feed``: tokens of
-    the first pass besides the draft (the prompt after SOT); ``history``: the window's previous text.
+    """Replay one window whose greedy output is ``truth`` (without EOT), without the model: greedy decoding is
+    deterministic, so :func:`decode_window`'s passes follow from the drafts; the cost curve turns them into ms.
+    ``feed``: tokens of the first pass besides the draft (the prompt after SOT); ``history``: its previous text.
 
     >>> from tokenmap.decode.drafters import FixedDrafter   # the truth, 3 tokens then EOT = 99
     >>> r = replay_window(FixedDrafter([5, 6, 7, 99]), [5, 6, 7], eot=99, with_timestamps=False,
