@@ -8,12 +8,11 @@ drafts, under a :class:`tokenmap.decode.gate.WindowGate` kept across updates.
 
 Commit policy (LocalAgreement-2 over whole segments, :func:`agreed_segments`): a leading segment closed by a
 timestamp (``<|t0|> text <|t1|>``; a trailing ``<|t0|> text`` is open) whose text is identical in the last
-``agreement`` hypotheses is committed for good and the buffer cut at its end; ``condition_on_previous`` (off by
-default) puts committed text into the prompt. A buffer that would exceed 30 s commits every closed segment (or the
-whole hypothesis); silence (high no-speech probability, low log-probability) cuts it to its last second. Without a
-``language``, every update detects it and nothing commits until two in a row agree with at least
-:data:`tokenmap.windows.CONFIDENT` probability (a few seconds of speech can sound like a neighbouring language
-at 0.5), or until the buffer fills.
+``agreement`` hypotheses is committed for good and the buffer cut at its end (the prompt holds no committed text).
+A buffer that would exceed 30 s commits every closed segment (or the whole hypothesis); silence (high no-speech
+probability, low log-probability) cuts it to its last second. Without a ``language``, every update detects it and
+nothing commits until two in a row agree with at least :data:`tokenmap.windows.CONFIDENT` probability (a few
+seconds of speech can sound like a neighbouring language at 0.5), or until the buffer fills.
 
 Biased verification (paper eq. 5): where the previous hypothesis drafts ``d`` and greedy chooses ``c``, ``d`` is kept
 when ``(1-beta) P(d) + beta >= (1-beta) P(c)``; beta = 0 (default) is exact greedy decoding.
@@ -120,7 +119,6 @@ class StreamOptions:
     task: str = "transcribe"
     max_buffer_seconds: float = 30.0
     agreement: int = 2
-    condition_on_previous: bool = False
     no_speech_threshold: float = 0.6
     logprob_threshold: float = -1.0
     scratch: str | None = None
@@ -252,11 +250,8 @@ class StreamTranscriber:
         yield self.update(final=True)
 
     def prompt(self) -> list[int]:
-        e, sp = self.engine, self.engine.special
-        head = []
-        if self.options.condition_on_previous and self.committed:
-            head = [e.token_id("<|startofprev|>")] + self.committed[-(448 // 2 - 1):]
-        return head + [sp.sot, e.token_id(f"<|{self.language}|>"), e.token_id(f"<|{self.options.task}|>")]
+        e = self.engine
+        return [e.special.sot, e.token_id(f"<|{self.language}|>"), e.token_id(f"<|{self.options.task}|>")]
 
     def update(self, final: bool = False) -> StreamUpdate:
         """Decode the buffer, commit what agreed, trim; ``final`` commits everything."""
