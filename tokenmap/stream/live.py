@@ -294,7 +294,7 @@ class StreamTranscriber:
             committed=tuple(self.committed), tentative=tuple(tentative), engine_drafted=dec.drafted,
             engine_accepted=dec.accepted, scratch_decode=scratch[0], scratch_same=scratch[1],
             scratch_encode=scratch[2], short=short, guarded=guarded, commit_latencies=tuple(latencies))
-        self.metrics.add(record)
+        self.metrics.updates.append(record)
         self.finished = final
         shown = mask_display([], tentative, 0 if final else self.options.mask_k)
         return StreamUpdate(record.index, audio_end, self.committed_text, new_text,

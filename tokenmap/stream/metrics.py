@@ -76,16 +76,10 @@ class StreamMetrics:
 
     updates: list = field(default_factory=list)
 
-    def add(self, record: UpdateRecord) -> None:
-        self.updates.append(record)
-
     def displays(self, mask_k: int = 0) -> list[list[int]]:
         """The displayed token sequence after every update (the last one unmasked: the stream ended)."""
-        out = [mask_display(u.committed, u.tentative, mask_k) for u in self.updates]
-        if self.updates:
-            last = self.updates[-1]
-            out[-1] = list(last.committed) + list(last.tentative)
-        return out
+        return [mask_display(u.committed, u.tentative, mask_k if i < len(self.updates) - 1 else 0)
+                for i, u in enumerate(self.updates)]
 
     def ne(self, mask_k: int = 0) -> float:
         return normalized_erasure(self.displays(mask_k))
