@@ -143,8 +143,6 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
     steps, first = start + said + probe.tokens, None
     while True:  # a probe that wrote fewer words than the window before the passage goes on with twice the steps
         cap = length_for(steps, len(prompt), max_length)
-        if steps_of(cap, len(prompt)) >= steps_of(max_length, len(prompt)):
-            cap = max_length
         probed = verify(output, list(prompt), dict(greedy, max_length=cap), tokens) if verify is not None else None
         if probed is None:
             first = decode(output, [list(prompt)], dict(kwargs, max_length=cap))

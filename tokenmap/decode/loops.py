@@ -193,13 +193,14 @@ def steps_of(max_length: int, prompt_length: int) -> int:
 
 
 def length_for(steps: int, prompt_length: int, max_length: int) -> int:
-    """The ``max_length`` that gives a prompt of ``prompt_length`` at least ``steps`` decoding steps (at most
-    ``max_length``): a long previous text takes its share of it.
+    """The ``max_length`` that gives a prompt of ``prompt_length`` at least ``steps`` decoding steps (a long previous
+    text takes its share of it): ``max_length`` itself where a shorter one would give as many steps.
 
     >>> length_for(50, 4, 448), length_for(50, 200, 448), steps_of(length_for(50, 200, 448), 200)
     (100, 249, 50)
     """
-    return min(max_length, max(2 * steps, prompt_length - 1 + steps))
+    length = min(max_length, max(2 * steps, prompt_length - 1 + steps))
+    return max_length if steps_of(length, prompt_length) >= steps_of(max_length, prompt_length) else length
 
 
 def generate_stopping(generate, features, prompts, options: LoopOptions, special, seconds: float | None = None,
@@ -228,8 +229,7 @@ def generate_stopping(generate, features, prompts, options: LoopOptions, special
     while todo:
         longest = max(len(prompts[row]) for row, _, _ in todo)
         cap = length_for(steps, longest, max_length)
-        final = cap >= max_length or steps_of(cap, longest) >= steps_of(max_length, longest)
-        cap = max_length if final else cap
+        final = cap == max_length
         report.calls += 1
         if firsts is None:
             firsts = generate(features, prompts, max_length=cap, **kwargs)
