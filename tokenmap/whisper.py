@@ -193,8 +193,7 @@ class WhisperModel(faster_whisper.WhisperModel):
     transcribe.__signature__ = transcribe_signature()
 
     def _segments(self, segments):
-        """``segments`` as faster-whisper yields them, decoded with numpy's BLAS on one thread, each added to
-        the session cache."""
+        """faster-whisper's ``segments``, decoded with numpy's BLAS on one thread, each added to the session cache."""
         for segment in hooks.each_within(self.session, segments, blas_single_thread):
             if self.session_cache is not None:
                 self.session_cache.add(segment.tokens)

@@ -243,8 +243,7 @@ def check_output(output: Path, inputs: Sequence[str | os.PathLike]) -> None:
 
 
 def context_min_count(min_count: int, n_tokens: int) -> int:
-    """The count a context needs to be kept in a map of ``n_tokens``: ``min_count``, or with 0 the
-    rule of step 3."""
+    """The count a context needs to be kept in a map of ``n_tokens`` (``min_count`` 0: the rule of step 3)."""
     return min_count or (1 if n_tokens <= SMALL_CORPUS_TOKENS else 2)
 
 

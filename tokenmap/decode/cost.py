@@ -143,8 +143,7 @@ class CostModel:
 
     @classmethod
     def from_json(cls, obj: dict) -> "CostModel":
-        """Inverse of :meth:`to_json` (missing optional fields take their defaults); raises ``ValueError``
-        on bad content."""
+        """Inverse of :meth:`to_json` (missing optional fields take their defaults)."""
         try:
             return cls(float(obj["step_ms"]), tuple(float(x) for x in obj["batch_ms"]),
                        str(obj.get("source", "measured")), float(obj.get("prefill_ms", 0.0)),

@@ -133,8 +133,7 @@ class WindowGate:
         return weighed, weighed <= 0
 
     def loop_slower(self) -> bool | None:
-        """Whether the loop's windows lose time against plain ``generate`` at the clock's ratios (None: not
-        known yet)."""
+        """Whether the loop's windows lose time against plain ``generate`` at the clock's ratios (None: unknown)."""
         return self._weighed()[1]
 
     def use_speculation(self) -> bool:
