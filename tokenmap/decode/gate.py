@@ -67,8 +67,7 @@ class WindowGate:
 
     def record_replay(self, stats) -> None:
         """Account for a window plain ``generate`` decoded, as the loop would have decoded it with the
-        same drafts (``stats``: :func:`tokenmap.decode.speculative.replay_generated` on its tokens). The clock is
-        left alone."""
+        same drafts (``stats``: :func:`tokenmap.decode.speculative.replay_generated` on its tokens)."""
         self._account(stats)
         self.replayed += 1
 

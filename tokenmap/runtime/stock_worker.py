@@ -94,8 +94,7 @@ if hasattr(os, "register_at_fork"):
 
 class StockWorker:
     """Stock CTranslate2 in a worker process (one request at a time; thread-safe), which loads its model while
-    the caller goes on. ``timeout``: :func:`encoder_timeout`; ``failed``: why it was given up (:meth:`give_up`),
-    once it was."""
+    the caller goes on. ``timeout``: :func:`encoder_timeout`."""
 
     def __init__(self, model_dir, compute_type: str = "int8", threads: int = 2, directory: Path | None = None,
                  timeout: float | None = None):

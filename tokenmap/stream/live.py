@@ -283,8 +283,7 @@ class StreamTranscriber:
         commit = len(segments) if final else self._commit_count(segments, buffer_seconds)
         if commit or final:
             self.detecting = False
-        elapsed = time.perf_counter() - started
-        new_text, latencies = self._commit(segments[:commit], audio_end + elapsed)
+        new_text, latencies = self._commit(segments[:commit], audio_end + time.perf_counter() - started)
         self._trim(tokens, segments, commit, final)
         tentative = [t for s in segments[commit:] for t in s.text]
         record = UpdateRecord(
