@@ -248,10 +248,8 @@ def plan_from_measurement(data: dict, ct2: str, compute_type: str) -> EncoderPla
         best = min(openvino, key=lambda c: ms[c][str(frames)])
         ov_ms, ct_ms = ms[best][str(frames)], ms["ctranslate2"][str(frames)]
         upto = BOUNDARY if i < len(lengths) - 1 else 3000
-        if ov_ms <= MARGIN * ct_ms:
-            choices.append(Choice("openvino", best.split(":")[1], upto))
-        else:
-            choices.append(Choice(ct2, compute_type, upto))
+        choices.append(Choice("openvino", best.split(":")[1], upto) if ov_ms <= MARGIN * ct_ms else
+                       Choice(ct2, compute_type, upto))
         words.append(f"{frames // 100} s: {best} {ov_ms:.0f} ms, ctranslate2 {ct_ms:.0f} ms")
     merged = [c for i, c in enumerate(choices) if i == len(choices) - 1 or
               (c.engine, c.precision) != (choices[i + 1].engine, choices[i + 1].precision)]
