@@ -172,7 +172,7 @@ def test_bypass_reason_names_the_option(special, batch, kwargs, kind, advice):
     prompt = _prompt(special)
     if batch == 1:
         assert not supports_fast_path(prompt=prompt, special=special, **kwargs)
-    got_kind, message = bypass_reason(batch, prompt, special, kwargs)
+    got_kind, message = bypass_reason(batch, kwargs)
     assert got_kind == kind
     assert advice in message
 
@@ -185,7 +185,7 @@ def test_bypass_reason_names_a_decoding_prefix(special):
     greedy = dict(COMMON, beam_size=1, patience=1)
     prompt = _prompt(special, 400, 401)
     assert supports_fast_path(**greedy) and not supports_fast_path(prompt=prompt, special=special, **greedy)
-    assert bypass_reason(1, prompt, special, greedy)[0] == "prefix"
+    assert bypass_reason(1, greedy)[0] == "prefix"
 
 
 class _PlainEngine:

@@ -57,7 +57,8 @@ class ModelOptions:
     * ``compute_type`` and ``threads`` (0: :func:`~tokenmap.runtime.engine.default_threads`, the thread count the
       cost curve is calibrated for) load the model;
     * ``token_map``: a path or :class:`tokenmap.maps.mapfile.TokenMap`, a list of them (one per task), or a map
-      set from ``tokenmap build --balance``; None drafts from prompt lookup and the session cache only;
+      set from ``tokenmap build --balance``; None, with no ``recall``, drafts nothing
+      (:meth:`~tokenmap.decode.model_drafting.Drafting.drafts_worth_trying`);
     * ``prompt_lookup``, ``session_cache``: the drafters after the map; ``recall``: a
       :class:`tokenmap.maps.recallindex.RecallIndex` (or its path) of segments heard before;
     * ``adaptive``: let the cost curve (``cost_model``, default this machine's calibration) and the running
@@ -152,13 +153,13 @@ class Model:
         output, results = guarded_generate(decode, window, prompts, kwargs, stats, self, self.verify_copy)
         (window.session or self.session).ratios = stopped_ratios(results, self.text)  # tokenmap.hooks reads them
         if self.recorder is not None and len(prompts) == 1:
-            self.recorder.add_window(_rows(output.view)[0], results[0].sequences_ids[0],
+            frames = np.asarray(output.view)  # [T, D], or [1, T, D]
+            self.recorder.add_window(frames[0] if frames.ndim == 3 else frames, results[0].sequences_ids[0],
                                      self.special.timestamp_begin, mel=window.mel)
         return results
 
     def verify_copy(self, output: Output, prompt, kwargs, expected):
-        """The copy guard's probe (:func:`tokenmap.decode.copies.probe_copy`): the tokens of a greedy decode of
-        ``prompt``, drafted from ``expected``; None where the drafting loop cannot decode these ``kwargs``."""
+        """The copy guard's probe, ``verify`` of :func:`tokenmap.decode.copies.probe_copy`."""
         if self.drafting is None or not supports_fast_path(prompt=prompt, special=self.special, **kwargs):
             return None
         return decode_window(self.decoder, output.view, prompt, self.special, EchoDrafter(expected),
@@ -184,11 +185,6 @@ class Model:
 def _window(features, session: Session) -> EncodedWindow:
     """``features`` as an :class:`EncodedWindow`: one already, or bare encoder output of ``session``."""
     return features if isinstance(features, EncodedWindow) else EncodedWindow(Output(features), session=session)
-
-
-def _rows(output):
-    frames = np.asarray(output)
-    return frames if frames.ndim == 3 else frames[None]
 
 
 def compose_model(fork, model_dir: Path, options: ModelOptions, tokenizer=None, without_fork: str = "raise",

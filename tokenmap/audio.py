@@ -25,11 +25,8 @@ class AudioError(RuntimeError):
 
 
 def load_audio(path: str | os.PathLike) -> np.ndarray:
-    """Decode any audio file to mono float32 at 16 kHz, shape ``[samples]``.
-
-    Resampling and down-mixing are PyAV's (through faster-whisper). Raises
-    :class:`AudioError` for a missing path, a directory or undecodable data.
-    """
+    """Decode any audio file to mono float32 at 16 kHz, shape ``[samples]`` (PyAV resamples and down-mixes,
+    through faster-whisper); :class:`AudioError` for a missing path, a directory or undecodable data."""
     path = Path(path)
     if not path.exists():
         raise AudioError(f"{path}: no such file")

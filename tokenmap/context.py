@@ -60,9 +60,7 @@ def as_audio_context(value) -> AudioContext:
     >>> as_audio_context("auto").mode, as_audio_context(None).mode
     ('auto', 'full')
     """
-    if isinstance(value, AudioContext):
-        return value
-    return AudioContext(value or "full")
+    return value if isinstance(value, AudioContext) else AudioContext(value or "full")
 
 
 def content_seconds(features, frame_seconds: float = 0.01) -> float:

@@ -90,8 +90,7 @@ class TextTokenizer:
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         self.fingerprint = vocab_fingerprint(tokenizer)
         self.vocab_size = len(vocab)
-        eot = vocab.get("<|endoftext|>")
-        self.family = _EOT_FAMILY.get(eot, "unknown")
+        self.family = _EOT_FAMILY.get(vocab.get("<|endoftext|>"), "unknown")
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "TextTokenizer":
@@ -113,8 +112,7 @@ class TextTokenizer:
     @classmethod
     def from_model(cls, name_or_path: str | os.PathLike) -> "TextTokenizer":
         """Load the tokenizer of a model name (via ``resolve_model``) or directory."""
-        directory = model_dir_for(name_or_path)
-        return cls.from_file(directory / "tokenizer.json")
+        return cls.from_file(model_dir_for(name_or_path) / "tokenizer.json")
 
     def encode(self, text: str) -> list[int]:
         """Token ids of one utterance, as Whisper would emit it (leading space)."""

@@ -70,9 +70,8 @@ class WhisperModel(faster_whisper.WhisperModel):
     ``audio_context``, ``loop_stop``), whose fields may be given as keywords too (they override it).
     ``transcribe(audio_context=...)`` overrides the audio context per call.
 
-    All other arguments are faster-whisper's; ``cpu_threads=0`` becomes
-    :func:`tokenmap.runtime.engine.default_threads`, the thread count the cost curve is calibrated for. Where the
-    loaded CTranslate2 lacks the fork's decoder-step API, ``drafting`` is False and the model decodes as plain
+    All other arguments are faster-whisper's (``cpu_threads=0``: as ``ModelOptions.threads``). Where the loaded
+    CTranslate2 lacks the fork's decoder-step API, ``drafting`` is False and the model decodes as plain
     faster-whisper (with one warning if a map or recall index asked for drafting).
     """
 
@@ -117,12 +116,9 @@ class WhisperModel(faster_whisper.WhisperModel):
 
         return property(get, set_, doc=doc)
 
-    token_map = _drafters_field("token_map", "The active map (or list of maps) drafts come from; assign another "
-                                             "to switch.")
-    recall = _drafters_field("recall", "The recall index (``tokenmap recall``) drafting segments heard before, "
-                                       "or None.")
-    session_cache = _drafters_field("session_cache", "The tokens this model decoded earlier, drafted from when they "
-                                                     "recur (or None).")
+    token_map = _drafters_field("token_map", "The map (or list of maps) drafts come from; assign another to switch.")
+    recall = _drafters_field("recall", "The recall index (``tokenmap recall``) of segments heard before, or None.")
+    session_cache = _drafters_field("session_cache", "Tokens decoded earlier, drafted when they recur (or None).")
     del _drafters_field
 
     @property
@@ -132,8 +128,7 @@ class WhisperModel(faster_whisper.WhisperModel):
 
     @property
     def encoder_engine(self) -> str | None:
-        """The engine that encodes, ``"openvino"``, ``"stock"`` or ``"fork"`` (``"openvino+stock"`` when it
-        depends on the window's length; None when drafting is off)."""
+        """:attr:`tokenmap.assembly.Model.encoder_engine` (None when drafting is off)."""
         return self.model.encoder_engine if self.drafting else None
 
     @property
@@ -190,8 +185,7 @@ class WhisperModel(faster_whisper.WhisperModel):
         call = self.for_call(None if audio_context is None else as_audio_context(audio_context),  # a first window
                              shares_first=bound.arguments.get("clip_timestamps", "0") == "0")  # at the start
 
-        # the features' BLAS product must leave no threads spinning; the language is detected on the
-        # first window as it is transcribed, which the encoder then answers from what it kept
+        # the features' BLAS product must leave no threads spinning (tokenmap.runtime.threads)
         with blas_single_thread(), hooks.within(call.session):
             segments, info = faster_whisper.WhisperModel.transcribe(call, audio, *args, **kwargs)
         return call._segments(segments), info
@@ -199,8 +193,7 @@ class WhisperModel(faster_whisper.WhisperModel):
     transcribe.__signature__ = transcribe_signature()
 
     def _segments(self, segments):
-        """``segments`` as faster-whisper yields them, decoded with numpy's BLAS on one thread, each added to
-        the session cache."""
+        """faster-whisper's ``segments``, decoded with numpy's BLAS on one thread, each added to the session cache."""
         for segment in hooks.each_within(self.session, segments, blas_single_thread):
             if self.session_cache is not None:
                 self.session_cache.add(segment.tokens)

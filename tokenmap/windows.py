@@ -1,10 +1,8 @@
 """One place where a window is encoded: the audio context, the first window's reuse, short and full outputs.
 
-:class:`WindowEncoder` encodes a window's log-mel features and returns an :class:`EncodedWindow`: the
-encoder output, the window's audio seconds and features, whether it was encoded on a short audio context
-(:class:`tokenmap.context.AudioContext`), and :meth:`EncodedWindow.full`, the whole 30 s window's output,
-which the guard (:mod:`tokenmap.decode.guarding`) and the stream ask for when a short decode is rejected.
-What one ``transcribe`` call carries from window to window is its :class:`Session`.
+:class:`WindowEncoder` encodes a window's log-mel features on its audio context (:class:`tokenmap.context.AudioContext`)
+into an :class:`EncodedWindow`, whose :meth:`EncodedWindow.full` the guard (:mod:`tokenmap.decode.guarding`) and the
+stream ask for when a short decode is rejected. A ``transcribe`` call's state is its :class:`Session`.
 
 **The first window's reuse.** Without a ``language``, faster-whisper encodes the first 30 s to detect it,
 then the first window again to transcribe it: the same frames, except that the detection window of a file

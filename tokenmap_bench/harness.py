@@ -343,7 +343,7 @@ def _row(utt, name, times, out: sysm.Output, audio_s, encode_s, state: RunState,
     row.update(text=state.text(out.tokens), tokens=len(out.tokens), identical=list(out.tokens) == list(reference),
                token_ids=list(out.tokens), loops=M.looped(state.text(out.tokens)),
                loops_stopped=int(stats.get("loops_stopped", 0)))
-    for key in ("drafted", "accepted", "drafts", "passes", "rechecks"):
+    for key in ("drafted", "accepted", "drafts", "passes"):
         if key in stats:
             row[key] = int(stats[key])
     if out.drafts_log:

@@ -86,18 +86,17 @@ def build_balanced(corpus: Sequence, output, *, model: str = "base", tokenizer=N
     """
     started = time.perf_counter()
     options = options or BuildOptions()
-    cost = options.cost
     generous = GENEROUS if options.generous is None else options.generous
     protect = PROTECT if options.protect is None else options.protect
     output = Path(output)
-    tokenizer, cost = resolve_inputs(output, force, model, tokenizer, cost, (*corpus, *teacher))
+    progress = progress or (lambda stage, count: None)
+    tokenizer, cost = resolve_inputs(output, force, model, tokenizer, options.cost, (*corpus, *teacher))
     vocab, stats = tokenizer.vocab_size, CorpusStats()
     tasks = read_tasks(corpus, options, stats)
     taught = read_tasks(teacher, options, CorpusStats()) if teacher else {}
     if teacher:
         check_teacher_tasks(tasks, taught)
-    if progress:
-        progress("load", stats.utterances)
+    progress("load", stats.utterances)
     streams = {task: encode_stream(texts, tokenizer, options) for task, texts in tasks.items()}
     teacher_streams = {t: encode_stream(texts, tokenizer, options) for t, texts in taught.items() if t in tasks}
     divergence, dev_tokens, default_maps = {}, {}, {}
@@ -111,8 +110,7 @@ def build_balanced(corpus: Sequence, output, *, model: str = "base", tokenizer=N
             divergence[task], dev_tokens[task] = dev_divergence(stream, options, vocab)
     default = Budget.of(options)
     budgets = allocate(divergence, default, generous, protect)
-    if progress:
-        progress("count", 0)
+    progress("count", 0)
     sections, maps = [], []
     for task in sorted(tasks):
         tm = default_maps.get(task) if budgets[task] == default else None
@@ -141,8 +139,7 @@ def build_balanced(corpus: Sequence, output, *, model: str = "base", tokenizer=N
     header["self_test"] = summed_tests([info["self_test"] for info, _ in sections])
     contexts = sum(int((tm.arrays["node_depth"] >= 2).sum()) for tm in maps)
     require_keys(contexts, stats, header["tokens"], min(info["min_count"] for info, _ in sections))
-    if progress:
-        progress("save", 0)
+    progress("save", 0)
     size = mapfile.write_map_set(output, header, sections)
     result = build_result(output, size, stats, header, maps, options.depth, started, cost)
     log.info("built balanced %s: %d tasks (best %s), %d contexts", output, len(tasks), best_task(divergence),

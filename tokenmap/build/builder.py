@@ -131,17 +131,12 @@ def _encode_worker(texts: list[str]) -> tuple[int, bytes]:
     return len(texts), encode_texts(texts, w["tokenizer"], w["style"], w["add_raw"])
 
 
-def _batches(utterances: Iterable, size: int):
-    texts = (utt.text for utt in utterances)
-    while batch := list(islice(texts, size)):
-        yield batch
-
-
 def spool_tokens(utterances: Iterable, tokenizer, options: BuildOptions, out, progress: Progress | None = None) -> int:
     """Tokenize utterances in batches (``options.jobs`` processes) and write the uint32 stream to ``out``,
     in input order whatever ``jobs``; returns the number of uint32 written."""
     total = 0
-    batches = _batches(utterances, options.batch_size)
+    texts = (utt.text for utt in utterances)
+    batches = iter(lambda: list(islice(texts, options.batch_size)), [])  # lists of texts until none is left
     pool = None
     if options.jobs > 1:
         _WORKER.update(tokenizer=tokenizer, style=options.style, add_raw=options.add_raw)
@@ -248,8 +243,7 @@ def check_output(output: Path, inputs: Sequence[str | os.PathLike]) -> None:
 
 
 def context_min_count(min_count: int, n_tokens: int) -> int:
-    """The count a context needs to be kept in a map of ``n_tokens``: ``min_count``, or with 0 the
-    rule of step 3."""
+    """The count a context needs to be kept in a map of ``n_tokens`` (``min_count`` 0: the rule of step 3)."""
     return min_count or (1 if n_tokens <= SMALL_CORPUS_TOKENS else 2)
 
 
@@ -312,6 +306,7 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
     """
     t0 = time.perf_counter()
     output = Path(output)
+    progress = progress or (lambda stage, count: None)
     tokenizer, cost = resolve_inputs(output, force, model, tokenizer, options.cost, [*corpus, *teacher])
     sep = schema.stream_markers(tokenizer.vocab_size)[1]
     stats, taught = CorpusStats(), CorpusStats()
@@ -322,8 +317,7 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
         lines = _read_stream(teacher, tokenizer, replace(options, style=NO_BRIDGE, add_raw=False), taught, None)
         stream = np.concatenate([stream, *[lines] * max(0, options.teacher_copies)])
     n_tokens = len(stream)
-    if progress:
-        progress("count", 0)
+    progress("count", 0)
     min_count = context_min_count(options.min_count, n_tokens)
     arrays = suffixmap.build_arrays(stream, sep, options.depth, min_count)
     header = make_header(tokenizer, model, options, stats, cost, corpus_tokens)
@@ -332,12 +326,10 @@ def build_map(corpus: Sequence[str | os.PathLike], output: str | os.PathLike, *,
         header["teacher"] = {"utterances": taught.utterances, "copies": options.teacher_copies,
                              "sha256": dict(sorted(taught.files.items()))}
     sm = suffixmap.TokenMap(header, arrays)
-    if progress:
-        progress("test", 0)
+    progress("test", 0)
     require_keys(int(np.count_nonzero(arrays["node_depth"] >= 2)), stats, corpus_tokens, min_count)
     header["self_test"] = self_test(sm, split_utterances(stream, sep, 2000), cost)
-    if progress:
-        progress("save", 0)
+    progress("save", 0)
     size = mapfile.write_map(output, header, arrays)
     result = build_result(output, size, stats, header, [sm], options.depth, t0, cost)
     log.info("built %s: %d contexts (min count %d, depth %d), %d bytes in %.1f s", output,

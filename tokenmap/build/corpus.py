@@ -115,16 +115,12 @@ def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
             files.append(path)
         else:
             raise CorpusError(f"{path}: no such file or directory")
-    seen: dict[str, Path] = {}
-    out = []
+    seen: dict[str, Path] = {}  # real path -> the first path named to it (each one a new Path)
     for p in files:
-        real = os.path.realpath(p)
-        if real in seen:
-            log.info("%s: same file as %s, read once", p, seen[real])
-            continue
-        seen[real] = p
-        out.append(p)
-    return out
+        first = seen.setdefault(os.path.realpath(p), p)
+        if first is not p:
+            log.info("%s: same file as %s, read once", p, first)
+    return list(seen.values())
 
 
 def default_domain_lang(path: Path) -> tuple[str, str]:

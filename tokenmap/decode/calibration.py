@@ -90,7 +90,6 @@ def calibrate(model_dir: Path, compute_type: str = "int8", threads: int = 2, max
         probe.time(0)
         probe.time(8)
     probe.python.clear()
-    # 0: the step, -1: prefill
     samples: dict[int, list[float]] = {n: [] for n in range(-1, max_tokens + 1)}
     for _ in range(reps):  # every length once per round: a busy spell hits all lengths alike
         for n in range(-1, max_tokens + 1):

@@ -6,12 +6,9 @@ previous text writes the same thing: a decode wasted.
 
 :func:`probe_copy` asks the audio first, cheaply: the window is decoded without the previous text only as
 far as the window wrote the copied passage's first words (plus :attr:`CopyProbe.tokens`). Where that probe
-writes them too, the audio says them: the window keeps its text. Whisper's prompt sets its style, so the
-probe may write them otherwise, and :func:`says_again` allows for it: one word spelt otherwise, the passage's
-first word left out (a leading "And"), numbers in digits or in words, two words written as one. A probe cut at its
-steps before it wrote as many words as the window did before the passage (it punctuates what the window did
-not) goes on with twice the steps. Else it was a copy, decoded without the previous text (the probe is that
-decode, when it ended within its steps).
+writes them too (otherwise spelt, as Whisper's prompt sets its style: :func:`says_again`), the audio says them:
+the window keeps its text. Else it was a copy, decoded without the previous text (the probe is that decode,
+when it ended within its steps).
 
 The probe can be drafted from the window's own tokens (``verify``, the fork's step API): where the audio says
 the passage again, a prefill and a pass or two verify it instead of a step a token. It is greedy, also for a
@@ -61,10 +58,7 @@ def copy_start(tokens: Sequence[int], history: Sequence[int], min_run: int) -> i
     """The index in ``tokens`` (timestamps included) where the first run of ``min_run`` tokens of ``history``
     begins; None where there is none."""
     runs = {tuple(history[j: j + min_run]) for j in range(len(history) - min_run + 1)}
-    for i in range(len(tokens) - min_run + 1):
-        if tuple(tokens[i: i + min_run]) in runs:
-            return i
-    return None
+    return next((i for i in range(len(tokens) - min_run + 1) if tuple(tokens[i: i + min_run]) in runs), None)
 
 
 def says_again(passage: str, probe: str, words: int, similar: float = 0.6, language: str | None = None) -> bool:
@@ -149,8 +143,6 @@ def probe_copy(decode: Callable, output, prompt: Sequence[int], results, history
     steps, first = start + said + probe.tokens, None
     while True:  # a probe that wrote fewer words than the window before the passage goes on with twice the steps
         cap = length_for(steps, len(prompt), max_length)
-        if steps_of(cap, len(prompt)) >= steps_of(max_length, len(prompt)):
-            cap = max_length
         probed = verify(output, list(prompt), dict(greedy, max_length=cap), tokens) if verify is not None else None
         if probed is None:
             first = decode(output, [list(prompt)], dict(kwargs, max_length=cap))

@@ -83,9 +83,7 @@ class CostModel:
         >>> [CostModel(10.0, (10.0,), plain_step_ms=ms).plain_token_ms for ms in (12.0, 9.0)]
         [10.0, 9.0]
         """
-        if self.plain_step_ms > 0:
-            return min(self.plain_step_ms, self.step_ms)
-        return self.step_ms - self.loop_ms
+        return min(self.plain_step_ms, self.step_ms) if self.plain_step_ms > 0 else self.step_ms - self.loop_ms
 
     def plain_window_ms(self, tokens: int) -> float:
         """ms plain ``generate`` is expected to take for a window of ``tokens`` (EOT included): its prompt
@@ -145,8 +143,7 @@ class CostModel:
 
     @classmethod
     def from_json(cls, obj: dict) -> "CostModel":
-        """Inverse of :meth:`to_json` (missing optional fields take their defaults); raises ``ValueError``
-        on bad content."""
+        """Inverse of :meth:`to_json` (missing optional fields take their defaults)."""
         try:
             return cls(float(obj["step_ms"]), tuple(float(x) for x in obj["batch_ms"]),
                        str(obj.get("source", "measured")), float(obj.get("prefill_ms", 0.0)),
@@ -193,11 +190,6 @@ DEFAULT_FLOAT32 = CostModel(
 )
 
 
-def default_cost(compute_type: str) -> CostModel:
-    """The built-in curve for a decoder at ``compute_type`` (float32's, else int8's)."""
-    return DEFAULT_FLOAT32 if compute_type == "float32" else DEFAULT
-
-
 def model_fingerprint(model_dir: Path) -> str:
     """Short id of a CTranslate2 model directory (config.json bytes + model.bin size)."""
     digest = hashlib.sha256()
@@ -222,17 +214,21 @@ def calibration_path(model_dir: Path, compute_type: str, threads: int) -> Path:
 
 def save_cost_model(cost: CostModel, path: Path, meta: dict | None = None) -> Path:
     """Write ``cost`` (plus ``meta``) as JSON, atomically."""
+    return write_json(path, dict(cost.to_json(), **(meta or {})))
+
+
+def write_json(path: Path, data: dict) -> Path:
+    """Write ``data`` to ``path`` as indented JSON, atomically (a temporary file beside it, renamed into place)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = dict(cost.to_json(), **(meta or {}))
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
 
 
 def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads: int = 2) -> CostModel:
     """The calibrated curve (:meth:`CostModel.smoothed`) for this model, compute type and threads,
-    else :func:`default_cost`."""
+    else the built-in one for ``compute_type`` (float32's, else int8's)."""
     if model_dir is not None:
         path = calibration_path(Path(model_dir), compute_type, threads)
         if path.is_file():
@@ -244,7 +240,7 @@ def load_cost_model(model_dir: Path | None, compute_type: str = "int8", threads:
                 return replace(cost, source=f"calibrated ({path.name})").smoothed()
             except (ValueError, OSError) as exc:
                 log.warning("ignoring bad calibration %s: %s", path, exc)
-    fallback = default_cost(compute_type)
+    fallback = DEFAULT_FLOAT32 if compute_type == "float32" else DEFAULT
     log.info("cost model: %s (run `tokenmap calibrate --compute-type %s` to measure this machine)",
              fallback.source, compute_type)
     return fallback

@@ -46,11 +46,7 @@ class Drafter(Protocol):
 
 def lcp(a: Sequence[int], b: Sequence[int]) -> int:
     """Length of the longest common prefix of two sequences."""
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
 
 
 def text_context(tokens: Sequence[int], timestamp_begin: int | None) -> list[int] | None:
@@ -170,9 +166,7 @@ def find_continuation(seq: Sequence[int], min_match: int, max_match: int, limit:
             best_len, best_end = length, end
             if length == cap:
                 break
-    if best_len < min_match:
-        return []
-    return arr[best_end + 1: best_end + 1 + limit].tolist()
+    return arr[best_end + 1: best_end + 1 + limit].tolist() if best_len >= min_match else []
 
 
 class SessionCache(Drafter):
@@ -239,9 +233,7 @@ class FixedDrafter(Drafter):
 
     def draft(self, tokens: Sequence[int], limit: int) -> list[int]:
         n = len(tokens)
-        if self.sequence[:n] != list(tokens):
-            return []
-        return self.sequence[n: n + limit]
+        return self.sequence[n: n + limit] if self.sequence[:n] == list(tokens) else []
 
 
 class EchoDrafter(Drafter):
@@ -318,9 +310,7 @@ def default_drafter(token_map=None, special=None, prompt_lookup: bool = True,
     drafters: list = []
 
     def controlled(drafter):
-        if controllers is None:
-            return drafter
-        return ControlledDrafter(drafter, controllers.member(len(drafters)))
+        return drafter if controllers is None else ControlledDrafter(drafter, controllers.member(len(drafters)))
 
     if recall is not None and audio is not None:
         drafters.append(RecallDrafter(recall, audio, timestamp_begin, seconds, mel=mel))

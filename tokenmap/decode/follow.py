@@ -213,9 +213,7 @@ class FollowDrafter:
 
     def _segment_start(self, node: int) -> int:
         """The context for a new segment: the utterance start when the corpus ends one here."""
-        if self._end_share(node) >= 0.5 or node == 0:
-            return max(self.map.bos_node, 0)
-        return node
+        return max(self.map.bos_node, 0) if self._end_share(node) >= 0.5 or node == 0 else node
 
     def _end_share(self, node: int) -> float:
         c = self.map.child(node, self.map.sep)

@@ -13,9 +13,8 @@ from tokenmap.decode.control import AcceptanceController, DraftTally
 
 
 class WindowGate:
-    """Whether a whole window is decoded with drafts or goes to plain ``generate``, weighing the sources'
-    controllers (``members``), the map tallies (``tallies``) and an account of the windows decoded so far,
-    with the same maps; each source learns on its own (a map may be from the wrong domain).
+    """The gate (module docstring) of the windows decoded with the same maps: it weighs the sources' controllers
+    (``members``), the map tallies (``tallies``), each learning on its own, and the account.
 
     The account is a decayed mean (``window_decay`` a window) of
     :meth:`tokenmap.decode.cost.CostModel.window_saving`. One losing window may close the gate; the windows
@@ -68,8 +67,7 @@ class WindowGate:
 
     def record_replay(self, stats) -> None:
         """Account for a window plain ``generate`` decoded, as the loop would have decoded it with the
-        same drafts (``stats``: :func:`tokenmap.decode.speculative.replay_generated` on its tokens). The clock is
-        left alone."""
+        same drafts (``stats``: :func:`tokenmap.decode.speculative.replay_generated` on its tokens)."""
         self._account(stats)
         self.replayed += 1
 
@@ -134,8 +132,7 @@ class WindowGate:
         return weighed, weighed <= 0
 
     def loop_slower(self) -> bool | None:
-        """Whether the loop's windows lose time against plain ``generate`` at the clock's ratios (None: not
-        known yet)."""
+        """Whether the loop's windows lose time against plain ``generate`` at the clock's ratios (None: unknown)."""
         return self._weighed()[1]
 
     def use_speculation(self) -> bool:

@@ -9,15 +9,13 @@ window without the cause:
   on that (kept for the window's later calls, e.g. the temperature fallback). In a batch, only the rows
   the guard rejects are encoded and decoded again.
 * **A copied prompt** (:meth:`Guard.copied`), at every audio context: faster-whisper conditions a window
-  on the previous window's text, and Whisper sometimes writes that text again instead of what it hears:
-  whole, or as phrases of it stitched together. A window whose text repeats a run of
-  :attr:`Guard.copy_tokens` tokens of its prompt's previous text, or whose words lie mostly in word
-  n-grams of it, is decoded again without that text, which is faster-whisper's
-  ``condition_on_previous_text=False`` for that window alone (the encoder output is reused). Speech that
-  really repeats is decoded again too: a false alarm costs a decode.
+  on the previous window's text, and Whisper sometimes writes that text again instead of what it hears,
+  whole or as phrases of it stitched together. Unless a short probe hears it said again
+  (:mod:`tokenmap.decode.copies`), the window is decoded again without that text (faster-whisper's
+  ``condition_on_previous_text=False`` for that window alone, on the same encoder output).
 
-Every decision is counted in the call's :class:`tokenmap.decode.speculative.DecodeStats`
-(``short_windows``, ``guarded``, ``prompt_copies``), which ``WhisperModel.last_stats()`` returns.
+Every decision is counted in the call's :class:`tokenmap.decode.speculative.DecodeStats`, which
+``WhisperModel.last_stats()`` returns.
 
 Example::
 
@@ -179,10 +177,8 @@ def guarded_generate(decode: Callable, window, prompts, kwargs: dict, stats, mod
     ``guard``, ``special`` tokens and ``text`` (token ids -> text). One prompt's result is checked for a copy of
     its previous text, probed by ``verify`` where it decodes (:func:`tokenmap.decode.copies.probe_copy`)."""
     guard, special, text = model.guard, model.special, model.text
-    if window.short:
-        output, results = _short_context(decode, window, prompts, kwargs, stats, model)
-    else:
-        output, results = window.output, decode(window.output, prompts, kwargs)
+    output, results = (_short_context(decode, window, prompts, kwargs, stats, model) if window.short
+                       else (window.output, decode(window.output, prompts, kwargs)))
     if len(prompts) != 1:
         return output, results
     prompt = list(prompts[0])

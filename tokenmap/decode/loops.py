@@ -74,8 +74,6 @@ class LoopRule:
     Timestamps (ids at or above ``timestamp_begin``) and other special tokens are skipped. For every
     unit length ``n`` it keeps how many text tokens in a row, at the end, equal the token ``n`` before
     them; the repetition of period ``n`` then spans that many tokens plus ``n``. O(``max_unit``) a token.
-    ``max_span_seen`` (with ``max_span_unit``) is the longest repetition of at least ``min_repeats``
-    units seen so far, whether or not it fired: the margin ``research/loop_rule.py`` reports.
     """
 
     def __init__(self, options: LoopOptions, timestamp_begin: int, eot: int | None = None):
@@ -87,8 +85,6 @@ class LoopRule:
         self.runs = [0] * (options.max_unit + 1)
         self.fed = 0
         self.loop: Loop | None = None
-        self.max_span_seen = 0
-        self.max_span_unit: tuple[int, ...] = ()
 
     @property
     def stopped(self) -> bool:
@@ -109,8 +105,6 @@ class LoopRule:
             span = runs[n] + n
             if span < options.min_repeats * n or runs[n] == 0:
                 continue
-            if span > self.max_span_seen:
-                self.max_span_seen, self.max_span_unit = span, tuple(text[-n:])
             if span >= options.min_span:
                 second = length - runs[n]  # the text index where the repetition's second unit starts
                 self.loop = Loop(self.fed, self.where[second], tuple(text[-n:]))
@@ -121,10 +115,7 @@ class LoopRule:
 def find_loop(tokens: Sequence[int], options: LoopOptions, timestamp_begin: int, eot: int | None = None) -> Loop | None:
     """The rule over a finished token list: where it would have stopped the decode (None: nowhere)."""
     rule = LoopRule(options, timestamp_begin, eot)
-    for token in tokens:
-        if rule.feed(token):
-            return rule.loop
-    return None
+    return rule.loop if any(rule.feed(token) for token in tokens) else None
 
 
 def cut_tokens(tokens: Sequence[int], loop: Loop, timestamp_begin: int | None = None) -> list[int]:
@@ -158,13 +149,10 @@ def looped(head: Sequence[int], loop: Loop, length: int) -> list:
 # plain generate, stopped by a short maximum length -------------------------------------------------
 
 
-@dataclass
-class Result:
+@dataclass(frozen=True)
+class Result(GenerationResult):
     """A ``generate`` result with stopped hypotheses cut (CTranslate2's own results cannot be changed)."""
 
-    sequences_ids: list
-    scores: list
-    no_speech_prob: float = 0.0
     loop: Loop | None = None  # where the first hypothesis was stopped (None: it was not)
     decoded: list | None = None  # the first hypothesis as decoded up to the stop, the repetition included
     ratio: float | None = None  # the compression ratio faster-whisper must see for the first hypothesis
@@ -205,13 +193,14 @@ def steps_of(max_length: int, prompt_length: int) -> int:
 
 
 def length_for(steps: int, prompt_length: int, max_length: int) -> int:
-    """The ``max_length`` that gives a prompt of ``prompt_length`` at least ``steps`` decoding steps (at most
-    ``max_length``): a long previous text takes its share of it.
+    """The ``max_length`` that gives a prompt of ``prompt_length`` at least ``steps`` decoding steps (a long previous
+    text takes its share of it): ``max_length`` itself where a shorter one would give as many steps.
 
     >>> length_for(50, 4, 448), length_for(50, 200, 448), steps_of(length_for(50, 200, 448), 200)
     (100, 249, 50)
     """
-    return min(max_length, max(2 * steps, prompt_length - 1 + steps))
+    length = min(max_length, max(2 * steps, prompt_length - 1 + steps))
+    return max_length if steps_of(length, prompt_length) >= steps_of(max_length, prompt_length) else length
 
 
 def generate_stopping(generate, features, prompts, options: LoopOptions, special, seconds: float | None = None,
@@ -240,8 +229,7 @@ def generate_stopping(generate, features, prompts, options: LoopOptions, special
     while todo:
         longest = max(len(prompts[row]) for row, _, _ in todo)
         cap = length_for(steps, longest, max_length)
-        final = cap >= max_length or steps_of(cap, longest) >= steps_of(max_length, longest)
-        cap = max_length if final else cap
+        final = cap == max_length
         report.calls += 1
         if firsts is None:
             firsts = generate(features, prompts, max_length=cap, **kwargs)
@@ -315,8 +303,7 @@ class StoppingDecoder:
     ``seconds``: the window's audio (None: 30 s or unknown); ``stats`` counts ``loops_stopped``. Greedy or
     sampled ``generate`` goes through :func:`generate_stopping` (see :func:`stoppable`), sampled hypotheses going
     on by :func:`~tokenmap.decode.rules.sample_decode` on ``stepper`` (the fork's model; None: by ``generate``);
-    :meth:`finish` turns the drafting loop's result into a ``generate`` result. A stopped hypothesis's result
-    carries its projected compression ratio (:attr:`Result.ratio`).
+    :meth:`finish` turns the drafting loop's result into a ``generate`` result.
     """
 
     def __init__(self, plain, options: LoopOptions | None, special, text, seconds: float | None = None, stats=None,

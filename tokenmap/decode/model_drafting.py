@@ -79,7 +79,7 @@ class Drafting:
         decoded by ``plain``; counted in ``stats``."""
         if len(prompts) != 1 or not supports_fast_path(prompt=prompts[0], special=self.special, **kwargs):
             stats.fallbacks += 1
-            self._log_bypass(*bypass_reason(len(prompts), prompts[0], self.special, kwargs))
+            self._log_bypass(*bypass_reason(len(prompts), kwargs))
             return plain.generate(output, prompts, **kwargs)
         controllers = self.controllers()
         worth_trying = self.drafts_worth_trying(prompts[0])
@@ -113,7 +113,7 @@ class Drafting:
         logger.warning("decoding without the token map: %s", message)
 
 
-def bypass_reason(batch: int, prompt, special: SpecialTokens, kwargs: dict) -> tuple[str, str]:
+def bypass_reason(batch: int, kwargs: dict) -> tuple[str, str]:
     """Why a ``generate`` call cannot be drafted: ``(kind, advice)``, naming the option that made
     :func:`tokenmap.decode.rules.supports_fast_path` refuse (each tried alone on top of greedy search)."""
     if batch != 1:

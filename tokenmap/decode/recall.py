@@ -108,10 +108,7 @@ class RecallDrafter:
         closing = opening + recalled[-1] - self.tb if recalled else 0
         if not recalled or closing - self.tb > MAX_FRAMES:
             return []
-        proposal = recalled[:-1] + [closing]
-        if closing_just_written:
-            proposal = [opening] + proposal
-        return proposal[:limit]
+        return (([opening] if closing_just_written else []) + recalled[:-1] + [closing])[:limit]
 
     def update(self, drafted: int, accepted: int) -> None:
         pass

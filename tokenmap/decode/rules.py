@@ -11,14 +11,12 @@ Conventions
   decoding step of the position being decided.
 * Disabled tokens get ``-FLT_MAX`` (``np.finfo(np.float32).min``), as CT2 does on CPU (not ``-inf``), so
   log-sum-exp over an all-disabled range stays finite.
-* Scores are natural-log probabilities (float32).
 
 Order per step (as in CT2): SuppressTokens, SuppressBlank (first step only), TimestampRules (unless the
 prompt's last task token is ``<|notimestamps|>``), then log_softmax (float32) and argmax (first index on ties).
 
-:func:`greedy_decode` is the step-wise reference: it feeds the prompt as ``generate`` does (all but the last
-prompt token as one batch, the last as the first step), applies the rules to each step's logits and takes the
-argmax; its output equals ``generate(beam_size=1, ...)`` at float32, the baseline of every speculative path.
+:func:`greedy_decode`, the step-wise reference, equals ``generate(beam_size=1, ...)`` at float32: the baseline
+of every speculative path.
 """
 
 from __future__ import annotations
@@ -257,8 +255,7 @@ class RuleSet:
         """Apply the rules (in place) and pick the greedy token: ``(token_id, logprob)``, the float32
         log_softmax of the *filtered* logits at the chosen id, which is what CT2 adds to the score."""
         logprobs = self.apply(logits, tokens)
-        if logprobs is None:
-            logprobs = log_softmax(logits)
+        logprobs = log_softmax(logits) if logprobs is None else logprobs
         token = int(np.argmax(logprobs))
         return token, logprobs[token]
 
@@ -341,10 +338,10 @@ class GreedyResult:
     finished: bool = False
 
 
-def _row(storage_view) -> np.ndarray:
-    """[V] float32 view of the last position of a [1, V] or [1, T, V] logits StorageView (zero copy)."""
+def logit_rows(storage_view) -> np.ndarray:
+    """[T, V] float32 view (zero copy) of a [1, V] or [1, T, V] logits StorageView."""
     array = np.asarray(storage_view)
-    return array[0] if array.ndim == 2 else array[0, -1]
+    return array if array.ndim == 2 else array[0]
 
 
 def prefill_like_generate(model, encoder_output, prompt: Sequence[int], rules: RuleSet,
@@ -358,16 +355,16 @@ def prefill_like_generate(model, encoder_output, prompt: Sequence[int], rules: R
         # logits at the SOT position: prefill up to SOT, then the rest of the head.
         sot = rules.sot_index
         state, sot_logits = model.prefill(encoder_output, prompt[: sot + 1])
-        no_speech = rules.no_speech_prob(_row(sot_logits))
+        no_speech = rules.no_speech_prob(logit_rows(sot_logits)[-1])
         if prompt[sot + 1 : -1]:
             model.forward_batch(state, prompt[sot + 1 : -1])
-        logits = _row(model.forward_step(state, last))
+        logits = logit_rows(model.forward_step(state, last))[-1]
     elif head:
         state, _ = model.prefill(encoder_output, head)
-        logits = _row(model.forward_step(state, last))
+        logits = logit_rows(model.forward_step(state, last))[-1]
     else:
         state, first = model.prefill(encoder_output, [last])
-        logits = _row(first)
+        logits = logit_rows(first)[-1]
     if want_no_speech and not rules.no_speech_at_sot:
         no_speech = rules.no_speech_prob(logits)  # raw logits of the first step
     return state, logits, no_speech
@@ -398,7 +395,7 @@ def greedy_decode(model, encoder_output, prompt: Sequence[int], special: Special
         tokens.append(token)
         if step + 1 >= rules.max_steps:  # max_length reached
             break
-        logits = _row(model.forward_step(state, token))
+        logits = logit_rows(model.forward_step(state, token))[-1]
     score = rules.final_score(total, len(tokens))
     logger.debug("reference greedy: %d tokens, score %.4f", len(tokens), score)
     return GreedyResult(tokens, score, no_speech, finished)
@@ -432,5 +429,5 @@ def sample_decode(model, encoder_output, prompt: Sequence[int], prefix: Sequence
         tokens.append(token)
         if (stop is not None and stop(token)) or len(tokens) >= rules.max_steps:
             break
-        logits = _row(model.forward_step(state, token))
+        logits = logit_rows(model.forward_step(state, token))[-1]
     return GreedyResult(tokens, total, None, finished)

@@ -37,8 +37,6 @@ def is_inner_mark(token: str) -> bool:
 
 @dataclass(frozen=True)
 class SpecialTokens:
-    """Special token ids of a Whisper model, as CTranslate2 derives them."""
-
     sot: int
     eot: int
     no_timestamps: int

@@ -14,7 +14,7 @@ The loop (token-map paper, section III; the draft is verified in one pass)::
 
 Every decision goes through :class:`tokenmap.decode.rules.RuleSet`, the same rules ``generate(beam_size=1)``
 applies, so a draft can change the speed but not the output (exactly at float32; at int8 batched logits can
-differ slightly from step logits: ``recheck_margin`` decides close positions again from a step).
+differ slightly from step logits).
 :func:`replay_window` runs the same loop on a window's recorded output, without the model.
 """
 
@@ -29,7 +29,7 @@ import numpy as np
 from tokenmap.decode.cost import DEFAULT, CostModel
 from tokenmap.decode.ct2math import log_softmax
 from tokenmap.decode.loops import Loop, LoopOptions, LoopRule, cut_tokens
-from tokenmap.decode.rules import RuleSet
+from tokenmap.decode.rules import GreedyResult, RuleSet, logit_rows
 from tokenmap.decode.special import SpecialTokens
 
 
@@ -55,7 +55,6 @@ class DecodeStats:
     windows: int = 0
     fallbacks: int = 0
     plain_windows: int = 0
-    rechecks: int = 0
     short_windows: int = 0
     guarded: int = 0
     prompt_copies: int = 0
@@ -77,56 +76,33 @@ class DecodeStats:
 
 
 @dataclass
-class WindowResult:
-    """One window: ``tokens`` without prompt and EOT (as ``sequences_ids[0]``)."""
+class WindowResult(GreedyResult):
+    """One window decoded with drafts, as ``generate`` returns it (:class:`~tokenmap.decode.rules.GreedyResult`)."""
 
-    tokens: list[int]
-    score: float
-    no_speech_prob: float | None
-    finished: bool
     stats: DecodeStats = field(default_factory=DecodeStats)
     loop: Loop | None = None  # where the decode was stopped as a loop (``tokens`` are then cut there)
 
 
-def _rows(logits) -> np.ndarray:
-    """[T, V] float32 view of a [1, V] or [1, T, V] logits StorageView."""
-    array = np.asarray(logits)
-    return array if array.ndim == 2 else array[0]
-
-
-@dataclass(frozen=True)
-class Verification:
-    """How :func:`decode_window` decides a drafted position. ``recheck_margin``: when the top-2 gap (in logits) of
-    a position verified in a batch is below it, that position is decided again from a single ``forward_step``
-    (int8 batched logits differ from step logits; 0 = never). ``accept(row, tokens, draft_token, chosen) -> bool``
-    (biased verification): at a drafted position where the greedy ``chosen`` differs, True keeps
-    ``draft_token`` instead; None keeps exact greedy decoding."""
-
-    recheck_margin: float = 0.0
-    accept: Callable | None = None
-
-
 def decode_window(model, encoder_output, prompt: Sequence[int], special: SpecialTokens, drafter,
-                  verification: Verification = Verification(), loop: LoopOptions | None = None,
-                  **generate_kwargs) -> WindowResult:
+                  accept: Callable | None = None, loop: LoopOptions | None = None, **generate_kwargs) -> WindowResult:
     """Greedy decoding of one window with drafts; same output as ``generate(beam_size=1)``.
 
     ``prompt``: the window's prompt ids as faster-whisper builds it; its previous text (before SOT) is the
-    history of prompt-lookup drafters. ``verification``: how drafted positions are decided. ``loop``: stop
-    the window once it clearly repeats (:class:`tokenmap.decode.loops.LoopRule`); its tokens are then cut
-    before the repetition (``result.loop`` says where).
+    history of prompt-lookup drafters. ``accept(row, tokens, draft_token, chosen) -> bool`` (biased
+    verification): at a drafted position where the greedy ``chosen`` differs, True keeps ``draft_token``
+    instead; None keeps exact greedy decoding. ``loop``: stop the window once it clearly repeats
+    (:class:`tokenmap.decode.loops.LoopRule`); its tokens are then cut before the repetition (``result.loop``
+    says where).
     """
     started = time.perf_counter()
-    win = _Window(model, RuleSet.from_generate_kwargs(special, prompt, **generate_kwargs), special, verification)
+    win = _Window(model, RuleSet.from_generate_kwargs(special, prompt, **generate_kwargs), special, accept)
     win.watch = LoopRule(loop, special.timestamp_begin, special.eot) if loop is not None else None
     sot = win.rules.sot_index
     drafter.reset(list(prompt[1: sot]))
     state, sot_logits = model.prefill(encoder_output, list(prompt[: sot + 1]))
     win.stats.passes += 1
-    sot_row = _rows(sot_logits)[0]
-    no_speech = None
-    if generate_kwargs.get("return_no_speech_prob", False):
-        no_speech = win.rules.no_speech_prob(sot_row)
+    sot_row = logit_rows(sot_logits)[0]
+    no_speech = win.rules.no_speech_prob(sot_row) if generate_kwargs.get("return_no_speech_prob", False) else None
     feed = list(prompt[sot + 1:])
     if not feed:  # the prompt ends at SOT: its logits decide the first token
         feed = [win.decide(sot_row)]
@@ -163,9 +139,8 @@ def window_draft(drafter, tokens: Sequence[int], with_timestamps: bool, timestam
 class _Window:
     """Decisions of one window: tokens so far, summed logprob, end state."""
 
-    def __init__(self, model, rules: RuleSet, special: SpecialTokens, verification: Verification):
-        self.model, self.rules, self.special, self.accept = model, rules, special, verification.accept
-        self.recheck_margin = verification.recheck_margin
+    def __init__(self, model, rules: RuleSet, special: SpecialTokens, accept: Callable | None):
+        self.model, self.rules, self.special, self.accept = model, rules, special, accept
         self.tokens: list[int] = []
         self.total = np.float32(0.0)
         self.finished = False
@@ -206,12 +181,12 @@ class _Window:
         else:
             logits = self.model.forward_batch(state, tokens_in)
         self.stats.passes += 1
-        rows = _rows(logits)[len(feed) - 1:]
-        if self.recheck_margin <= 0 and self.accept is None:
+        rows = logit_rows(logits)[len(feed) - 1:]
+        if self.accept is None:
             chosen, logprobs = self.rules.choose_rows(rows, self.tokens, draft)
             decided = (self.record(int(token), logprob) for token, logprob in zip(chosen, logprobs))
-        else:
-            decided = self._decide_rows(state, start, rows, tokens_in[len(feed) - 1:], draft, len(tokens_in) > 1)
+        else:  # row by row, each through ``accept``
+            decided = (self.decide(row, draft[j] if j < len(draft) else None) for j, row in enumerate(rows))
         for j, token in enumerate(decided):
             hit = j < len(draft) and token == draft[j]
             if not hit or self.done():
@@ -219,30 +194,6 @@ class _Window:
         if state.current_step > start + j + 1:
             state.truncate_to_step(start + j + 1)
         return [token], j + hit
-
-    def _decide_rows(self, state, start: int, rows, inputs: list[int], draft: list[int], batched: bool):
-        """Decide the rows one by one (with ``accept``); a batched row within ``recheck_margin`` of a tie is
-        decided again from a step on its input, which ends the pass."""
-        for j, row in enumerate(rows):
-            guess = draft[j] if j < len(draft) else None
-            if batched and self.recheck_margin > 0 and _near_tie(row, self.rules, self.tokens, self.recheck_margin):
-                state.truncate_to_step(start + j)
-                row = _rows(self.model.forward_step(state, inputs[j]))[0]
-                self.stats.passes += 1
-                self.stats.rechecks += 1
-                yield self.decide(row, guess)
-                return
-            yield self.decide(row, guess)
-
-
-def _near_tie(row: np.ndarray, rules: RuleSet, tokens, margin: float) -> bool:
-    """True if the top-2 gap of the rule-filtered ``row`` is below ``margin`` (row left untouched)."""
-    filtered = row.copy()
-    rules.apply(filtered, tokens)
-    best = int(np.argmax(filtered))
-    top = filtered[best]
-    filtered[best] = -np.inf
-    return bool(top - filtered.max() < margin)
 
 
 @dataclass
@@ -267,10 +218,9 @@ REPLAY_DRAFT = 64
 
 def replay_window(drafter, truth: Sequence[int], eot: int, with_timestamps: bool, timestamp_begin: int,
                   cost: CostModel = DEFAULT, feed: int = 1, history: Sequence[int] = ()) -> ReplayStats:
-    """Replay one window whose greedy output is ``truth`` (without EOT), without the model: greedy decoding
-    is deterministic, so at every pass the agreeing prefix of the draft is kept plus the model's own next
-    token, as :func:`decode_window` proceeds; the cost curve turns the passes into ms. ``feed``: tokens of
-    the first pass besides the draft (the prompt after SOT); ``history``: the window's previous text.
+    """Replay one window whose greedy output is ``truth`` (without EOT), without the model: greedy decoding is
+    deterministic, so :func:`decode_window`'s passes follow from the drafts; the cost curve turns them into ms.
+    ``feed``: tokens of the first pass besides the draft (the prompt after SOT); ``history``: its previous text.
 
     >>> from tokenmap.decode.drafters import FixedDrafter   # the truth, 3 tokens then EOT = 99
     >>> r = replay_window(FixedDrafter([5, 6, 7, 99]), [5, 6, 7], eot=99, with_timestamps=False,

@@ -27,12 +27,13 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from tokenmap.decode.cost import calibration_path
+from tokenmap.decode.cost import calibration_path, write_json
 from tokenmap.encoders.base import Choice, StockEncoder, describe
 from tokenmap.encoders.openvino import (
     PRECISIONS,
@@ -94,13 +95,10 @@ def cpu_identity() -> str:
     """The CPU's model name and flags, as this machine reports them, and oneDNN's ISA cap if one is set (what a
     measurement is valid for)."""
     fields = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                key, _, value = line.partition(":")
-                fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
+    with suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
     name = fields.get("model name") or platform.processor() or platform.machine()
     cap = os.environ.get("ONEDNN_MAX_CPU_ISA")
     return f"{name} | {' '.join(sorted(fields.get('flags', '').split()))}" + (f" | oneDNN cap {cap}" if cap else "")
@@ -169,9 +167,8 @@ def measure(model_dir: Path, compute_type: str, threads: int, ct2=None, reps: in
 
 def measure_apart(model_dir: Path, compute_type: str, threads: int, reps: int = 3, command=None) -> dict:
     """:func:`measure` in a child process (``command``: its argument list before the candidates; default
-    :mod:`tokenmap.encoders.timing`). An engine that crashes the child (seen: OpenVINO's bf16 encoder on one
-    virtualised Intel CPU with AMX) is left out as unavailable and the others are measured again, so choosing
-    an encoder never takes the caller's process down."""
+    :mod:`tokenmap.encoders.timing`). An engine that crashes the child is left out as unavailable and the others
+    are measured again, so choosing an encoder never takes the caller's process down."""
     command = command or [sys.executable, "-m", "tokenmap.encoders.timing", str(model_dir), compute_type,
                           str(threads), str(reps)]
     candidates, crashed = list(openvino_candidates()), {}
@@ -230,12 +227,7 @@ def measurement(model_dir: Path, compute_type: str, threads: int) -> dict:
 
 def save_measurement(model_dir: Path, compute_type: str, threads: int, data: dict) -> Path:
     """Write ``data`` (from :func:`measure`) where :func:`load_measurement` finds it, atomically."""
-    path = measurement_path(model_dir, compute_type, threads)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return write_json(measurement_path(model_dir, compute_type, threads), data)
 
 
 def measured_openvino(ms: dict) -> list[str]:
@@ -256,10 +248,8 @@ def plan_from_measurement(data: dict, ct2: str, compute_type: str) -> EncoderPla
         best = min(openvino, key=lambda c: ms[c][str(frames)])
         ov_ms, ct_ms = ms[best][str(frames)], ms["ctranslate2"][str(frames)]
         upto = BOUNDARY if i < len(lengths) - 1 else 3000
-        if ov_ms <= MARGIN * ct_ms:
-            choices.append(Choice("openvino", best.split(":")[1], upto))
-        else:
-            choices.append(Choice(ct2, compute_type, upto))
+        choices.append(Choice("openvino", best.split(":")[1], upto) if ov_ms <= MARGIN * ct_ms else
+                       Choice(ct2, compute_type, upto))
         words.append(f"{frames // 100} s: {best} {ov_ms:.0f} ms, ctranslate2 {ct_ms:.0f} ms")
     merged = [c for i, c in enumerate(choices) if i == len(choices) - 1 or
               (c.engine, c.precision) != (choices[i + 1].engine, choices[i + 1].precision)]
@@ -284,9 +274,7 @@ def choose(requested: str, model_dir: Path, compute_type: str, threads: int) -> 
     if engine == "openvino" and precision is not None:
         return EncoderPlan((Choice("openvino", precision),), f"openvino {precision} (asked for)")
     data = measurement(model_dir, compute_type, threads)
-    if engine == "openvino":
-        return _fastest_openvino(data)
-    return plan_from_measurement(data, ct2, compute_type)
+    return _fastest_openvino(data) if engine == "openvino" else plan_from_measurement(data, ct2, compute_type)
 
 
 def _fastest_openvino(data: dict) -> EncoderPlan:

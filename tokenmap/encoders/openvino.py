@@ -31,6 +31,7 @@ import os
 import shutil
 import tempfile
 import threading
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
@@ -64,16 +65,12 @@ def openvino_available() -> str | None:
 
 
 @functools.lru_cache(maxsize=1)
-def cpu_capabilities() -> tuple[str, ...]:
-    """OpenVINO's ``OPTIMIZATION_CAPABILITIES`` of the CPU (``BF16`` where it has AMX or AVX512_BF16)."""
+def has_bf16() -> bool:
+    """True when OpenVINO computes in bfloat16 on this CPU by default: its ``OPTIMIZATION_CAPABILITIES`` list
+    ``BF16`` (AMX or AVX512_BF16)."""
     import openvino as ov
 
-    return tuple(ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES"))
-
-
-def has_bf16() -> bool:
-    """True when OpenVINO computes in bfloat16 on this CPU by default (AMX or AVX512_BF16)."""
-    return "BF16" in cpu_capabilities()
+    return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
 
 
 def int8_units() -> bool:
@@ -136,10 +133,8 @@ def cached_ir(model_dir: Path, weights: str, root: Path | None = None, force: bo
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         if force and target.exists():
             shutil.rmtree(target)
-        try:
+        with suppress(OSError):  # another process put a whole one there first
             tmp.rename(target)
-        except OSError:  # another process put a whole one there first
-            pass
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return xml

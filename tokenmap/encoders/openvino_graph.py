@@ -42,19 +42,15 @@ class EncoderShape:
                 "positions": self.positions}
 
 
-def _ops():
-    import openvino.opset13 as ops
-
-    return ops
-
-
 class _Builder:
     """Turns named arrays into graph nodes; ``weights`` says how linear layers store theirs."""
 
     def __init__(self, get, weights: str):
+        import openvino.opset13 as ops
+
         self.get = get  # name -> float32 array
         self.weights = weights
-        self.ops = _ops()
+        self.ops = ops
 
     def const(self, array) -> object:
         return self.ops.constant(np.ascontiguousarray(array, dtype=np.float32))

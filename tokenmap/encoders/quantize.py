@@ -2,20 +2,18 @@
 
 Where the CPU has int8 matrix instructions (AVX512_VNNI, AVX-VNNI or AMX), OpenVINO runs a quantized encoder's
 linear layers and attention on int8 kernels; without them int8 falls back to slow generic kernels, and
-``auto`` keeps another engine. The recipe (its first three parts found by cosine against OpenVINO's float32
-encoder, the last by WER, on held-out real speech):
+``auto`` keeps another engine. The recipe:
 
 * SmoothQuant with alpha 0.7 on the matrix products: lower alphas leave the attention's output projections with
   too coarse an input scale on short, padded speech, higher ones move too much of the activations' range into
-  the weights (NNCF's transformer default is 0.95);
-* three layers stay in float (:data:`FLOAT_LAYERS`): conv2 and layer 0's QKV projection, each found by switching
-  one activation quantizer on at a time, and layer 0's attention output projection, which alone gives what
-  keeping every layer's would (the others move nothing) at no measurable time;
+  the weights;
+* three layers stay in float (:data:`FLOAT_LAYERS`): conv2, layer 0's QKV projection and layer 0's attention
+  output projection;
 * calibration on :func:`calibration_windows`: synthesized speech shipped with the package (``calibration/*.flac``,
   made by ``benchmarks/make_calibration_audio.py``), laid out as the encoder meets it, plus noise, tones and silence;
 * every activation quantizer's range widened to :data:`ACTIVATION_RANGE_SCALE` times what calibration saw
   (:func:`widen_activation_ranges`): real speech drives activations past the calibration's min-max, and a
-  clipped activation costs the transcript more than a coarser step (cosine did not show it; WER did).
+  clipped activation costs the transcript more than a coarser step.
 
 NNCF is needed only to build the model, which takes about a minute for base and is cached like the float IR
 (:func:`tokenmap.encoders.openvino.cached_ir`).

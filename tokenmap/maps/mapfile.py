@@ -198,7 +198,6 @@ def check_trie(arrays: dict, header: dict, vocab: int, path: Path, label: str = 
     keys, best = arrays["edge_key"], arrays["node_best"].astype(np.int64)
     ok = (problem is None and n >= 1 and keys.shape[0] == n - 1
           and bool(np.all(keys[1:] > keys[:-1])) and bool(np.all((keys >> np.uint64(32)) < np.arange(1, n)))
-          and bool(np.all((keys & np.uint64(0xFFFFFFFF)) <= sep))
           and bool(np.all(arrays["node_link"] < np.maximum(np.arange(n), 1)))
           and bool(np.all((best == -1) | ((best > 0) & (best < n))))
           and bool(np.all(arrays["node_depth"][1:] >= 1)) and int(arrays["node_depth"].max(initial=0)) <= depth)
@@ -290,7 +289,7 @@ def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify
         arrays = array_views(buf, header, path)
         check_fingerprint(header, fingerprint, model_hint, path)
         check_trie(arrays, header, vocab_size_of(header, vocab_size, path), path)
-        return [TokenMap(header, arrays, path, buf)]
+        return [TokenMap(header, arrays, path)]
     check_fingerprint(header, fingerprint, model_hint, path)
     views = array_views(buf, header, path)
     top = {k: v for k, v in header.items() if k not in ("sections", "arrays")}
@@ -302,5 +301,5 @@ def load_maps(path: str | os.PathLike, fingerprint: str | None = None, *, verify
         tasks.add(sec["task"])
         arrays = {name: views[f"{i}.{name}"] for name in SCHEMA}
         check_trie(arrays, merged, vocab_size_of(merged, vocab_size, path), path, f"section {i}: ")
-        maps.append(TokenMap(merged, arrays, path, buf))
+        maps.append(TokenMap(merged, arrays, path))
     return maps

@@ -171,10 +171,9 @@ class TokenMap:
     utterance's start and end in the trie).
     """
 
-    def __init__(self, header: dict, arrays: dict[str, np.ndarray], path=None, buf=None):
+    def __init__(self, header: dict, arrays: dict[str, np.ndarray], path=None):
         self.header = header
         self.path = path
-        self._buf = buf
         self.arrays = arrays
         self.depth = int(header["depth"])
         self.bos = int(header["bos"])
@@ -285,12 +284,3 @@ class TokenMap:
             node = int(self._link[node])
         c = int(self._best[node])
         return node, c, float(self._count[c]) / float(self._count[node])
-
-    def close(self) -> None:
-        """Release the memory map (views become invalid)."""
-        self.arrays = {}
-        if hasattr(self._buf, "close"):
-            try:
-                self._buf.close()
-            except BufferError:
-                pass

@@ -43,21 +43,14 @@ def cpu_kind(cpuinfo: str | None = None) -> str:
     return "Intel Xeon or Core without AMX (AVX2 or AVX-512)"
 
 
-def load_expected(path: Path = EXPECTED) -> dict:
-    """The kept expectation per CPU kind (``{kind: line}``); empty when the file is missing."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-
-
 def expectation(kind: str | None = None, expected: dict | None = None) -> str:
     """One line a user can act on: what the kept results measured on this CPU kind for short files, or
     how to measure it where nothing was."""
     kind = cpu_kind() if kind is None else kind
-    expected = load_expected() if expected is None else expected
-    line = expected.get(kind)
-    if line:
-        return line
-    return (f"not measured on this CPU kind ({kind}): run `make bench-quick` from a checkout, "
-            "then `make bench-report`")
+    if expected is None:  # the kept expectation per CPU kind, ``{kind: line}``
+        try:
+            expected = json.loads(EXPECTED.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            expected = {}
+    return expected.get(kind) or (f"not measured on this CPU kind ({kind}): run `make bench-quick` from a "
+                                  "checkout, then `make bench-report`")

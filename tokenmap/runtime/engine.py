@@ -38,7 +38,7 @@ class GenerationResult:
 
     sequences_ids: list
     scores: list
-    no_speech_prob: float
+    no_speech_prob: float = 0.0
 
 
 def missing_step_api(ctranslate2_module=None) -> list[str]:

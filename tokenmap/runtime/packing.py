@@ -30,14 +30,12 @@ from pathlib import Path
 from typing import MutableMapping
 
 from tokenmap.runtime import nativelib
+from tokenmap.runtime.engine import FORK_VERSION  # the fork build whose ``Model::is_packable`` the library replaces
 
 logger = logging.getLogger("tokenmap")
 
 SWITCH = "CT2_USE_EXPERIMENTAL_PACKED_GEMM"
 OPT_OUT = "TOKENMAP_PACKED_GEMM"
-#: the fork build whose exported ``Model::is_packable`` the library replaces
-FORK_VERSION = "4.7.1.post3"
-SOURCE = Path(__file__).with_name("native") / "decoder_packing.cc"
 
 #: what :func:`install` did in this process (None until it ran)
 status: str | None = None
@@ -58,10 +56,8 @@ def _engine_version() -> str | None:
         text = version_file.read_text(encoding="utf-8")
     except OSError:
         return None
-    for line in text.splitlines():
-        if line.startswith("__version__"):
-            return line.split("=", 1)[1].strip().strip("\"'")
-    return None
+    return next((line.split("=", 1)[1].strip().strip("\"'") for line in text.splitlines()
+                 if line.startswith("__version__")), None)
 
 
 def decide(modules=None, environ=None, library: Path | None = None) -> str:

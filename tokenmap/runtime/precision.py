@@ -29,9 +29,7 @@ def decoder_compute_type(compute_type: str, requested: str | None = "auto", exac
     and ``"auto"`` (or None): ``compute_type``, or float32 for a quantized one when ``exact``."""
     if requested in (None, "auto"):
         return "float32" if exact and compute_type in QUANTIZED else compute_type
-    if requested == "same":
-        return compute_type
-    return requested
+    return compute_type if requested == "same" else requested
 
 
 def describe(compute_type: str, requested: str | None = "auto", exact: bool = False) -> str:

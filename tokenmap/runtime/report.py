@@ -93,7 +93,8 @@ def doctor_info(model_dir=None, encoder_line=None) -> dict:
     info["packed GEMM (fork decoder)"] = packing.describe()
     info["row math (decoding loop)"] = nativelib.describe()
     if reason is None:
-        info.update(_precision_report())
+        info.update({"encoder": "needs a model (`tokenmap models prepare`)", "decoder (--compute-type int8)":
+                     describe("int8"), "decoder (--exact)": describe("int8", exact=True)})
     else:
         info["encoder"] = f"ctranslate2 {ct2.__version__} in process (drafting off: plain faster-whisper)"
     if model_dir is not None:
@@ -121,12 +122,6 @@ def runtime_settings() -> str:
         return (f"none applied by tokenmap in this process (malloc: {memory.status or 'not asked for'}, "
                 f"thread wait: {threads.status or 'not run'})")
     return "set by tokenmap for the whole process, not only the engine: " + "; ".join(applied)
-
-
-def _precision_report() -> dict:
-    """Which precision decodes by default, and why; the encoder line needs a model."""
-    return {"encoder": "needs a model (`tokenmap models prepare`)", "decoder (--compute-type int8)": describe("int8"),
-            "decoder (--exact)": describe("int8", exact=True)}
 
 
 def _thread_report() -> str:

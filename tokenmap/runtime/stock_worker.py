@@ -20,6 +20,7 @@ import os
 import sys
 import threading
 import weakref
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
@@ -93,8 +94,7 @@ if hasattr(os, "register_at_fork"):
 
 class StockWorker:
     """Stock CTranslate2 in a worker process (one request at a time; thread-safe), which loads its model while
-    the caller goes on. ``timeout``: :func:`encoder_timeout`; ``failed``: why it was given up (:meth:`give_up`),
-    once it was."""
+    the caller goes on. ``timeout``: :func:`encoder_timeout`."""
 
     def __init__(self, model_dir, compute_type: str = "int8", threads: int = 2, directory: Path | None = None,
                  timeout: float | None = None):
@@ -281,7 +281,5 @@ class StockWorker:
             self._blocks = {}
 
     def __del__(self):
-        try:
+        with suppress(Exception):  # interpreter shutdown
             self.close()
-        except Exception:  # interpreter shutdown
-            pass

@@ -15,6 +15,7 @@ When the parent is gone (stdin closes, or the parent process changes) or stops r
 the blocks it knows and exits. It ignores Ctrl-C, which reaches the whole process group.
 """
 
+import ctypes
 import json
 import mmap
 import os
@@ -22,6 +23,7 @@ import signal
 import sys
 import threading
 import time
+from contextlib import suppress
 
 import numpy as np
 
@@ -45,10 +47,8 @@ class Block:
     def unlink(self):
         import _posixshmem
 
-        try:
+        with suppress(OSError):
             _posixshmem.shm_unlink("/" + self.name)
-        except OSError:
-            pass
 
 
 def _attach(role, name, blocks):
@@ -117,12 +117,8 @@ def _watch_parent(parent, blocks):
 def _release_free_memory() -> None:
     """Give what loading the model converted and freed back to the system (glibc ``malloc_trim``), which the
     malloc policy this process runs under would keep resident."""
-    try:
-        import ctypes
-
+    with suppress(OSError, AttributeError):  # not glibc
         ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def serve(model_dir, compute_type, threads, stdin, out):
@@ -135,7 +131,7 @@ def serve(model_dir, compute_type, threads, stdin, out):
     model = ctranslate2.models.Whisper(model_dir, device="cpu", compute_type=compute_type,
                                        intra_threads=int(threads))
     _release_free_memory()
-    try:
+    with suppress(BrokenPipeError, ConnectionError):  # the parent stopped reading: it is gone
         out.write(json.dumps({"ready": True, "version": ctranslate2.__version__}) + "\n")
         out.flush()
         for line in stdin:
@@ -145,8 +141,6 @@ def serve(model_dir, compute_type, threads, stdin, out):
                 answer = {"error": f"{type(exc).__name__}: {exc}"}
             out.write(json.dumps(answer) + "\n")
             out.flush()
-    except (BrokenPipeError, ConnectionError):  # the parent stopped reading: it is gone
-        pass
     _leave(blocks)
 
 

@@ -20,6 +20,7 @@ import secrets
 import select
 import subprocess
 import time
+from contextlib import suppress
 
 TIMEOUT_ENV = "TOKENMAP_ENCODER_TIMEOUT"
 
@@ -74,10 +75,8 @@ class SharedBlock:
     def unlink(self) -> None:
         import _posixshmem
 
-        try:
+        with suppress(FileNotFoundError):
             _posixshmem.shm_unlink(self._name)
-        except FileNotFoundError:
-            pass
 
 
 class Worker:

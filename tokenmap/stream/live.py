@@ -8,12 +8,11 @@ drafts, under a :class:`tokenmap.decode.gate.WindowGate` kept across updates.
 
 Commit policy (LocalAgreement-2 over whole segments, :func:`agreed_segments`): a leading segment closed by a
 timestamp (``<|t0|> text <|t1|>``; a trailing ``<|t0|> text`` is open) whose text is identical in the last
-``agreement`` hypotheses is committed for good and the buffer cut at its end; ``condition_on_previous`` (off by
-default) puts committed text into the prompt. A buffer that would exceed 30 s commits every closed segment (or the
-whole hypothesis); silence (high no-speech probability, low log-probability) cuts it to its last second. Without a
-``language``, every update detects it and nothing commits until two in a row agree with at least
-:data:`tokenmap.windows.CONFIDENT` probability (a few seconds of speech can sound like a neighbouring language
-at 0.5), or until the buffer fills.
+``agreement`` hypotheses is committed for good and the buffer cut at its end (the prompt holds no committed text).
+A buffer that would exceed 30 s commits every closed segment (or the whole hypothesis); silence (high no-speech
+probability, low log-probability) cuts it to its last second. Without a ``language``, every update detects it and
+nothing commits until two in a row agree with at least :data:`tokenmap.windows.CONFIDENT` probability (a few
+seconds of speech can sound like a neighbouring language at 0.5), or until the buffer fills.
 
 Biased verification (paper eq. 5): where the previous hypothesis drafts ``d`` and greedy chooses ``c``, ``d`` is kept
 when ``(1-beta) P(d) + beta >= (1-beta) P(c)``; beta = 0 (default) is exact greedy decoding.
@@ -46,7 +45,7 @@ from tokenmap.decode.guarding import Guard, guarded_generate
 from tokenmap.decode.loops import window_as_result
 from tokenmap.decode.rules import DISABLED, GREEDY_KW, greedy_decode
 from tokenmap.decode.special import SpecialTokens
-from tokenmap.decode.speculative import DecodeStats, Verification, decode_window
+from tokenmap.decode.speculative import DecodeStats, decode_window
 from tokenmap.encoders import Output
 from tokenmap.stream.metrics import StreamMetrics, UpdateRecord, mask_display
 from tokenmap.stream.previous_hypothesis import PreviousHypothesisDrafter
@@ -84,8 +83,7 @@ def parse_segments(tokens: Sequence[int], ts0: int) -> list[TokenSegment]:
             segments.append(TokenSegment(begin, j + 1, start, (tokens[j] - ts0) * TS_SECONDS, text))
             i = j + 1
         else:
-            if text:
-                segments.append(TokenSegment(begin, j, start, None, text))
+            segments.append(TokenSegment(begin, j, start, None, text))
             i = j
     return [s for s in segments if s.text]
 
@@ -112,7 +110,7 @@ class StreamOptions:
     """``update_seconds``: audio per update; ``beta``: verification bias (0 = exact greedy); ``mask_k``:
     display-only mask of the last k tentative tokens; ``agreement``: hypotheses that must agree before a
     segment commits; ``scratch``: also decode every update from scratch (``"generate"`` or ``"reference"``)
-    to time and check it; ``recheck_margin``: :func:`tokenmap.decode.speculative.decode_window`'s."""
+    to time and check it."""
 
     update_seconds: float = 1.0
     beta: float = 0.0
@@ -121,11 +119,9 @@ class StreamOptions:
     task: str = "transcribe"
     max_buffer_seconds: float = 30.0
     agreement: int = 2
-    condition_on_previous: bool = False
     no_speech_threshold: float = 0.6
     logprob_threshold: float = -1.0
     scratch: str | None = None
-    recheck_margin: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -254,12 +250,8 @@ class StreamTranscriber:
         yield self.update(final=True)
 
     def prompt(self) -> list[int]:
-        e, sp = self.engine, self.engine.special
-        head = []
-        if self.options.condition_on_previous and self.committed:
-            head = [e.token_id("<|startofprev|>")] + self.committed[-(448 // 2 - 1):]
-        task = e.token_id(f"<|{self.options.task}|>")
-        return head + [sp.sot, e.token_id(f"<|{self.language}|>"), task]
+        e = self.engine
+        return [e.special.sot, e.token_id(f"<|{self.language}|>"), e.token_id(f"<|{self.options.task}|>")]
 
     def update(self, final: bool = False) -> StreamUpdate:
         """Decode the buffer, commit what agreed, trim; ``final`` commits everything."""
@@ -291,8 +283,7 @@ class StreamTranscriber:
         commit = len(segments) if final else self._commit_count(segments, buffer_seconds)
         if commit or final:
             self.detecting = False
-        elapsed = time.perf_counter() - started
-        new_text, latencies = self._commit(segments[:commit], audio_end + elapsed)
+        new_text, latencies = self._commit(segments[:commit], audio_end + time.perf_counter() - started)
         self._trim(tokens, segments, commit, final)
         tentative = [t for s in segments[commit:] for t in s.text]
         record = UpdateRecord(
@@ -302,7 +293,7 @@ class StreamTranscriber:
             committed=tuple(self.committed), tentative=tuple(tentative), engine_drafted=dec.drafted,
             engine_accepted=dec.accepted, scratch_decode=scratch[0], scratch_same=scratch[1],
             scratch_encode=scratch[2], short=short, guarded=guarded, commit_latencies=tuple(latencies))
-        self.metrics.add(record)
+        self.metrics.updates.append(record)
         self.finished = final
         shown = mask_display([], tentative, 0 if final else self.options.mask_k)
         return StreamUpdate(record.index, audio_end, self.committed_text, new_text,
@@ -340,10 +331,8 @@ class StreamTranscriber:
         t = time.perf_counter()
         fallback = default_drafter(e.token_map, e.special, controllers=self._controllers, cost=getattr(e, "cost", None))
         drafter = PreviousHypothesisDrafter(draft, self.ts0, fallback)
-        r = decode_window(e.model.decoder, enc, prompt, e.special, drafter,
-                          Verification(self.options.recheck_margin, biased_accept(self.options.beta, drafter)),
-                          loop=getattr(e.model, "loop", None),
-                          **kwargs)  # loop: the loop stop's rule (tokenmap.decode.loops), None when off
+        r = decode_window(e.model.decoder, enc, prompt, e.special, drafter, biased_accept(self.options.beta, drafter),
+                          loop=getattr(e.model, "loop", None), **kwargs)  # the loop stop's rule, None when off
         return Decoded(list(r.tokens), time.perf_counter() - t, r.no_speech_prob or 0.0, r.score,
                        r.stats.drafted, r.stats.accepted, window_as_result(r).decoded)
 

@@ -32,9 +32,7 @@ def erasures(displays: Sequence[Sequence[int]]) -> list[int]:
 
 def normalized_erasure(displays: Sequence[Sequence[int]]) -> float:
     """NE (eq. 4): total erasure over the length of the last display (0 for an empty one)."""
-    if not displays or not displays[-1]:
-        return 0.0
-    return sum(erasures(displays)) / len(displays[-1])
+    return sum(erasures(displays)) / len(displays[-1]) if displays and displays[-1] else 0.0
 
 
 def mask_display(committed: Sequence[int], tentative: Sequence[int], k: int) -> list[int]:
@@ -78,16 +76,10 @@ class StreamMetrics:
 
     updates: list = field(default_factory=list)
 
-    def add(self, record: UpdateRecord) -> None:
-        self.updates.append(record)
-
     def displays(self, mask_k: int = 0) -> list[list[int]]:
         """The displayed token sequence after every update (the last one unmasked: the stream ended)."""
-        out = [mask_display(u.committed, u.tentative, mask_k) for u in self.updates]
-        if self.updates:
-            last = self.updates[-1]
-            out[-1] = list(last.committed) + list(last.tentative)
-        return out
+        return [mask_display(u.committed, u.tentative, mask_k if i < len(self.updates) - 1 else 0)
+                for i, u in enumerate(self.updates)]
 
     def ne(self, mask_k: int = 0) -> float:
         return normalized_erasure(self.displays(mask_k))

@@ -46,9 +46,7 @@ class PreviousHypothesisDrafter:
 
     def follows(self, tokens: Sequence[int]) -> bool:
         """True if ``tokens`` is a prefix of ``previous`` (any timestamp matches any timestamp)."""
-        if len(tokens) > len(self.previous):
-            return False
-        return all(self._same(a, b) for a, b in zip(tokens, self.previous))
+        return len(tokens) <= len(self.previous) and all(self._same(a, b) for a, b in zip(tokens, self.previous))
 
     def on_previous(self, tokens: Sequence[int], token: int) -> bool:
         """True if ``token`` is what the previous hypothesis says comes after ``tokens``."""
@@ -94,9 +92,7 @@ class PreviousHypothesisDrafter:
             return aligned
         self.kind = "lookup"
         j = self._lookup(tokens)
-        if j is None:
-            return None
-        return self._opening(tokens, j)[: self.realign]
+        return None if j is None else self._opening(tokens, j)[: self.realign]
 
     def _opening(self, tokens: list[int], j: int) -> list[int]:
         """``previous[j:]``, its first token set to the closing timestamp just chosen when it opens a segment."""
