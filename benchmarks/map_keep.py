@@ -23,7 +23,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from wer_table import delta_ci  # the script beside this one
+from wer_keep import signed  # the scripts beside this one
+from wer_table import delta_ci
 
 from tokenmap_bench import speedup_interval
 
@@ -47,11 +48,14 @@ def _decoder(side: dict) -> float:
     return sum(side[k] for k in DECODER)
 
 
+def _speedup(rows: list[dict], measure=lambda side: side["total"]) -> float:
+    """Summed no-map time over summed map time (end to end by default)."""
+    return sum(measure(r["nomap"]) for r in rows) / sum(measure(r["map"]) for r in rows)
+
+
 def _ratio(rows: list[dict], measure) -> str:
-    pairs = [(measure(r["nomap"]), measure(r["map"])) for r in rows]
-    ratio = sum(p[0] for p in pairs) / sum(p[1] for p in pairs)
-    low, high = speedup_interval(pairs)
-    return f"{ratio:.2f} [{low:.2f}, {high:.2f}]"
+    low, high = speedup_interval([(measure(r["nomap"]), measure(r["map"])) for r in rows])
+    return f"{_speedup(rows, measure):.2f} [{low:.2f}, {high:.2f}]"
 
 
 def profile_rows(path: Path, what: str, map_name: str) -> list[list]:
@@ -68,13 +72,6 @@ def profile_rows(path: Path, what: str, map_name: str) -> list[list]:
     return out
 
 
-def _summed(path: Path, context: str) -> tuple[float, dict]:
-    """(no-map end-to-end time over the map's, the map's rejected drafts by cause) of one context of a profile."""
-    result = json.loads(path.read_text(encoding="utf-8"))[context]
-    rows = result["rows"]
-    return sum(r["nomap"]["total"] for r in rows) / sum(r["map"]["total"] for r in rows), result.get("rejected", {})
-
-
 def oracle_notes(results: Path) -> list[str]:
     """Per workload with an oracle run, one note: per context, the share of the oracle's end-to-end gain the map
     takes; then the causes of the map's rejected drafts (the first wrong token of each, as
@@ -85,13 +82,13 @@ def oracle_notes(results: Path) -> list[str]:
         if map_name == ORACLE or not (results / name).is_file() or not oracle.is_file():
             continue
         shares, rejected = [], {}
-        for context in json.loads((results / name).read_text(encoding="utf-8")):
-            ratio, causes = _summed(results / name, context)
-            best, _ = _summed(oracle, context)
+        bound = json.loads(oracle.read_text(encoding="utf-8"))
+        for context, result in json.loads((results / name).read_text(encoding="utf-8")).items():
+            ratio, best = _speedup(result["rows"]), _speedup(bound[context]["rows"])
             share = (1 - 1 / ratio) / (1 - 1 / best) if best > 1 else float("nan")
             shares.append(f"{100 * share:.0f} % at {CONTEXTS.get(context, context)} ({ratio:.2f}× against "
                           f"{best:.2f}×)")
-            for k, v in causes.items():
+            for k, v in result.get("rejected", {}).items():
                 rejected[k] = rejected.get(k, 0) + v
         total = sum(rejected.values())
         top = sorted(rejected.items(), key=lambda kv: -kv[1])[:4]
@@ -115,11 +112,6 @@ def long_rows(path: Path) -> list[list]:
     return out
 
 
-def _signed(text: str) -> str:
-    """The docs' minus sign (U+2212) for ASCII hyphens of negative numbers."""
-    return text.replace("-", "\u2212")
-
-
 def wer_note(nomap: Path, with_map: Path) -> str:
     """The default's WER with the map against without, pooled and per set (points, 95 % paired bootstrap over
     files), loops and changed transcripts."""
@@ -136,7 +128,7 @@ def wer_note(nomap: Path, with_map: Path) -> str:
         words = sum(p[2] for p in pairs)
         before, after = (100 * sum(p[k] for p in pairs) / words for k in (0, 1))
         low, high = delta_ci(pairs)
-        return before, after, _signed(f"{after - before:+.2f} [{low:+.2f}, {high:+.2f}]")
+        return before, after, f"{signed(after - before)} [{signed(low)}, {signed(high)}]"
 
     before, after, pooled = delta(ids)
     sets = ", ".join(f"{name} {delta(members)[2]}" for name, members in sorted(groups.items()))
